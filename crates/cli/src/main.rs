@@ -1,0 +1,2 @@
+//! The `hands` binary.
+fn main() {}

@@ -1,0 +1,109 @@
+//! Parsing raw JSON arguments into a tool's typed `Args`, with errors that name the field and the
+//! expected type so that the model can fix its call.
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::ToolError;
+
+/// Parse `args` for tool `tool`. `null` counts as `{}` (clients send it for argument-less tools).
+pub fn parse<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, ToolError> {
+    let args = if args.is_null() { Value::Object(Default::default()) } else { args };
+    if !args.is_object() {
+        return Err(ToolError::model(format!(
+            "Invalid arguments for {tool}: expected a JSON object of named arguments, got {}. \
+             Call it again with an object such as {{\"path\": \"src/main.rs\"}}.",
+            kind(&args)
+        )));
+    }
+    serde_path_to_error::deserialize::<_, T>(args).map_err(|err| {
+        let path = err.path().to_string();
+        let inner = err.into_inner().to_string();
+        let at = if path == "." || path.is_empty() {
+            String::new()
+        } else {
+            format!(" field `{path}`:")
+        };
+        ToolError::model(format!(
+            "Invalid arguments for {tool}:{at} {}. Fix the arguments (see the tool's schema) and \
+             call it again.",
+            explain(&inner)
+        ))
+    })
+}
+
+/// serde's messages name Rust types (`u64`, `usize`); say it in JSON terms too.
+fn explain(message: &str) -> String {
+    let message = message
+        .replace("expected usize", "expected a non-negative integer")
+        .replace("expected u64", "expected a non-negative integer")
+        .replace("expected u32", "expected a non-negative integer")
+        .replace("expected i64", "expected an integer")
+        .replace("expected a boolean", "expected a boolean (true or false)");
+    message.trim_end_matches('.').to_owned()
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+    use serde_json::json;
+
+    use super::*;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Args {
+        path: String,
+        offset: Option<u64>,
+    }
+
+    fn message(args: Value) -> String {
+        match parse::<Args>("read_file", args) {
+            Err(ToolError::RespondToModel(m)) => m,
+            other => panic!("expected an argument error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn wrong_type_names_field_and_type() {
+        let m = message(json!({"path": "a", "offset": "ten"}));
+        assert!(m.contains("field `offset`"), "{m}");
+        assert!(m.contains("non-negative integer"), "{m}");
+    }
+
+    #[test]
+    fn missing_field_is_named() {
+        let m = message(json!({"offset": 3}));
+        assert!(m.contains("missing field `path`"), "{m}");
+    }
+
+    #[test]
+    fn unknown_field_is_named() {
+        let m = message(json!({"path": "a", "ofset": 3}));
+        assert!(m.contains("unknown field `ofset`"), "{m}");
+    }
+
+    #[test]
+    fn non_object_is_refused() {
+        let m = message(json!(["a"]));
+        assert!(m.contains("got an array"), "{m}");
+    }
+
+    #[test]
+    fn null_is_empty_object() {
+        let m = message(Value::Null);
+        assert!(m.contains("missing field `path`"), "{m}");
+    }
+}

@@ -1,0 +1,44 @@
+//! The tool runtime core of hands.
+//!
+//! A [`Tool`] is a small type with typed arguments; its [`ToolSpec`] (name, description, derived JSON
+//! schema, annotations) is data. The [`Registry`] holds the tools, filters them by [`Mode`], and runs
+//! every call through the middleware chain (see [`middleware`]) into the current [`Sandbox`].
+//!
+//! ```
+//! use hands_core::{Registry, Session, ToolCall};
+//! # async fn demo(registry: Registry) {
+//! let session = Session::one_shot("/tmp/project");
+//! let call = ToolCall::new("call-1", "read_file", serde_json::json!({"path": "README.md"}));
+//! let output = registry.dispatch(&session, call).await;
+//! # }
+//! ```
+
+pub mod args;
+mod call;
+pub mod config;
+mod context;
+mod error;
+pub mod middleware;
+mod output;
+mod registry;
+mod sandbox;
+mod schema;
+mod session;
+mod tool;
+
+pub use call::ToolCall;
+pub use config::CoreConfig;
+pub use context::Context;
+pub use error::{DispatchError, ToolError};
+pub use output::{Content, ToolOutput};
+pub use registry::{Conditions, PLAN_MODE_TOOLS, Registry, RegistryBuilder};
+pub use sandbox::{LocalProvider, Sandbox, SandboxProvider};
+pub use schema::schema_for;
+pub use session::{Mode, Session};
+pub use tool::{Annotations, DynTool, Tool, ToolSpec};
+
+/// A boxed, sendable future: the return type of the object-safe traits in this crate.
+pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
+/// Re-exported so that tool crates and front ends use the same token type.
+pub use tokio_util::sync::CancellationToken;

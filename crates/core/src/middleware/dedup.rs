@@ -1,0 +1,144 @@
+//! Per-turn de-duplication: an identical read-only call (same tool, same arguments by canonical JSON)
+//! within one turn returns the first call's result without running again. Any call of a tool that is
+//! not read-only clears the session's cache before and after it runs, so a read after an edit is
+//! never stale. Error results are not cached. Calls outside a turn are never de-duplicated.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+
+use serde_json::Value;
+
+use super::{Middleware, Next, Request};
+use crate::{BoxFuture, ToolError, ToolOutput};
+
+/// The dedup middleware (stateless; the cache lives in the session).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Dedup;
+
+/// The session's cache: results of read-only calls of the current turn.
+#[derive(Debug, Default)]
+pub struct DedupCache(Mutex<Option<TurnCache>>);
+
+#[derive(Debug)]
+struct TurnCache {
+    turn: String,
+    results: HashMap<String, ToolOutput>,
+}
+
+impl DedupCache {
+    fn get(&self, turn: &str, key: &str) -> Option<ToolOutput> {
+        let guard = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        guard.as_ref().filter(|c| c.turn == turn).and_then(|c| c.results.get(key).cloned())
+    }
+
+    fn put(&self, turn: &str, key: String, output: ToolOutput) {
+        let mut guard = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        match guard.as_mut() {
+            Some(cache) if cache.turn == turn => {
+                cache.results.insert(key, output);
+            }
+            _ => {
+                *guard = Some(TurnCache {
+                    turn: turn.to_owned(),
+                    results: HashMap::from([(key, output)]),
+                });
+            }
+        }
+    }
+
+    /// Forget everything (a mutating call ran).
+    pub fn clear(&self) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+}
+
+/// The cache key: tool name and arguments as canonical JSON (object keys sorted at every level).
+pub fn key(tool: &str, args: &Value) -> String {
+    let mut out = String::with_capacity(64);
+    out.push_str(tool);
+    out.push('\0');
+    canonical(args, &mut out);
+    out
+}
+
+fn canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                canonical(&map[k], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical(item, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+impl Middleware for Dedup {
+    fn handle<'a>(
+        &'a self,
+        req: Request<'a>,
+        next: Next<'a>,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let cache = req.ctx.session().extension::<DedupCache>();
+            if !req.tool.spec().annotations.read_only {
+                cache.clear();
+                let result = next.run(req).await;
+                cache.clear();
+                return result;
+            }
+            let Some(turn) = req.call.turn.clone() else {
+                return next.run(req).await;
+            };
+            let key = key(&req.call.name, &req.call.args);
+            if let Some(hit) = cache.get(&turn, &key) {
+                tracing::debug!(tool = %req.call.name, call_id = %req.call.id, "dedup hit");
+                return Ok(hit);
+            }
+            let result = next.run(req).await;
+            if let Ok(output) = &result
+                && !output.is_error
+            {
+                cache.put(&turn, key, output.clone());
+            }
+            result
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn key_ignores_object_key_order() {
+        let a = key("grep", &json!({"pattern": "x", "path": "src", "opts": {"a": 1, "b": [1, 2]}}));
+        let b = key("grep", &json!({"opts": {"b": [1, 2], "a": 1}, "path": "src", "pattern": "x"}));
+        assert_eq!(a, b);
+        assert_ne!(a, key("grep", &json!({"pattern": "x", "path": "src"})));
+        assert_ne!(
+            a,
+            key("glob", &json!({"pattern": "x", "path": "src", "opts": {"a": 1, "b": [1, 2]}}))
+        );
+    }
+}

@@ -1,0 +1,84 @@
+//! Time limit and abort. Each call runs under its own cancellation token (a child of the session's).
+//! When the limit passes, the token is fired so that the tool stops and kills its processes; the tool
+//! then has `grace_ms` to return what it has, which is kept in the error result. An abort of the
+//! session fires the same token and answers with an "aborted" result.
+
+use std::time::Duration;
+
+use super::{Middleware, Next, Request};
+use crate::config::TimeoutConfig;
+use crate::{BoxFuture, Content, ToolError, ToolOutput};
+
+/// The timeout/abort middleware.
+#[derive(Debug, Clone)]
+pub struct Timeout {
+    config: TimeoutConfig,
+}
+
+impl Timeout {
+    /// With per-tool limits from `config`.
+    pub fn new(config: TimeoutConfig) -> Self {
+        Self { config }
+    }
+}
+
+enum Stop {
+    TimedOut(Duration),
+    Aborted,
+}
+
+impl Middleware for Timeout {
+    fn handle<'a>(
+        &'a self,
+        req: Request<'a>,
+        next: Next<'a>,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let limit = self.config.for_tool(&req.call.name);
+            let token = req.ctx.cancel_token().clone();
+            let aborted = req.ctx.cancel_token().clone();
+            let tool = req.call.name.clone();
+            let mut work = next.run(req);
+            let stop = tokio::select! {
+                result = &mut work => return result,
+                () = tokio::time::sleep(limit) => Stop::TimedOut(limit),
+                () = aborted.cancelled() => Stop::Aborted,
+            };
+            token.cancel();
+            let grace = Duration::from_millis(self.config.grace_ms);
+            let partial = tokio::time::timeout(grace, work).await.ok();
+            let message = match stop {
+                Stop::TimedOut(limit) => format!(
+                    "{tool} timed out after {} and was stopped. Narrow the request (a smaller path, \
+                     a tighter pattern) or raise the limit with `timeouts.tools.{tool}` in the \
+                     configuration.",
+                    human(limit)
+                ),
+                Stop::Aborted => format!("{tool} was aborted before it finished."),
+            };
+            Ok(with_partial(message, partial))
+        })
+    }
+}
+
+/// The error result, keeping whatever the tool returned after it was told to stop.
+fn with_partial(message: String, partial: Option<Result<ToolOutput, ToolError>>) -> ToolOutput {
+    let mut output = ToolOutput::error(message);
+    match partial {
+        Some(Ok(done)) => {
+            output.content.extend(done.content.into_iter().filter(|c| match c {
+                Content::Text { text } => !text.is_empty(),
+                Content::Image { .. } => true,
+            }));
+            output.structured = done.structured;
+        }
+        Some(Err(err)) => output = output.with_text(err.to_string()),
+        None => {}
+    }
+    output
+}
+
+fn human(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms.is_multiple_of(1000) { format!("{} s", ms / 1000) } else { format!("{ms} ms") }
+}

@@ -1,0 +1,82 @@
+//! A tool's result in MCP's shape: text and image blocks, optional structured JSON, an error flag.
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// One block of a result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Content {
+    /// Text for the model.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// An image (raw bytes; front ends encode base64 where the protocol wants it).
+    Image {
+        /// The image's bytes.
+        #[serde(skip)]
+        data: Vec<u8>,
+        /// Its MIME type, e.g. `image/png`.
+        mime_type: String,
+    },
+}
+
+/// What a tool call produced.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct ToolOutput {
+    /// Text and image blocks, in order.
+    pub content: Vec<Content>,
+    /// Machine-readable result, for tools with a natural structure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structured: Option<Value>,
+    /// True when the call failed in a way the model can act on.
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    /// A successful text result.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self { content: vec![Content::Text { text: text.into() }], ..Self::default() }
+    }
+
+    /// An error result the model can act on.
+    pub fn error(text: impl Into<String>) -> Self {
+        Self { is_error: true, ..Self::text(text) }
+    }
+
+    /// A successful image result.
+    pub fn image(data: Vec<u8>, mime_type: impl Into<String>) -> Self {
+        Self {
+            content: vec![Content::Image { data, mime_type: mime_type.into() }],
+            ..Self::default()
+        }
+    }
+
+    /// Attach structured JSON.
+    #[must_use]
+    pub fn with_structured(mut self, value: Value) -> Self {
+        self.structured = Some(value);
+        self
+    }
+
+    /// Append a text block.
+    #[must_use]
+    pub fn with_text(mut self, text: impl Into<String>) -> Self {
+        self.content.push(Content::Text { text: text.into() });
+        self
+    }
+
+    /// All text blocks joined by newlines.
+    pub fn joined_text(&self) -> String {
+        let texts: Vec<&str> = self
+            .content
+            .iter()
+            .filter_map(|c| match c {
+                Content::Text { text } => Some(text.as_str()),
+                Content::Image { .. } => None,
+            })
+            .collect();
+        texts.join("\n")
+    }
+}

@@ -1,0 +1,69 @@
+//! Where tools run. The local backend runs them in this process; other backends (bwrap, remote)
+//! proxy calls to an inner `hands`, and report [`crate::ToolError::SandboxGone`] when it dies.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::{BoxFuture, Context, DynTool, ToolError, ToolOutput};
+
+/// One live sandbox.
+pub trait Sandbox: Send + Sync {
+    /// An id for logs.
+    fn id(&self) -> String;
+
+    /// Run `tool` with raw `args` inside this sandbox.
+    fn run<'a>(
+        &'a self,
+        tool: &'a dyn DynTool,
+        ctx: Context,
+        args: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
+}
+
+/// Hands out sandboxes per project.
+pub trait SandboxProvider: Send + Sync {
+    /// The project's sandbox, created if there is none yet.
+    fn get<'a>(&'a self, project: &'a str) -> BoxFuture<'a, Result<Arc<dyn Sandbox>, ToolError>>;
+
+    /// Called after a call reported [`ToolError::SandboxGone`]: return a working sandbox for the
+    /// project, replacing the lost one if it is really gone.
+    fn get_or_create<'a>(
+        &'a self,
+        project: &'a str,
+    ) -> BoxFuture<'a, Result<Arc<dyn Sandbox>, ToolError>>;
+}
+
+/// Tools run in this process, confined to the root by the tools themselves.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct LocalProvider;
+
+struct LocalSandbox;
+
+impl Sandbox for LocalSandbox {
+    fn id(&self) -> String {
+        "local".into()
+    }
+
+    fn run<'a>(
+        &'a self,
+        tool: &'a dyn DynTool,
+        ctx: Context,
+        args: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        tool.call_json(ctx, args)
+    }
+}
+
+impl SandboxProvider for LocalProvider {
+    fn get<'a>(&'a self, _project: &'a str) -> BoxFuture<'a, Result<Arc<dyn Sandbox>, ToolError>> {
+        Box::pin(async { Ok(Arc::new(LocalSandbox) as Arc<dyn Sandbox>) })
+    }
+
+    fn get_or_create<'a>(
+        &'a self,
+        project: &'a str,
+    ) -> BoxFuture<'a, Result<Arc<dyn Sandbox>, ToolError>> {
+        self.get(project)
+    }
+}

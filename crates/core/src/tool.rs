@@ -1,0 +1,117 @@
+//! The `Tool` trait (typed arguments, derived schema) and its object-safe form for the registry.
+
+use std::borrow::Cow;
+use std::future::Future;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::{BoxFuture, Context, ToolError, ToolOutput, args, schema_for};
+
+/// MCP's tool annotations: hints for the client about what a tool does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct Annotations {
+    /// Changes nothing (served from the dedup cache within a turn; offered in plan mode).
+    pub read_only: bool,
+    /// May destroy or overwrite the user's data.
+    pub destructive: bool,
+    /// Calling twice with the same arguments has no further effect.
+    pub idempotent: bool,
+    /// Reaches outside the project (network, arbitrary programs).
+    pub open_world: bool,
+}
+
+impl Annotations {
+    /// A read-only, idempotent, closed-world tool (read_file, grep, …).
+    pub const READ_ONLY: Self =
+        Self { read_only: true, destructive: false, idempotent: true, open_world: false };
+}
+
+/// A tool as data: what the model and the front ends see.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    /// Canonical name.
+    pub name: String,
+    /// The description the model reads (from the `.md` file beside the tool).
+    pub description: String,
+    /// JSON schema of the arguments, derived from `Args`.
+    pub input_schema: Value,
+    /// JSON schema of the structured output, when the tool has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// MCP annotations.
+    pub annotations: Annotations,
+}
+
+/// A tool: a small type with typed arguments.
+///
+/// Arguments are deserialized once into `Args`; nothing downstream sees raw JSON. The schema the
+/// model sees is derived from `Args` by [`schema_for`].
+pub trait Tool: Send + Sync + 'static {
+    /// The typed arguments (use `#[serde(deny_unknown_fields)]` so that typos are reported).
+    type Args: DeserializeOwned + JsonSchema + Send + 'static;
+
+    /// Canonical name.
+    fn name(&self) -> &'static str;
+
+    /// The description the model reads; usually `include_str!("<tool>.md")`.
+    fn description(&self) -> Cow<'static, str>;
+
+    /// MCP annotations.
+    fn annotations(&self) -> Annotations;
+
+    /// Schema of the structured output, if the tool returns one.
+    fn output_schema(&self) -> Option<Value> {
+        None
+    }
+
+    /// Run the tool. `ctx` carries the root, the session, and the call's cancellation token.
+    fn call(
+        &self,
+        ctx: Context,
+        args: Self::Args,
+    ) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send;
+}
+
+/// The object-safe form of [`Tool`] that the registry stores.
+pub trait DynTool: Send + Sync {
+    /// The tool's spec (computed once at registration).
+    fn spec(&self) -> &ToolSpec;
+
+    /// Parse `args` into the tool's `Args` and run it. Malformed arguments give
+    /// [`ToolError::RespondToModel`] naming the field and the expected type.
+    fn call_json(&self, ctx: Context, args: Value) -> BoxFuture<'_, Result<ToolOutput, ToolError>>;
+}
+
+pub(crate) struct Erased<T: Tool> {
+    tool: T,
+    spec: ToolSpec,
+}
+
+impl<T: Tool> Erased<T> {
+    pub(crate) fn new(tool: T) -> Self {
+        let spec = ToolSpec {
+            name: tool.name().to_owned(),
+            description: tool.description().into_owned(),
+            input_schema: schema_for::<T::Args>(),
+            output_schema: tool.output_schema(),
+            annotations: tool.annotations(),
+        };
+        Self { tool, spec }
+    }
+}
+
+impl<T: Tool> DynTool for Erased<T> {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn call_json(&self, ctx: Context, args: Value) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let typed = args::parse::<T::Args>(&self.spec.name, args)?;
+            self.tool.call(ctx, typed).await
+        })
+    }
+}

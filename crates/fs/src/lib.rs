@@ -1,0 +1,48 @@
+//! The file and search tools of hands: read_file, write_file, edit_file, list_files, glob, grep.
+//!
+//! Every path goes through the [`Workspace`], which opens files relative to a directory handle on the
+//! project root, so that nothing outside the root is read or written whatever the path or symlinks
+//! say. Writes are atomic (temp file, fsync, rename) and keep the file's mode.
+//!
+//! ```no_run
+//! use hands_core::{CoreConfig, Registry};
+//! let registry = hands_fs::register(Registry::builder(CoreConfig::default()), &Default::default())
+//!     .build();
+//! assert!(registry.get("grep").is_some());
+//! ```
+
+mod atomic;
+mod config;
+mod detect;
+mod edit_file;
+mod glob;
+mod grep;
+mod ledger;
+mod list_files;
+mod read_file;
+mod walk;
+mod workspace;
+mod write_file;
+
+pub use config::FsConfig;
+pub use edit_file::EditFile;
+pub use glob::Glob;
+pub use grep::Grep;
+pub use ledger::Ledger;
+pub use list_files::ListFiles;
+pub use read_file::ReadFile;
+pub use workspace::{RelPath, Workspace};
+pub use write_file::WriteFile;
+
+use hands_core::RegistryBuilder;
+
+/// Register the six fs tools with `config`.
+pub fn register(builder: RegistryBuilder, config: &FsConfig) -> RegistryBuilder {
+    builder
+        .tool(ReadFile::new(config.clone()))
+        .tool(WriteFile::new(config.clone()))
+        .tool(EditFile::new(config.clone()))
+        .tool(ListFiles::new(config.clone()))
+        .tool(Glob::new(config.clone()))
+        .tool(Grep::new(config.clone()))
+}

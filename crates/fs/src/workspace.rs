@@ -1,0 +1,226 @@
+//! The confined workspace: every file operation of the fs tools goes through a directory handle on
+//! the project root (cap-std, which resolves beneath the handle with `openat2(RESOLVE_BENEATH)` where
+//! the kernel has it), never through a path string compared against the root.
+//!
+//! Flow: a model-supplied path is first normalised lexically (so that `..` past the root and
+//! absolute paths outside it get a precise error), then opened relative to the root handle, which
+//! refuses anything — a symlink, a symlinked parent, a swapped folder — that resolves outside.
+
+use std::io;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use cap_std::ambient_authority;
+use cap_std::fs::Dir;
+use hands_core::ToolError;
+
+/// A project root opened as a directory handle.
+#[derive(Clone, Debug)]
+pub struct Workspace {
+    root: Arc<PathBuf>,
+    canonical: Arc<PathBuf>,
+    dir: Arc<Dir>,
+}
+
+/// A path inside the workspace, relative to the root, normalised (no `.`, no `..`). Empty for the
+/// root itself.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RelPath(PathBuf);
+
+impl RelPath {
+    /// The relative path (empty for the root).
+    pub fn as_path(&self) -> &Path {
+        &self.0
+    }
+
+    /// The path for cap-std calls: `.` for the root.
+    pub fn for_open(&self) -> &Path {
+        if self.0.as_os_str().is_empty() { Path::new(".") } else { &self.0 }
+    }
+
+    /// True for the root itself.
+    pub fn is_root(&self) -> bool {
+        self.0.as_os_str().is_empty()
+    }
+
+    /// How the model should see it: relative, `/`-separated, `.` for the root.
+    pub fn display(&self) -> String {
+        if self.is_root() { ".".into() } else { self.0.to_string_lossy().into_owned() }
+    }
+
+    /// The parent folder (the root's parent is the root).
+    pub fn parent(&self) -> RelPath {
+        RelPath(self.0.parent().map(Path::to_path_buf).unwrap_or_default())
+    }
+
+    /// The last component.
+    pub fn file_name(&self) -> Option<&std::ffi::OsStr> {
+        self.0.file_name()
+    }
+
+    /// A child of this path.
+    pub fn join(&self, name: impl AsRef<Path>) -> RelPath {
+        RelPath(self.0.join(name))
+    }
+
+    /// True when a component is `.git` (any case: case-insensitive file systems exist).
+    pub fn is_under_git(&self) -> bool {
+        self.0.components().any(|c| c.as_os_str().eq_ignore_ascii_case(".git"))
+    }
+}
+
+impl Workspace {
+    /// Open `root` as the workspace.
+    pub fn open(root: &Path) -> io::Result<Self> {
+        let dir = Dir::open_ambient_dir(root, ambient_authority())?;
+        let canonical = std::fs::canonicalize(root)?;
+        Ok(Self {
+            root: Arc::new(root.to_path_buf()),
+            canonical: Arc::new(canonical),
+            dir: Arc::new(dir),
+        })
+    }
+
+    /// Open the root of `ctx`, as a model-facing error if that fails.
+    pub fn for_root(root: &Path) -> Result<Self, ToolError> {
+        Self::open(root).map_err(|err| {
+            ToolError::Fatal(format!("cannot open the project root {}: {err}", root.display()))
+        })
+    }
+
+    /// The root as given.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The root's directory handle.
+    pub fn dir(&self) -> &Dir {
+        &self.dir
+    }
+
+    /// Normalise a model-supplied `path` (argument `field`) to a path relative to the root.
+    ///
+    /// Refuses absolute paths outside the root and `..` that climbs above it, with a message that
+    /// says what is allowed. Symlinks are not looked at here: opening through [`Workspace::dir`]
+    /// refuses those that lead outside.
+    pub fn resolve(&self, field: &str, path: &str) -> Result<RelPath, ToolError> {
+        if path.contains('\0') {
+            return Err(ToolError::model(format!(
+                "`{field}` contains a NUL byte; give a plain path."
+            )));
+        }
+        let raw = Path::new(path);
+        let relative: &Path = if raw.is_absolute() {
+            match raw.strip_prefix(&*self.canonical).or_else(|_| raw.strip_prefix(&*self.root)) {
+                Ok(rest) => rest,
+                Err(_) => return Err(self.outside(field, path)),
+            }
+        } else {
+            raw
+        };
+        let mut out = PathBuf::new();
+        for component in relative.components() {
+            match component {
+                Component::Normal(part) => out.push(part),
+                Component::CurDir => {}
+                Component::ParentDir => {
+                    if !out.pop() {
+                        return Err(self.outside(field, path));
+                    }
+                }
+                Component::RootDir | Component::Prefix(_) => return Err(self.outside(field, path)),
+            }
+        }
+        Ok(RelPath(out))
+    }
+
+    fn outside(&self, field: &str, path: &str) -> ToolError {
+        ToolError::model(format!(
+            "`{field}` {path:?} is outside the project root {}. Use a path relative to the root \
+             (or an absolute path inside it).",
+            self.root.display()
+        ))
+    }
+
+    /// A model-facing error for an I/O failure on `path` while doing `action` ("read", "write", …).
+    pub fn io_error(&self, action: &str, path: &RelPath, err: &io::Error) -> ToolError {
+        let shown = path.display();
+        match err.kind() {
+            io::ErrorKind::NotFound => ToolError::model(format!(
+                "{shown} does not exist. Check the path with glob or list_files."
+            )),
+            io::ErrorKind::PermissionDenied if escapes(err) => ToolError::model(format!(
+                "{shown} resolves outside the project root (through a symlink or `..`), so it \
+                 cannot be {action}. Only files inside {} are reachable.",
+                self.root.display()
+            )),
+            io::ErrorKind::PermissionDenied => {
+                ToolError::model(format!("{shown} cannot be {action}: permission denied."))
+            }
+            io::ErrorKind::IsADirectory => ToolError::model(format!(
+                "{shown} is a directory. Use list_files or glob to see what it holds."
+            )),
+            io::ErrorKind::NotADirectory => ToolError::model(format!(
+                "A parent of {shown} is a file, not a directory. Check the path with list_files."
+            )),
+            _ if err.raw_os_error() == Some(40) => ToolError::model(format!(
+                "{shown} goes through a symlink loop or a symlink that leads outside the project \
+                 root, so it cannot be {action}."
+            )),
+            _ => ToolError::model(format!("{shown} cannot be {action}: {err}.")),
+        }
+    }
+}
+
+/// cap-std reports an escape as PermissionDenied with this text; EXDEV comes from openat2.
+fn escapes(err: &io::Error) -> bool {
+    err.raw_os_error() == Some(18) || err.to_string().contains("outside of the filesystem")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ws() -> (tempfile::TempDir, Workspace) {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = Workspace::open(tmp.path()).unwrap();
+        (tmp, ws)
+    }
+
+    #[test]
+    fn relative_paths_normalise() {
+        let (_tmp, ws) = ws();
+        assert_eq!(ws.resolve("path", "a/./b/../c").unwrap().display(), "a/c");
+        assert!(ws.resolve("path", "").unwrap().is_root());
+        assert!(ws.resolve("path", ".").unwrap().is_root());
+        assert!(ws.resolve("path", "a/..").unwrap().is_root());
+    }
+
+    #[test]
+    fn escapes_are_refused_lexically() {
+        let (tmp, ws) = ws();
+        for bad in ["..", "../x", "a/../../x", "/etc/passwd", "/proc/self/root/etc/passwd"] {
+            let err = ws.resolve("path", bad).unwrap_err().to_string();
+            assert!(err.contains("outside the project root"), "{bad}: {err}");
+        }
+        let sibling = format!("{}-evil/x", tmp.path().display());
+        assert!(ws.resolve("path", &sibling).is_err());
+    }
+
+    #[test]
+    fn absolute_inside_is_accepted() {
+        let (tmp, ws) = ws();
+        let inside = tmp.path().join("src/lib.rs");
+        assert_eq!(ws.resolve("path", inside.to_str().unwrap()).unwrap().display(), "src/lib.rs");
+        let canonical = std::fs::canonicalize(tmp.path()).unwrap().join("x");
+        assert_eq!(ws.resolve("path", canonical.to_str().unwrap()).unwrap().display(), "x");
+    }
+
+    #[test]
+    fn git_components_are_detected() {
+        let (_tmp, ws) = ws();
+        assert!(ws.resolve("path", ".git/hooks/pre-commit").unwrap().is_under_git());
+        assert!(ws.resolve("path", "sub/.GIT/config").unwrap().is_under_git());
+        assert!(!ws.resolve("path", ".github/workflows/ci.yml").unwrap().is_under_git());
+    }
+}

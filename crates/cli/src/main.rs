@@ -1,2 +1,124 @@
-//! The `hands` binary.
-fn main() {}
+//! The `hands` binary: parses the command line, loads the configuration, builds the registry and
+//! hands the work to a command module. Logic lives in the library crates; this stays thin.
+
+mod call;
+mod settings;
+mod tools;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context as _, Result};
+use clap::{Parser, Subcommand};
+use hands_core::{Conditions, Mode, Registry};
+
+/// hands — the tool runtime for coding agents.
+#[derive(Debug, Parser)]
+#[command(name = "hands", version, about, propagate_version = true)]
+struct Cli {
+    /// The project root every path is confined to (default: the current directory).
+    #[arg(long, global = true, value_name = "DIR")]
+    root: Option<PathBuf>,
+    /// Override a setting, e.g. `-c fs.grep_limit=100` (repeatable; beats files and environment).
+    #[arg(short = 'c', long = "set", global = true, value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// List the tools with their schemas.
+    Tools {
+        /// Which mode's tool set.
+        #[arg(long, default_value = "build")]
+        mode: Mode,
+        /// Print JSON (MCP's tools/list shape).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Call one tool and print its result; exit 1 if the result is an error.
+    Call {
+        /// The tool's name.
+        tool: String,
+        /// Arguments: one JSON object, `-` to read it from stdin, or `key=value` pairs.
+        args: Vec<String>,
+        /// Print the whole result as JSON (content, structured output, is_error).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show the configuration.
+    Config {
+        #[command(subcommand)]
+        action: ConfigAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ConfigAction {
+    /// Print the merged configuration and where each value came from.
+    Show,
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            return ExitCode::from(if err.use_stderr() { 2 } else { 0 });
+        }
+    };
+    init_tracing();
+    match run(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("hands: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("HANDS_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    let root = match &cli.root {
+        Some(root) => root.clone(),
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    if !root.is_dir() {
+        anyhow::bail!("the root {} is not a directory", root.display());
+    }
+    let loaded = settings::load(&settings::Layers {
+        user_file: settings::user_config_file(),
+        root: &root,
+        env: std::env::vars().collect(),
+        flags: &cli.set,
+    })?;
+    match cli.command {
+        Command::Config { action: ConfigAction::Show } => {
+            print!("{}", settings::render(&loaded));
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Tools { mode, json } => {
+            let registry = build_registry(&loaded)?;
+            tools::print(&registry, mode, json)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Call { tool, args, json } => {
+            let registry = build_registry(&loaded)?;
+            call::run(&registry, &root, &tool, &args, json)
+        }
+    }
+}
+
+/// The registry with every tool this build has.
+fn build_registry(loaded: &settings::Loaded) -> Result<Registry> {
+    let config_json = serde_json::to_value(&loaded.settings).context("configuration to JSON")?;
+    let builder =
+        Registry::builder(loaded.settings.core()).conditions(Conditions::from_process(config_json));
+    Ok(hands_fs::register(builder, &loaded.settings.fs).build())
+}

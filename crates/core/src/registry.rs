@@ -200,12 +200,20 @@ impl Registry {
         let mut close: Vec<(f64, &str)> = offered
             .iter()
             .map(|candidate| {
-                let score = strsim::jaro_winkler(&lower, candidate);
+                // Compare with the whole name, its first word and its aliases: `reed` is close
+                // to `read`, which is read_file.
+                let stem = candidate.split('_').next().unwrap_or(candidate);
+                let aliases = ALIASES.iter().filter(|(_, c)| c == candidate).map(|(a, _)| *a);
+                let score = std::iter::once(*candidate)
+                    .chain(std::iter::once(stem))
+                    .chain(aliases)
+                    .map(|n| strsim::jaro_winkler(&lower, n))
+                    .fold(0.0, f64::max);
                 let bonus =
                     if candidate.contains(&lower) || lower.contains(candidate) { 0.2 } else { 0.0 };
                 (score + bonus, *candidate)
             })
-            .filter(|(score, _)| *score >= 0.75)
+            .filter(|(score, _)| *score >= 0.8)
             .collect();
         close.sort_by(|a, b| b.0.total_cmp(&a.0));
         let close: Vec<&str> = close.into_iter().take(3).map(|(_, n)| n).collect();

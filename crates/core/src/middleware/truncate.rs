@@ -105,9 +105,10 @@ fn file_stem(call_id: &str) -> String {
     if stem.is_empty() { "call".into() } else { stem }
 }
 
-/// Open (creating) `.hands/outputs` beneath the root, with its self-ignoring `.gitignore`.
-pub fn outputs_dir(ctx: &Context) -> std::io::Result<Dir> {
-    let root = Dir::open_ambient_dir(ctx.root(), ambient_authority())?;
+/// Open (creating) `.hands/outputs` beneath `root`, with its self-ignoring `.gitignore`. Opened
+/// through a handle on the root, so that a `.hands` symlinked elsewhere is refused.
+pub fn outputs_dir(root: &std::path::Path) -> std::io::Result<Dir> {
+    let root = Dir::open_ambient_dir(root, ambient_authority())?;
     root.create_dir_all(OUTPUTS_DIR)?;
     let dir = root.open_dir(OUTPUTS_DIR)?;
     if !dir.exists(".gitignore") {
@@ -117,7 +118,7 @@ pub fn outputs_dir(ctx: &Context) -> std::io::Result<Dir> {
 }
 
 fn spill(ctx: &Context, full: &str) -> std::io::Result<String> {
-    let dir = outputs_dir(ctx)?;
+    let dir = outputs_dir(ctx.root())?;
     let name = format!("{}.txt", file_stem(ctx.call_id()));
     let mut file = dir.create(&name)?;
     file.write_all(full.as_bytes())?;

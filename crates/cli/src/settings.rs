@@ -1,0 +1,351 @@
+//! The merged configuration: built-in defaults, `~/.config/hands/config.toml`,
+//! `<root>/.hands/config.toml`, `HANDS_*` environment variables, `-c key=value` flags — later wins.
+//! Every layer is checked against the typed [`Settings`] on its own, so that an error names the file
+//! (with line and key), the variable or the flag that caused it; the source of every value is kept
+//! for `hands config show`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result, bail};
+use hands_core::CoreConfig;
+use hands_core::config::{Approval, OutputConfig, RecoveryConfig, TimeoutConfig};
+use hands_fs::FsConfig;
+use serde::{Deserialize, Serialize};
+use toml::{Table, Value};
+
+/// Every setting hands reads. Core keys are top-level; each tool crate owns a section.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    /// `ask` or `auto`.
+    pub approval: Approval,
+    /// Per-turn de-duplication of read-only calls.
+    pub dedup: bool,
+    /// `[output]`
+    pub output: OutputConfig,
+    /// `[timeouts]`
+    pub timeouts: TimeoutConfig,
+    /// `[recovery]`
+    pub recovery: RecoveryConfig,
+    /// `[fs]`
+    pub fs: FsConfig,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        let core = CoreConfig::default();
+        Self {
+            approval: core.approval,
+            dedup: core.dedup,
+            output: core.output,
+            timeouts: core.timeouts,
+            recovery: core.recovery,
+            fs: FsConfig::default(),
+        }
+    }
+}
+
+impl Settings {
+    /// The core's part.
+    pub fn core(&self) -> CoreConfig {
+        CoreConfig {
+            approval: self.approval,
+            output: self.output.clone(),
+            timeouts: self.timeouts.clone(),
+            recovery: self.recovery.clone(),
+            dedup: self.dedup,
+        }
+    }
+}
+
+/// The merged settings and where each value came from.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The typed result.
+    pub settings: Settings,
+    /// The merged table.
+    pub table: Table,
+    /// Dotted key → source ("default", a file path, `env HANDS_…`, `flag -c …`).
+    pub sources: BTreeMap<String, String>,
+}
+
+/// Where to look.
+pub struct Layers<'a> {
+    /// The user's config file (usually `~/.config/hands/config.toml`), if any.
+    pub user_file: Option<PathBuf>,
+    /// The project root.
+    pub root: &'a Path,
+    /// The environment.
+    pub env: Vec<(String, String)>,
+    /// `-c key=value` flags.
+    pub flags: &'a [String],
+}
+
+/// The user's config file: `$XDG_CONFIG_HOME/hands/config.toml` or `~/.config/hands/config.toml`.
+pub fn user_config_file() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))?;
+    Some(base.join("hands").join("config.toml"))
+}
+
+/// Load and merge every layer.
+pub fn load(layers: &Layers<'_>) -> Result<Loaded> {
+    let defaults = Value::try_from(Settings::default()).context("serialising the defaults")?;
+    let Value::Table(mut table) = defaults else { bail!("the defaults are not a table") };
+    let mut sources = BTreeMap::new();
+    mark(&table, "", "default", &mut sources);
+
+    let files = [layers.user_file.clone(), Some(layers.root.join(".hands").join("config.toml"))];
+    for path in files.into_iter().flatten() {
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(err) => bail!("cannot read the configuration file {}: {err}", path.display()),
+        };
+        toml::from_str::<Settings>(&text).map_err(|err| {
+            anyhow::anyhow!(
+                "invalid configuration in {}: {}",
+                path.display(),
+                err.to_string().trim_end()
+            )
+        })?;
+        let layer: Table = toml::from_str(&text)
+            .with_context(|| format!("invalid configuration in {}", path.display()))?;
+        let source = path.display().to_string();
+        mark(&layer, "", &source, &mut sources);
+        merge(&mut table, layer);
+    }
+
+    let known = known_keys(&table);
+    let mut env: Vec<&(String, String)> = layers.env.iter().collect();
+    env.sort();
+    for (name, raw) in env {
+        let Some(rest) = name.strip_prefix("HANDS_") else { continue };
+        let key = rest.to_ascii_lowercase().replace("__", ".");
+        if !known.iter().any(|k| key == *k || key.starts_with(&format!("{k}."))) {
+            continue; // not a setting (HANDS_LOG, HANDS_SESSION, …)
+        }
+        apply(&mut table, &mut sources, &key, raw, &format!("environment variable {name}"))?;
+    }
+    for flag in layers.flags {
+        let Some((key, raw)) = flag.split_once('=') else {
+            bail!("flag -c {flag:?} is not of the form key=value (e.g. -c fs.grep_limit=100)");
+        };
+        let key = key.trim();
+        if !known.iter().any(|k| key == *k || key.starts_with(&format!("{k}."))) {
+            bail!("flag -c {flag:?}: unknown setting `{key}`; `hands config show` lists them all");
+        }
+        apply(&mut table, &mut sources, key, raw, &format!("flag -c {flag}"))?;
+    }
+
+    let settings = Value::Table(table.clone())
+        .try_into::<Settings>()
+        .map_err(|err| anyhow::anyhow!("invalid configuration: {err}"))?;
+    Ok(Loaded { settings, table, sources })
+}
+
+/// Set `key` (dotted) to `raw` (a TOML value, or a bare string), checking it on its own first.
+fn apply(
+    table: &mut Table,
+    sources: &mut BTreeMap<String, String>,
+    key: &str,
+    raw: &str,
+    source: &str,
+) -> Result<()> {
+    let value = toml::from_str::<Table>(&format!("v = {raw}"))
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| Value::String(raw.to_owned()));
+    let mut layer = Table::new();
+    insert(&mut layer, key, value);
+    Value::Table(layer.clone())
+        .try_into::<Settings>()
+        .map_err(|err| anyhow::anyhow!("invalid value for `{key}` from {source}: {err}"))?;
+    mark(&layer, "", source, sources);
+    merge(table, layer);
+    Ok(())
+}
+
+fn insert(table: &mut Table, key: &str, value: Value) {
+    match key.split_once('.') {
+        None => {
+            table.insert(key.to_owned(), value);
+        }
+        Some((head, rest)) => {
+            let entry = table.entry(head.to_owned()).or_insert_with(|| Value::Table(Table::new()));
+            if !entry.is_table() {
+                *entry = Value::Table(Table::new());
+            }
+            if let Value::Table(inner) = entry {
+                insert(inner, rest, value);
+            }
+        }
+    }
+}
+
+/// Deep merge: tables merge key by key, anything else is replaced.
+fn merge(base: &mut Table, layer: Table) {
+    for (key, value) in layer {
+        match (base.get_mut(&key), value) {
+            (Some(Value::Table(old)), Value::Table(new)) => merge(old, new),
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+}
+
+/// Record `source` for every leaf of `table`.
+fn mark(table: &Table, prefix: &str, source: &str, sources: &mut BTreeMap<String, String>) {
+    for (key, value) in table {
+        let dotted = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+        match value {
+            Value::Table(inner) => mark(inner, &dotted, source, sources),
+            _ => {
+                sources.insert(dotted, source.to_owned());
+            }
+        }
+    }
+}
+
+/// Every dotted key of the defaults (tables included, so that map sections accept new keys).
+fn known_keys(table: &Table) -> Vec<String> {
+    let mut out = Vec::new();
+    fn walk(table: &Table, prefix: &str, out: &mut Vec<String>) {
+        for (key, value) in table {
+            let dotted = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+            if let Value::Table(inner) = value {
+                walk(inner, &dotted, out);
+            }
+            out.push(dotted);
+        }
+    }
+    walk(table, "", &mut out);
+    out
+}
+
+/// `hands config show`: the merged TOML, each value followed by its source.
+pub fn render(loaded: &Loaded) -> String {
+    let mut out = String::new();
+    render_table(&loaded.table, "", &loaded.sources, &mut out);
+    out
+}
+
+fn render_table(table: &Table, prefix: &str, sources: &BTreeMap<String, String>, out: &mut String) {
+    let mut subtables = Vec::new();
+    for (key, value) in table {
+        let dotted = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+        if let Value::Table(inner) = value {
+            subtables.push((dotted, inner));
+            continue;
+        }
+        let source = sources.get(&dotted).map_or("default", String::as_str);
+        let key_text = toml_key(key);
+        out.push_str(&format!("{key_text} = {value}  # {source}\n"));
+    }
+    for (dotted, inner) in subtables {
+        let header: Vec<String> = dotted.split('.').map(toml_key).collect();
+        out.push_str(&format!("\n[{}]\n", header.join(".")));
+        render_table(inner, &dotted, sources, out);
+    }
+}
+
+fn toml_key(key: &str) -> String {
+    if !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+        key.to_owned()
+    } else {
+        Value::String(key.to_owned()).to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load_with(files: &[(&str, &str)], env: &[(&str, &str)], flags: &[&str]) -> Result<Loaded> {
+        let tmp = tempfile::tempdir().unwrap();
+        let user = tmp.path().join("user.toml");
+        let root = tmp.path().join("proj");
+        std::fs::create_dir_all(root.join(".hands")).unwrap();
+        for (which, text) in files {
+            let path =
+                if *which == "user" { user.clone() } else { root.join(".hands/config.toml") };
+            std::fs::write(path, text).unwrap();
+        }
+        let flags: Vec<String> = flags.iter().map(|s| (*s).to_owned()).collect();
+        load(&Layers {
+            user_file: Some(user),
+            root: &root,
+            env: env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
+            flags: &flags,
+        })
+    }
+
+    #[test]
+    fn later_layers_win_and_sources_are_kept() {
+        let loaded = load_with(
+            &[
+                ("user", "approval = \"ask\"\n[fs]\ngrep_limit = 10\n"),
+                ("project", "[fs]\ngrep_limit = 20\n"),
+            ],
+            &[("HANDS_OUTPUT__MAX_BYTES", "1000"), ("HANDS_LOG", "debug")],
+            &["fs.glob_limit=7"],
+        )
+        .unwrap();
+        assert_eq!(loaded.settings.approval, Approval::Ask);
+        assert_eq!(loaded.settings.fs.grep_limit, 20);
+        assert_eq!(loaded.settings.output.max_bytes, 1000);
+        assert_eq!(loaded.settings.fs.glob_limit, 7);
+        assert!(loaded.sources["approval"].ends_with("user.toml"));
+        assert!(loaded.sources["fs.grep_limit"].ends_with(".hands/config.toml"));
+        assert_eq!(
+            loaded.sources["output.max_bytes"],
+            "environment variable HANDS_OUTPUT__MAX_BYTES"
+        );
+        assert_eq!(loaded.sources["fs.glob_limit"], "flag -c fs.glob_limit=7");
+        assert_eq!(loaded.sources["fs.read_limit"], "default");
+        let shown = render(&loaded);
+        assert!(shown.contains("grep_limit = 20  # "), "{shown}");
+        assert!(shown.contains("approval = \"ask\"  # "), "{shown}");
+    }
+
+    #[test]
+    fn malformed_file_names_file_line_and_key() {
+        let err =
+            load_with(&[("project", "approval = \"auto\"\n\n[fs]\ngrep_limt = 3\n")], &[], &[])
+                .unwrap_err()
+                .to_string();
+        assert!(err.contains(".hands/config.toml"), "{err}");
+        assert!(err.contains("line 4"), "{err}");
+        assert!(err.contains("grep_limt"), "{err}");
+    }
+
+    #[test]
+    fn wrong_type_in_file_is_reported() {
+        let err = load_with(&[("user", "[fs]\ngrep_limit = \"many\"\n")], &[], &[])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("user.toml") && err.contains("line 2"), "{err}");
+    }
+
+    #[test]
+    fn bad_env_value_names_the_variable() {
+        let err = load_with(&[], &[("HANDS_APPROVAL", "sometimes")], &[]).unwrap_err().to_string();
+        assert!(err.contains("HANDS_APPROVAL"), "{err}");
+    }
+
+    #[test]
+    fn unknown_flag_key_is_refused() {
+        let err = load_with(&[], &[], &["fs.nope=1"]).unwrap_err().to_string();
+        assert!(err.contains("unknown setting `fs.nope`"), "{err}");
+    }
+
+    #[test]
+    fn per_tool_timeouts_accept_new_keys() {
+        let loaded = load_with(&[], &[("HANDS_TIMEOUTS__TOOLS__BASH", "90000")], &[]).unwrap();
+        assert_eq!(loaded.settings.timeouts.tools.get("bash"), Some(&90000));
+    }
+}

@@ -1,0 +1,46 @@
+//! `hands tools`: the tool list, as text for people or as JSON in MCP's `tools/list` shape.
+
+use std::io::Write;
+
+use anyhow::Result;
+use hands_core::{Mode, Registry, ToolSpec};
+use serde_json::{Value, json};
+
+/// A spec in MCP's shape.
+pub fn mcp_json(spec: &ToolSpec) -> Value {
+    let a = spec.annotations;
+    let mut tool = json!({
+        "name": spec.name,
+        "description": spec.description,
+        "inputSchema": spec.input_schema,
+        "annotations": {
+            "readOnlyHint": a.read_only,
+            "destructiveHint": a.destructive,
+            "idempotentHint": a.idempotent,
+            "openWorldHint": a.open_world,
+        },
+    });
+    if let (Some(schema), Value::Object(map)) = (&spec.output_schema, &mut tool) {
+        map.insert("outputSchema".into(), schema.clone());
+    }
+    tool
+}
+
+/// Print the tools of `mode`.
+pub fn print(registry: &Registry, mode: Mode, json: bool) -> Result<()> {
+    let specs = registry.list(mode);
+    let mut out = std::io::stdout().lock();
+    if json {
+        let tools: Vec<Value> = specs.into_iter().map(mcp_json).collect();
+        serde_json::to_writer_pretty(&mut out, &json!({ "tools": tools }))?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let width = specs.iter().map(|s| s.name.len()).max().unwrap_or(0);
+    for spec in specs {
+        let summary = spec.description.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+        let tag = if spec.annotations.read_only { "read-only" } else { "writes" };
+        writeln!(out, "{:width$}  {tag:9}  {summary}", spec.name)?;
+    }
+    Ok(())
+}

@@ -40,7 +40,13 @@ impl Middleware for Timeout {
             let tool = req.call.name.clone();
             let mut work = next.run(req);
             let stop = tokio::select! {
-                result = &mut work => return result,
+                result = &mut work => {
+                    // A tool that noticed the abort and returned early still answers "aborted".
+                    if aborted.is_cancelled() {
+                        return Ok(with_partial(format!("{tool} was aborted before it finished."), Some(result)));
+                    }
+                    return result;
+                }
                 () = tokio::time::sleep(limit) => Stop::TimedOut(limit),
                 () = aborted.cancelled() => Stop::Aborted,
             };

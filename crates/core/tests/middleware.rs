@@ -1,0 +1,291 @@
+//! The middleware chain end to end: timeout/abort, dedup, truncate, recover.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{Echo, Sleep};
+use hands_core::config::{RecoveryConfig, TimeoutConfig};
+use hands_core::{
+    BoxFuture, Context, CoreConfig, DispatchError, DynTool, Registry, Sandbox, SandboxProvider,
+    Session, ToolCall, ToolError, ToolOutput,
+};
+use serde_json::{Value, json};
+
+fn config() -> CoreConfig {
+    CoreConfig {
+        timeouts: TimeoutConfig {
+            tools: [("sleep".to_owned(), 100)].into(),
+            grace_ms: 1_000,
+            ..TimeoutConfig::default()
+        },
+        recovery: RecoveryConfig { wait_ms: 20, max_per_project: 3 },
+        ..CoreConfig::default()
+    }
+}
+
+#[tokio::test]
+async fn timeout_fires_the_token_and_keeps_partial_output() {
+    let saw_cancel = Arc::new(AtomicUsize::new(0));
+    let r = Registry::builder(config()).tool(Sleep { saw_cancel: Arc::clone(&saw_cancel) }).build();
+    let s = Session::new("s", "/tmp");
+    let started = Instant::now();
+    let out = r.dispatch(&s, ToolCall::new("1", "sleep", json!({"ms": 60_000}))).await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+    assert!(out.is_error);
+    let text = out.joined_text();
+    assert!(text.contains("sleep timed out after 100 ms"), "{text}");
+    assert!(text.contains("partial output before the stop"), "{text}");
+    assert_eq!(saw_cancel.load(Ordering::SeqCst), 1);
+    // The session itself is not aborted by one call's timeout.
+    assert!(!s.cancel_token().is_cancelled());
+    let out = r.dispatch(&s, ToolCall::new("2", "sleep", json!({"ms": 10}))).await.unwrap();
+    assert_eq!(out.joined_text(), "slept");
+}
+
+#[tokio::test]
+async fn session_abort_cancels_calls_in_flight() {
+    let saw_cancel = Arc::new(AtomicUsize::new(0));
+    let mut cfg = config();
+    cfg.timeouts.tools.clear();
+    let r = Arc::new(
+        Registry::builder(cfg).tool(Sleep { saw_cancel: Arc::clone(&saw_cancel) }).build(),
+    );
+    let s = Session::new("s", "/tmp");
+    let calls: Vec<_> = (0..3)
+        .map(|i| {
+            let (r, s) = (Arc::clone(&r), s.clone());
+            tokio::spawn(async move {
+                r.dispatch(&s, ToolCall::new(format!("c{i}"), "sleep", json!({"ms": 60_000}))).await
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    s.abort();
+    for call in calls {
+        let out = call.await.unwrap().unwrap();
+        assert!(out.is_error);
+        assert!(out.joined_text().contains("sleep was aborted"), "{}", out.joined_text());
+    }
+    assert_eq!(saw_cancel.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn dedup_serves_identical_read_only_calls_within_a_turn() {
+    let (echo, runs) = Echo::new("read_file", true);
+    let (write, writes) = Echo::new("write_file", false);
+    let r = Registry::builder(config()).tool(echo).tool(write).build();
+    let s = Session::new("s", "/tmp");
+    let read =
+        |id: &str, turn: &str, args: Value| ToolCall::new(id, "read_file", args).in_turn(turn);
+
+    let a = r.dispatch(&s, read("1", "t1", json!({"text": "a", "count": 1}))).await.unwrap();
+    // Same arguments in another key order: served from the cache.
+    let b = r.dispatch(&s, read("2", "t1", json!({"count": 1, "text": "a"}))).await.unwrap();
+    assert_eq!(a, b);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    // Different arguments run.
+    r.dispatch(&s, read("3", "t1", json!({"text": "b"}))).await.unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    // A mutating call clears the cache.
+    r.dispatch(&s, ToolCall::new("4", "write_file", json!({"text": "x"})).in_turn("t1"))
+        .await
+        .unwrap();
+    assert_eq!(writes.load(Ordering::SeqCst), 1);
+    let c = r.dispatch(&s, read("5", "t1", json!({"text": "a", "count": 1}))).await.unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+    assert_ne!(a, c, "the read after a write must run again");
+    // A new turn starts a new cache.
+    r.dispatch(&s, read("6", "t2", json!({"text": "a", "count": 1}))).await.unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 4);
+    // Calls outside a turn never dedup; mutating calls never do.
+    r.dispatch(&s, ToolCall::new("7", "read_file", json!({"text": "a"}))).await.unwrap();
+    r.dispatch(&s, ToolCall::new("8", "read_file", json!({"text": "a"}))).await.unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 6);
+    for i in 0..2 {
+        r.dispatch(
+            &s,
+            ToolCall::new(format!("w{i}"), "write_file", json!({"text": "x"})).in_turn("t2"),
+        )
+        .await
+        .unwrap();
+    }
+    assert_eq!(writes.load(Ordering::SeqCst), 3);
+    // Another session has its own cache.
+    let other = Session::new("o", "/tmp");
+    r.dispatch(&other, read("9", "t2", json!({"text": "a", "count": 1}))).await.unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 7);
+}
+
+#[tokio::test]
+async fn truncate_keeps_head_and_tail_and_spills_the_full_text() {
+    let root = tempfile::tempdir().unwrap();
+    let mut cfg = config();
+    cfg.output.max_bytes = 1_000;
+    let r = Registry::builder(cfg).tool(Echo::new("grep", true).0).build();
+    let s = Session::new("s", root.path());
+    let text = format!("HEAD{}TAIL", "é".repeat(5_000));
+    let out =
+        r.dispatch(&s, ToolCall::new("call/../x", "grep", json!({"text": text}))).await.unwrap();
+    let shown = out.joined_text();
+    let full = format!("{text}#1");
+    assert!(shown.starts_with("HEAD"));
+    assert!(shown.contains("TAIL#1"));
+    let omitted = full.len() - 1_000;
+    // Both cut points land on char boundaries, which can only shift the count by 1 byte each.
+    let marker = format!("… [truncated, {omitted} more bytes]");
+    let near = format!("… [truncated, {} more bytes]", omitted + 1);
+    assert!(
+        shown.contains(&marker) || shown.contains(&near),
+        "{marker}: {}",
+        shown.chars().skip(480).take(60).collect::<String>()
+    );
+    assert!(shown.contains(".hands/outputs/call____x.txt"), "{shown}");
+    let saved = std::fs::read_to_string(root.path().join(".hands/outputs/call____x.txt")).unwrap();
+    assert_eq!(saved, full);
+    let ignore = std::fs::read_to_string(root.path().join(".hands/outputs/.gitignore")).unwrap();
+    assert_eq!(ignore, "*\n");
+    // Short results are untouched.
+    let out = r.dispatch(&s, ToolCall::new("2", "grep", json!({"text": "short"}))).await.unwrap();
+    assert_eq!(out.joined_text(), "short#2");
+}
+
+#[tokio::test]
+async fn truncate_refuses_a_hands_folder_symlinked_outside() {
+    let root = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), root.path().join(".hands")).unwrap();
+    let mut cfg = config();
+    cfg.output.max_bytes = 10;
+    let r = Registry::builder(cfg).tool(Echo::new("grep", true).0).build();
+    let s = Session::new("s", root.path());
+    let out =
+        r.dispatch(&s, ToolCall::new("1", "grep", json!({"text": "x".repeat(100)}))).await.unwrap();
+    assert!(out.joined_text().contains("could not be saved"), "{}", out.joined_text());
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+}
+
+/// A sandbox provider whose sandbox disappears on command.
+#[derive(Default)]
+struct Flaky {
+    gone: AtomicBool,
+    gone_during_retry: AtomicBool,
+    created: AtomicUsize,
+}
+
+struct FlakySandbox(Arc<Flaky>);
+
+impl Sandbox for FlakySandbox {
+    fn id(&self) -> String {
+        "flaky".into()
+    }
+
+    fn run<'a>(
+        &'a self,
+        tool: &'a dyn DynTool,
+        ctx: Context,
+        args: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            if self.0.gone.load(Ordering::SeqCst) {
+                return Err(ToolError::SandboxGone("404 No such container".into()));
+            }
+            tool.call_json(ctx, args).await
+        })
+    }
+}
+
+struct FlakyProvider(Arc<Flaky>);
+
+impl SandboxProvider for FlakyProvider {
+    fn get<'a>(&'a self, _project: &'a str) -> BoxFuture<'a, Result<Arc<dyn Sandbox>, ToolError>> {
+        Box::pin(async move { Ok(Arc::new(FlakySandbox(Arc::clone(&self.0))) as Arc<dyn Sandbox>) })
+    }
+
+    fn get_or_create<'a>(
+        &'a self,
+        project: &'a str,
+    ) -> BoxFuture<'a, Result<Arc<dyn Sandbox>, ToolError>> {
+        self.0.created.fetch_add(1, Ordering::SeqCst);
+        let still_gone = self.0.gone_during_retry.load(Ordering::SeqCst);
+        self.0.gone.store(still_gone, Ordering::SeqCst);
+        self.get(project)
+    }
+}
+
+#[derive(Clone, Default)]
+struct Logs(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn recover_retries_once_on_a_fresh_sandbox_and_gives_up_after_three() {
+    let logs = Logs::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .json()
+        .with_writer(move || writer.clone())
+        .with_max_level(tracing::Level::WARN)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let flaky = Arc::new(Flaky::default());
+    let (echo, runs) = Echo::new("read_file", true);
+    let r = Registry::builder(config())
+        .sandbox(Arc::new(FlakyProvider(Arc::clone(&flaky))))
+        .tool(echo)
+        .build();
+    let s = Session::new("s", "/tmp").with_project("proj-1");
+    let call = |id: &str| ToolCall::new(id, "read_file", json!({"text": "ok"}));
+
+    // Healthy: no recovery.
+    assert!(!r.dispatch(&s, call("0")).await.unwrap().is_error);
+    assert_eq!(flaky.created.load(Ordering::SeqCst), 0);
+
+    for attempt in 1..=3 {
+        flaky.gone.store(true, Ordering::SeqCst);
+        let started = Instant::now();
+        let out = r.dispatch(&s, call(&format!("c{attempt}"))).await.unwrap();
+        assert!(!out.is_error, "{out:?}");
+        assert!(started.elapsed() >= Duration::from_millis(20), "waited before retrying");
+        assert_eq!(flaky.created.load(Ordering::SeqCst), attempt);
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 4);
+
+    // The fourth loss for the same project fails hard.
+    flaky.gone.store(true, Ordering::SeqCst);
+    let err = r.dispatch(&s, call("c4")).await.unwrap_err();
+    let DispatchError::Fatal(message) = err;
+    assert!(message.contains("after 3 recoveries"), "{message}");
+    assert_eq!(flaky.created.load(Ordering::SeqCst), 3);
+
+    // Another project has its own budget; a sandbox that is gone again right after recovery
+    // fails that call without looping.
+    flaky.gone_during_retry.store(true, Ordering::SeqCst);
+    let other = Session::new("s2", "/tmp").with_project("proj-2");
+    let err = r.dispatch(&other, call("d1")).await.unwrap_err();
+    let DispatchError::Fatal(message) = err;
+    assert!(message.contains("lost again right after recovery"), "{message}");
+
+    let text = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    let events: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let attempts: Vec<&Value> =
+        events.iter().filter(|e| e["fields"]["event"] == "sandbox_recovery_attempted").collect();
+    assert_eq!(attempts.len(), 4, "{text}");
+    assert_eq!(attempts[0]["fields"]["project"], "proj-1");
+    assert_eq!(attempts[0]["fields"]["attempt"], 1);
+    assert_eq!(attempts[0]["fields"]["tool"], "read_file");
+    assert!(events.iter().any(|e| e["fields"]["event"] == "sandbox_recovery_exhausted"));
+}

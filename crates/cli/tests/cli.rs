@@ -1,0 +1,194 @@
+//! The `hands` binary as a user meets it: tools, call (arguments, exit codes, images), config show.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn hands(home: &Path) -> Command {
+    let mut cmd = Command::cargo_bin("hands").unwrap();
+    cmd.env("HOME", home).env_remove("XDG_CONFIG_HOME").env_remove("HANDS_APPROVAL");
+    cmd.timeout(std::time::Duration::from_secs(60));
+    cmd
+}
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(cmd: &mut Command) -> Out {
+    let out = cmd.output().unwrap();
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn tools_lists_the_six_fs_tools_and_plan_mode_the_read_only_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run(hands(tmp.path()).args(["tools", "--json", "--root"]).arg(tmp.path()));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    let names: Vec<&str> =
+        v["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["read_file", "write_file", "edit_file", "list_files", "glob", "grep"]);
+    let read = &v["tools"][0];
+    assert_eq!(read["inputSchema"]["type"], "object");
+    assert_eq!(read["annotations"]["readOnlyHint"], true);
+    assert_eq!(v["tools"][1]["annotations"]["destructiveHint"], true);
+
+    let out = run(hands(tmp.path()).args(["tools", "--mode", "plan", "--root"]).arg(tmp.path()));
+    let names: Vec<&str> =
+        out.stdout.lines().map(|l| l.split_whitespace().next().unwrap()).collect();
+    assert_eq!(names, ["read_file", "list_files", "glob", "grep"]);
+}
+
+#[test]
+fn call_exit_codes_and_argument_forms() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    std::fs::write(root.join("a.txt"), "one\ntwo\nthree\n").unwrap();
+    // key=value: offset is a number by the schema; content stays a string even when numeric.
+    let out = run(hands(root)
+        .args(["call", "read_file", "path=a.txt", "offset=2", "limit=1", "--root"])
+        .arg(root));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("2\ttwo"), "{}", out.stdout);
+    assert!(!out.stdout.contains("one"), "{}", out.stdout);
+    let out = run(hands(root)
+        .args(["call", "write_file", "path=n.txt", "content=123", "--root"])
+        .arg(root));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(std::fs::read_to_string(root.join("n.txt")).unwrap(), "123");
+    // JSON argument and stdin.
+    let out = run(hands(root).args(["call", "read", r#"{"path":"a.txt"}"#, "--root"]).arg(root));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = run(hands(root)
+        .args(["call", "grep", "-", "--root"])
+        .arg(root)
+        .write_stdin(r#"{"pattern":"thr"}"#));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("a.txt:3:three"), "{}", out.stdout);
+    // A tool error: exit 1, message on stderr.
+    let out = run(hands(root).args(["call", "read_file", "path=missing.txt", "--root"]).arg(root));
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("missing.txt"), "{}", out.stderr);
+    // Wrong type: exit 1 naming the field.
+    let out = run(hands(root).args(["call", "read_file", r#"{"path": 3}"#, "--root"]).arg(root));
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("field `path`"), "{}", out.stderr);
+    // Usage errors: exit 2.
+    for args in [
+        vec!["call", "read_file", "path"],
+        vec!["call", "reed_file"],
+        vec!["nonsense"],
+        vec!["call", "read_file", "{bad json"],
+    ] {
+        let out = run(hands(root).args(&args).arg("--root").arg(root));
+        assert_eq!(out.code, 2, "{args:?}: {} {}", out.stdout, out.stderr);
+    }
+    let out = run(hands(root).args(["call", "reed_file", "--root"]).arg(root));
+    assert!(out.stderr.contains("Did you mean `read_file`"), "{}", out.stderr);
+    // A missing root is a usage error too.
+    let out = run(hands(root).args(["call", "read_file", "path=a", "--root", "/nonexistent/x"]));
+    assert_eq!(out.code, 2);
+}
+
+#[test]
+fn call_prints_images_as_one_line_and_saves_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    // A 1x1 PNG.
+    let png: &[u8] = &[
+        0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44,
+        0x52, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1F,
+        0x15, 0xC4, 0x89, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9C, 0x63, 0x00,
+        0x01, 0x00, 0x00, 0x05, 0x00, 0x01, 0x0D, 0x0A, 0x2D, 0xB4, 0x00, 0x00, 0x00, 0x00, 0x49,
+        0x45, 0x4E, 0x44, 0xAE, 0x42, 0x60, 0x82,
+    ];
+    std::fs::write(root.join("pic.jpg"), png).unwrap();
+    let out = run(hands(root).args(["call", "read_file", "path=pic.jpg", "--root"]).arg(root));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("image/png"))
+        .unwrap_or_else(|| panic!("{}", out.stdout));
+    assert!(line.contains(&format!("{} bytes", png.len())), "{line}");
+    let saved = line.split("saved to ").nth(1).unwrap().trim_end_matches(']');
+    assert_eq!(std::fs::read(root.join(saved)).unwrap(), png);
+}
+
+#[test]
+fn config_show_names_each_source_and_bad_files_are_clear_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let root = home.join("proj");
+    std::fs::create_dir_all(root.join(".hands")).unwrap();
+    std::fs::create_dir_all(home.join(".config/hands")).unwrap();
+    std::fs::write(home.join(".config/hands/config.toml"), "[fs]\nglob_limit = 5\n").unwrap();
+    std::fs::write(root.join(".hands/config.toml"), "[output]\nmax_bytes = 2048\n").unwrap();
+    let out = run(hands(home)
+        .args(["config", "show", "--root"])
+        .arg(&root)
+        .env("HANDS_APPROVAL", "ask")
+        .args(["-c", "fs.grep_limit=9"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let s = &out.stdout;
+    assert!(s.contains("approval = \"ask\"  # environment variable HANDS_APPROVAL"), "{s}");
+    assert!(
+        s.contains(&format!(
+            "glob_limit = 5  # {}",
+            home.join(".config/hands/config.toml").display()
+        )),
+        "{s}"
+    );
+    assert!(
+        s.contains(&format!("max_bytes = 2048  # {}", root.join(".hands/config.toml").display())),
+        "{s}"
+    );
+    assert!(s.contains("grep_limit = 9  # flag -c fs.grep_limit=9"), "{s}");
+    assert!(s.contains("read_limit = 2000  # default"), "{s}");
+
+    // The settings take effect: glob_limit = 5 from the user file.
+    for i in 0..8 {
+        std::fs::write(root.join(format!("f{i}.txt")), "x").unwrap();
+    }
+    let out = run(hands(home).args(["call", "glob", "pattern=*.txt", "--root"]).arg(&root));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout.lines().filter(|l| l.ends_with(".txt")).count(), 5, "{}", out.stdout);
+
+    std::fs::write(root.join(".hands/config.toml"), "[output]\nmax_bytes = 2048\nmax_byts = 1\n")
+        .unwrap();
+    let out = run(hands(home).args(["config", "show", "--root"]).arg(&root));
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains(".hands/config.toml"), "{}", out.stderr);
+    assert!(out.stderr.contains("line 3"), "{}", out.stderr);
+    assert!(out.stderr.contains("max_byts"), "{}", out.stderr);
+    std::fs::write(root.join(".hands/config.toml"), "[output\n").unwrap();
+    let out = run(hands(home).args(["tools", "--root"]).arg(&root));
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("line 1"), "{}", out.stderr);
+}
+
+#[test]
+fn truncation_spills_long_results_through_the_binary() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let body: String = (0..5_000).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(root.join("long.txt"), &body).unwrap();
+    let out = run(hands(root)
+        .args(["-c", "output.max_bytes=1000", "call", "read_file", "path=long.txt", "--root"])
+        .arg(root));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("… [truncated, "), "{}", out.stdout);
+    let spilled = out.stdout.split(".hands/outputs/").nth(1).unwrap().split(';').next().unwrap();
+    let full = std::fs::read_to_string(root.join(".hands/outputs").join(spilled)).unwrap();
+    assert!(full.contains("line 4999"));
+    assert!(full.contains("  5000\tline 4999"), "the full numbered text is kept");
+}

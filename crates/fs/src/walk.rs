@@ -1,1 +1,309 @@
-//! walk: TODO
+//! The walker shared by glob and grep: where a search starts (confined through the root handle),
+//! which patterns are allowed, and a parallel walk over ripgrep's `ignore` crate that gives each
+//! thread its own state and hands all of them back at the end, so that results merge without locks.
+//!
+//! The walk always starts at the root (with no ignore files read above it) and is narrowed to the
+//! `path` subtree by `filter_entry`, so that the root's `.gitignore` applies to a subfolder search too.
+
+use std::ffi::OsStr;
+use std::path::{Component, Path};
+use std::sync::{Arc, Mutex};
+
+use globset::{GlobBuilder, GlobMatcher};
+use hands_core::{CancellationToken, ToolError};
+use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkBuilder, WalkState};
+
+use crate::{FsConfig, RelPath, Workspace};
+
+/// Where a search starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Start {
+    /// A folder (the root when empty): walk it.
+    Dir(RelPath),
+    /// A single file: search only it.
+    File(RelPath),
+}
+
+/// Resolve the `path` argument (`field`) and check it through the root handle: a path that leads
+/// outside the root (by `..`, an absolute path, or a symlink on the way) is refused, and a symlink
+/// as the last component is refused too, because walks never follow symlinks.
+pub(crate) fn start(ws: &Workspace, field: &str, path: Option<&str>) -> Result<Start, ToolError> {
+    let rel = ws.resolve(field, path.unwrap_or("."))?;
+    if rel.is_root() {
+        return Ok(Start::Dir(rel));
+    }
+    let link =
+        ws.dir().symlink_metadata(rel.for_open()).map_err(|e| ws.io_error("searched", &rel, &e))?;
+    if link.file_type().is_symlink() {
+        // Following gives the precise error when the link leads outside.
+        ws.dir().metadata(rel.for_open()).map_err(|e| ws.io_error("searched", &rel, &e))?;
+        let target = ws
+            .dir()
+            .read_link_contents(rel.for_open())
+            .map(|t| t.display().to_string())
+            .unwrap_or_else(|_| "?".into());
+        return Err(ToolError::model(format!(
+            "`{field}` {} is a symlink (-> {target}); symlinks are not followed. Give the path of \
+             its target inside the project instead.",
+            rel.display()
+        )));
+    }
+    if link.is_dir() {
+        // Opening the folder through the handle is the confinement check for every component.
+        ws.dir().open_dir(rel.for_open()).map_err(|e| ws.io_error("searched", &rel, &e))?;
+        Ok(Start::Dir(rel))
+    } else {
+        Ok(Start::File(rel))
+    }
+}
+
+/// Refuse a glob (argument `field`) that is absolute or climbs with `..`: patterns are matched
+/// against paths inside the search folder and could never match outside it.
+pub(crate) fn check_pattern(field: &str, pattern: &str) -> Result<(), ToolError> {
+    if pattern.trim().is_empty() {
+        return Err(ToolError::model(format!("`{field}` is empty; give a glob such as `*.rs`.")));
+    }
+    let path = Path::new(pattern);
+    let absolute = path.has_root() || pattern.starts_with('/') || pattern.starts_with('\\');
+    let climbs = path.components().any(|c| matches!(c, Component::ParentDir))
+        || pattern.split(['/', '\\']).any(|part| part == "..");
+    if absolute || climbs {
+        return Err(ToolError::model(format!(
+            "`{field}` {pattern:?} is absolute or contains `..`; patterns match paths inside the \
+             search folder. Use a relative pattern (e.g. `**/*.rs`) and set `path` to choose the \
+             folder."
+        )));
+    }
+    Ok(())
+}
+
+/// A file glob as glob and grep's `include` use it: without `/` it matches the file name at any
+/// depth (like `rg -g`); with `/` it matches the path relative to the search folder.
+#[derive(Debug, Clone)]
+pub(crate) struct FileGlob {
+    matcher: GlobMatcher,
+    by_name: bool,
+}
+
+impl FileGlob {
+    /// Compile `pattern` (argument `field`), refusing absolute or climbing ones.
+    pub(crate) fn new(field: &str, pattern: &str) -> Result<Self, ToolError> {
+        check_pattern(field, pattern)?;
+        let pattern = pattern.strip_prefix("./").unwrap_or(pattern);
+        let by_name = !pattern.contains('/');
+        let glob = GlobBuilder::new(pattern)
+            .literal_separator(true)
+            .backslash_escape(true)
+            .build()
+            .map_err(|e| {
+                ToolError::model(format!("`{field}` {pattern:?} is not a valid glob: {e}."))
+            })?;
+        Ok(Self { matcher: glob.compile_matcher(), by_name })
+    }
+
+    /// True when the file at `rel` (relative to the search folder) matches.
+    pub(crate) fn is_match(&self, rel: &Path) -> bool {
+        if self.by_name {
+            rel.file_name().is_some_and(|name| self.matcher.is_match(name))
+        } else {
+            self.matcher.is_match(rel)
+        }
+    }
+}
+
+/// How a walk is set up.
+#[derive(Debug, Clone)]
+pub(crate) struct WalkSpec {
+    /// Folder to walk, relative to the root.
+    pub start: RelPath,
+    /// Also walk what .gitignore/.ignore exclude.
+    pub include_ignored: bool,
+}
+
+/// The number of walker threads for `config`.
+pub(crate) fn threads(config: &FsConfig) -> usize {
+    if config.threads > 0 {
+        config.threads
+    } else {
+        std::thread::available_parallelism().map_or(2, usize::from).min(12)
+    }
+}
+
+/// A walker over `spec` under `root`: hidden files included, symlinks never followed, ignore files
+/// honoured without a git repository (unless `include_ignored`), and `config.excluded_dirs` never
+/// entered.
+pub(crate) fn builder(root: &Path, spec: &WalkSpec, config: &FsConfig) -> WalkBuilder {
+    let mut builder = WalkBuilder::new(root);
+    builder
+        .hidden(false)
+        .follow_links(false)
+        .parents(false)
+        .git_global(false)
+        .require_git(false)
+        .threads(threads(config));
+    if spec.include_ignored {
+        builder.ignore(false).git_ignore(false).git_exclude(false);
+    }
+    let excluded: Arc<[String]> = config.excluded_dirs.clone().into();
+    let root = root.to_path_buf();
+    let start = spec.start.clone();
+    builder.filter_entry(move |entry| {
+        if entry.depth() == 0 {
+            return true;
+        }
+        let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+        if is_dir && is_excluded(&excluded, entry.file_name()) {
+            return false;
+        }
+        if start.is_root() {
+            return true;
+        }
+        let Ok(rel) = entry.path().strip_prefix(&root) else { return false };
+        rel.starts_with(start.as_path()) || (is_dir && start.as_path().starts_with(rel))
+    });
+    builder
+}
+
+/// True when `name` is one of the always-excluded folder names.
+pub(crate) fn is_excluded(excluded: &[String], name: &OsStr) -> bool {
+    excluded.iter().any(|x| OsStr::new(x) == name)
+}
+
+/// Run `builder` in parallel: each thread gets a state from `init`, `visit` is called for every
+/// entry (errors are skipped, as rg does with a warning), and the states come back at the end. The
+/// walk stops early when `cancel` fires.
+pub(crate) fn run<S, I, V>(
+    builder: &WalkBuilder,
+    cancel: &CancellationToken,
+    init: I,
+    visit: V,
+) -> Vec<S>
+where
+    S: Send,
+    I: Fn() -> S + Sync,
+    V: Fn(&mut S, DirEntry) -> WalkState + Sync,
+{
+    let out = Mutex::new(Vec::new());
+    let mut factory = Factory { init: &init, visit: &visit, cancel, out: &out };
+    builder.build_parallel().visit(&mut factory);
+    out.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+struct Factory<'a, S, I, V> {
+    init: &'a I,
+    visit: &'a V,
+    cancel: &'a CancellationToken,
+    out: &'a Mutex<Vec<S>>,
+}
+
+impl<'s, S, I, V> ParallelVisitorBuilder<'s> for Factory<'s, S, I, V>
+where
+    S: Send + 's,
+    I: Fn() -> S + Sync,
+    V: Fn(&mut S, DirEntry) -> WalkState + Sync,
+{
+    fn build(&mut self) -> Box<dyn ParallelVisitor + 's> {
+        Box::new(Visitor {
+            state: Some((self.init)()),
+            visit: self.visit,
+            cancel: self.cancel,
+            out: self.out,
+        })
+    }
+}
+
+struct Visitor<'a, S: Send, V> {
+    state: Option<S>,
+    visit: &'a V,
+    cancel: &'a CancellationToken,
+    out: &'a Mutex<Vec<S>>,
+}
+
+impl<S: Send, V> ParallelVisitor for Visitor<'_, S, V>
+where
+    V: Fn(&mut S, DirEntry) -> WalkState + Sync,
+{
+    fn visit(&mut self, entry: Result<DirEntry, ignore::Error>) -> WalkState {
+        if self.cancel.is_cancelled() {
+            return WalkState::Quit;
+        }
+        match (entry, self.state.as_mut()) {
+            (Ok(entry), Some(state)) => (self.visit)(state, entry),
+            _ => WalkState::Continue,
+        }
+    }
+}
+
+impl<S: Send, V> Drop for Visitor<'_, S, V> {
+    fn drop(&mut self) {
+        if let Some(state) = self.state.take() {
+            let mut out = self.out.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            out.push(state);
+        }
+    }
+}
+
+/// The error a walk gives when its call was cancelled (timeout or abort).
+pub(crate) fn cancelled(tool: &str) -> ToolError {
+    ToolError::model(format!(
+        "{tool} was stopped (timeout or abort) before it finished. Narrow the search with `path` \
+         or a more specific pattern."
+    ))
+}
+
+/// `path` relative to `base`, `/`-separated, as the model sees it.
+pub(crate) fn relative(path: &Path, base: &Path) -> String {
+    let rel = path.strip_prefix(base).unwrap_or(path);
+    rel.to_string_lossy().into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_that_climb_or_are_absolute_are_refused() {
+        for bad in ["../*.rs", "/etc/*", "a/../../x", "..", "src/../../*"] {
+            let err = check_pattern("pattern", bad).unwrap_err().to_string();
+            assert!(err.contains("absolute or contains `..`"), "{bad}: {err}");
+        }
+        for good in ["*.rs", "**/*.rs", "src/**/*.{ts,tsx}", "..foo", "a..b/*"] {
+            assert!(check_pattern("pattern", good).is_ok(), "{good}");
+        }
+        assert!(check_pattern("pattern", " ").is_err());
+    }
+
+    #[test]
+    fn globs_without_slash_match_names_at_any_depth() {
+        let g = FileGlob::new("pattern", "*.{ts,tsx}").unwrap();
+        assert!(g.is_match(Path::new("a/b/c.tsx")));
+        assert!(g.is_match(Path::new("c.ts")));
+        assert!(!g.is_match(Path::new("c.rs")));
+        let g = FileGlob::new("pattern", "src/*.rs").unwrap();
+        assert!(g.is_match(Path::new("src/lib.rs")));
+        assert!(!g.is_match(Path::new("src/a/lib.rs")), "`*` must not cross `/`");
+        assert!(!g.is_match(Path::new("x/src/lib.rs")));
+        let g = FileGlob::new("pattern", "**/*.rs").unwrap();
+        assert!(g.is_match(Path::new("lib.rs")));
+        assert!(g.is_match(Path::new("a/b/lib.rs")));
+    }
+
+    #[test]
+    fn invalid_glob_is_a_model_error() {
+        let err = FileGlob::new("include", "a[").unwrap_err().to_string();
+        assert!(err.contains("not a valid glob"), "{err}");
+    }
+
+    #[test]
+    fn start_classifies_and_confines() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(tmp.path().join("d")).unwrap();
+        std::fs::write(tmp.path().join("d/f.txt"), "x").unwrap();
+        let ws = Workspace::open(tmp.path()).unwrap();
+        assert!(matches!(start(&ws, "path", None).unwrap(), Start::Dir(r) if r.is_root()));
+        assert!(matches!(start(&ws, "path", Some("d")).unwrap(), Start::Dir(_)));
+        assert!(matches!(start(&ws, "path", Some("d/f.txt")).unwrap(), Start::File(_)));
+        assert!(start(&ws, "path", Some("missing")).is_err());
+        assert!(start(&ws, "path", Some("../x")).is_err());
+    }
+}

@@ -1,1 +1,234 @@
-//! atomic: TODO
+//! The write path shared by write_file and edit_file: first the checks (no `.git`, not even through a
+//! symlinked folder; no symlink as the final component), then an atomic replace — the parent folder is
+//! opened once as a handle, a unique temp file is created in it, written, given the old file's mode,
+//! fsynced, renamed over the target within that same handle, and the folder is fsynced. On any error
+//! the temp file is removed, so the target is either the old or the new content, never a mix.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use cap_std::fs::{Dir, Metadata, OpenOptions};
+use hands_core::ToolError;
+
+use crate::{FsConfig, RelPath, Workspace};
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Refuse paths that write_file and edit_file must not change: the root, anything under `.git/`
+/// (by name, or by real location after symlinked folders are resolved) unless configured writable,
+/// and a symlink as the final component.
+pub fn check_writable(
+    ws: &Workspace,
+    path: &RelPath,
+    config: &FsConfig,
+    action: &str,
+) -> Result<(), ToolError> {
+    if path.is_root() {
+        return Err(ToolError::model(format!(
+            "`path` must name a file, not the project root. Give a path like `src/main.rs` to {action}."
+        )));
+    }
+    if path.is_under_git() && !allowed(ws, path, config) {
+        return Err(protected(path, path));
+    }
+    let real = real_path(ws, path)?;
+    if real.is_under_git() && !allowed(ws, &real, config) {
+        return Err(protected(path, &real));
+    }
+    let name = path.file_name().unwrap_or_default();
+    match parent_dir(ws, path) {
+        Ok(parent) => match parent.symlink_metadata(name) {
+            Ok(meta) if meta.file_type().is_symlink() => Err(ToolError::model(format!(
+                "{} is a symlink; hands does not write through symlinks. Write to the file it points \
+                 to instead (its real path inside the project).",
+                path.display()
+            ))),
+            Ok(meta) if meta.is_dir() => Err(ToolError::model(format!(
+                "{} is a directory, not a file. Pick a file path inside it.",
+                path.display()
+            ))),
+            Ok(_) => Ok(()),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(err) => Err(ws.io_error("written", path, &err)),
+        },
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(err) => Err(ws.io_error("written", path, &err)),
+    }
+}
+
+fn allowed(ws: &Workspace, path: &RelPath, config: &FsConfig) -> bool {
+    config
+        .writable_protected
+        .iter()
+        .any(|entry| ws.resolve("writable_protected", entry).is_ok_and(|p| &p == path))
+}
+
+fn protected(path: &RelPath, real: &RelPath) -> ToolError {
+    let through = if path == real {
+        String::new()
+    } else {
+        format!(" (it resolves to {} through a symlink)", real.display())
+    };
+    ToolError::model(format!(
+        "{} is inside .git{through}, which is protected: a written hook or config runs code. Change \
+         the repository with git commands through bash instead, or ask the user to list the path in \
+         `fs.writable_protected`.",
+        path.display()
+    ))
+}
+
+/// Where `path` really is: its deepest existing ancestor canonicalized through the root handle
+/// (which refuses symlinks leading outside), joined with the components that do not exist yet.
+fn real_path(ws: &Workspace, path: &RelPath) -> Result<RelPath, ToolError> {
+    let mut existing = path.parent();
+    let mut rest: Vec<PathBuf> = vec![PathBuf::from(path.file_name().unwrap_or_default())];
+    loop {
+        match ws.dir().canonicalize(existing.for_open()) {
+            Ok(real) => {
+                let mut full = real;
+                for part in rest.iter().rev() {
+                    full.push(part);
+                }
+                return ws.resolve("path", &full.to_string_lossy());
+            }
+            Err(err) if err.kind() == io::ErrorKind::NotFound && !existing.is_root() => {
+                rest.push(PathBuf::from(existing.file_name().unwrap_or_default()));
+                existing = existing.parent();
+            }
+            Err(err) => return Err(ws.io_error("written", path, &err)),
+        }
+    }
+}
+
+/// The parent folder of `path` as a handle.
+pub fn parent_dir(ws: &Workspace, path: &RelPath) -> io::Result<Dir> {
+    let parent = path.parent();
+    if parent.is_root() { ws.dir().try_clone() } else { ws.dir().open_dir(parent.for_open()) }
+}
+
+/// Replace `path` with `bytes` atomically, creating missing parent folders, keeping an existing
+/// file's mode. Returns the new file's metadata.
+pub fn write(ws: &Workspace, path: &RelPath, bytes: &[u8]) -> io::Result<Metadata> {
+    let parent = path.parent();
+    if !parent.is_root() {
+        ws.dir().create_dir_all(parent.for_open())?;
+    }
+    let dir = parent_dir(ws, path)?;
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "a file path has a name"))?;
+    let old = match dir.symlink_metadata(name) {
+        Ok(meta) if meta.is_file() => Some(meta),
+        Ok(_) => None,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => None,
+        Err(err) => return Err(err),
+    };
+    let temp = PathBuf::from(format!(
+        ".{}.{}.{}.hands-tmp",
+        name.to_string_lossy(),
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true);
+    let mut file = dir.open_with(&temp, &options)?;
+    let result = (|| {
+        file.write_all(bytes)?;
+        if let Some(old) = &old {
+            file.set_permissions(old.permissions())?;
+        }
+        file.sync_all()?;
+        let meta = file.metadata()?;
+        drop(file);
+        dir.rename(&temp, &dir, name)?;
+        Ok(meta)
+    })();
+    match result {
+        Ok(meta) => {
+            sync_dir(&dir)?;
+            Ok(meta)
+        }
+        Err(err) => {
+            let _ = dir.remove_file(&temp);
+            Err(err)
+        }
+    }
+}
+
+/// Make the rename durable: fsync the folder that holds the entry.
+fn sync_dir(dir: &Dir) -> io::Result<()> {
+    // The root handle may be an O_PATH descriptor, which cannot be fsynced: open the folder itself.
+    let handle = dir.open_with(".", OpenOptions::new().read(true))?;
+    handle.sync_all()
+}
+
+/// Whether `path` (a relative path through the handle) names a temp file of ours.
+#[cfg(test)]
+fn is_temp(path: &std::path::Path) -> bool {
+    path.to_string_lossy().ends_with(".hands-tmp")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    fn ws() -> (tempfile::TempDir, Workspace) {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = Workspace::open(tmp.path()).unwrap();
+        (tmp, ws)
+    }
+
+    #[test]
+    fn writes_create_parents_and_keep_mode() {
+        let (tmp, ws) = ws();
+        let path = ws.resolve("path", "a/b/c.sh").unwrap();
+        write(&ws, &path, b"one").unwrap();
+        let real = tmp.path().join("a/b/c.sh");
+        assert_eq!(std::fs::read(&real).unwrap(), b"one");
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o755)).unwrap();
+        write(&ws, &path, b"two").unwrap();
+        assert_eq!(std::fs::read(&real).unwrap(), b"two");
+        assert_eq!(std::fs::metadata(&real).unwrap().permissions().mode() & 0o777, 0o755);
+        let leftovers: Vec<_> = std::fs::read_dir(tmp.path().join("a/b"))
+            .unwrap()
+            .filter(|e| is_temp(&e.as_ref().unwrap().path()))
+            .collect();
+        assert!(leftovers.is_empty());
+    }
+
+    #[test]
+    fn failed_write_leaves_no_temp() {
+        let (tmp, ws) = ws();
+        std::fs::create_dir(tmp.path().join("d")).unwrap();
+        // The target is a directory: the rename fails, the temp must go.
+        let path = ws.resolve("path", "d").unwrap();
+        assert!(write(&ws, &path, b"x").is_err());
+        let names: Vec<_> =
+            std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("d")]);
+    }
+
+    #[test]
+    fn git_is_protected_even_through_a_symlinked_folder() {
+        let (tmp, ws) = ws();
+        std::fs::create_dir_all(tmp.path().join(".git/hooks")).unwrap();
+        std::os::unix::fs::symlink(".git", tmp.path().join("linkdir")).unwrap();
+        let config = FsConfig::default();
+        for p in [".git/hooks/x", "linkdir/hooks/x", "linkdir/new/deeper/x"] {
+            let path = ws.resolve("path", p).unwrap();
+            let err = check_writable(&ws, &path, &config, "write").unwrap_err().to_string();
+            assert!(err.contains(".git"), "{p}: {err}");
+        }
+        let ok = ws.resolve("path", "src/x").unwrap();
+        assert!(check_writable(&ws, &ok, &config, "write").is_ok());
+        let config = FsConfig {
+            writable_protected: vec![".git/info/exclude".into()],
+            ..FsConfig::default()
+        };
+        let path = ws.resolve("path", ".git/info/exclude").unwrap();
+        assert!(check_writable(&ws, &path, &config, "write").is_ok());
+    }
+}

@@ -1,12 +1,20 @@
-//! write_file: TODO module header.
+//! write_file: create or replace a whole file.
+//!
+//! Flow: resolve the path, refuse protected targets (atomic::check_writable: `.git`, symlinks), cap
+//! the content, apply the stale-write guard against the session's ledger (not for one-shot calls),
+//! then write atomically (atomic.rs) and record what was written in the ledger.
 
 use std::borrow::Cow;
+use std::io::{self, Read};
 
 use hands_core::{Annotations, Context, Tool, ToolError, ToolOutput};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use serde_json::json;
 
-use crate::FsConfig;
+use crate::ledger::{Seen, content_hash};
+use crate::read_file::human_size;
+use crate::{FsConfig, Ledger, RelPath, Workspace, atomic};
 
 /// Arguments of write_file.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -46,8 +54,128 @@ impl Tool for WriteFile {
         Annotations { read_only: false, destructive: true, idempotent: true, open_world: false }
     }
 
-    async fn call(&self, _ctx: Context, _args: Self::Args) -> Result<ToolOutput, ToolError> {
-        let _ = &self.config;
-        Err(ToolError::model("write_file is not implemented yet"))
+    async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {
+        let config = self.config.clone();
+        tokio::task::spawn_blocking(move || write(&ctx, &config, &args))
+            .await
+            .map_err(|err| ToolError::Fatal(format!("write_file task failed: {err}")))?
+    }
+}
+
+fn write(ctx: &Context, config: &FsConfig, args: &WriteFileArgs) -> Result<ToolOutput, ToolError> {
+    let ws = Workspace::for_root(ctx.root())?;
+    let path = ws.resolve("path", &args.path)?;
+    atomic::check_writable(&ws, &path, config, "write")?;
+    let bytes = args.content.as_bytes();
+    if bytes.len() > config.write_max_bytes {
+        return Err(ToolError::model(format!(
+            "`content` is {}, over the {} write_file accepts. Write a smaller file, or generate it \
+             with a command through bash.",
+            human_size(bytes.len() as u64),
+            human_size(config.write_max_bytes as u64)
+        )));
+    }
+    let existing = match ws.dir().symlink_metadata(path.for_open()) {
+        Ok(meta) => Some(meta),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => None,
+        // A missing or file-shaped parent: create_dir_all below reports it precisely.
+        Err(err) if err.kind() == io::ErrorKind::NotADirectory => None,
+        Err(err) => return Err(ws.io_error("written", &path, &err)),
+    };
+    let ledger = ctx.session().extension::<Ledger>();
+    if let Some(meta) = &existing
+        && config.stale_write_guard
+        && !ctx.session().is_one_shot()
+    {
+        guard(&ws, &path, &ledger, meta)?;
+    }
+    let meta =
+        atomic::write(&ws, &path, bytes).map_err(|err| ws.io_error("written", &path, &err))?;
+    ledger.record(&path, Seen::new(&meta, Some(content_hash(bytes))));
+    let action = if existing.is_some() { "updated" } else { "created" };
+    let lines = line_count(&args.content);
+    let verb = if existing.is_some() { "Updated" } else { "Created" };
+    Ok(ToolOutput::text(format!(
+        "{verb} {} ({lines} line{}, {} byte{})",
+        path.display(),
+        if lines == 1 { "" } else { "s" },
+        bytes.len(),
+        if bytes.len() == 1 { "" } else { "s" }
+    ))
+    .with_structured(json!({
+        "action": action,
+        "path": path.display(),
+        "lines": lines,
+        "bytes": bytes.len(),
+    })))
+}
+
+/// The stale-write guard: the session must have read (or written) the file, and it must not have
+/// changed on disk since.
+fn guard(
+    ws: &Workspace,
+    path: &RelPath,
+    ledger: &Ledger,
+    meta: &cap_std::fs::Metadata,
+) -> Result<(), ToolError> {
+    let shown = path.display();
+    let Some(seen) = ledger.get(path) else {
+        return Err(ToolError::model(format!(
+            "{shown} already exists and this session has not read it. Read it first with read_file \
+             (then write the complete new content), or use edit_file to change part of it."
+        )));
+    };
+    let now = Seen::new(meta, None);
+    let current_hash = || {
+        let mut bytes = Vec::new();
+        let mut file = ws.dir().open(path.for_open()).ok()?;
+        file.read_to_end(&mut bytes).ok()?;
+        Some(content_hash(&bytes))
+    };
+    if seen.is_stale(&now, current_hash) {
+        return Err(ToolError::model(format!(
+            "{shown} changed on disk since this session last read or wrote it (someone else edited \
+             it). Read it again with read_file and redo your change on the current content."
+        )));
+    }
+    Ok(())
+}
+
+/// Lines as an editor counts them: a final line without `\n` counts, a trailing `\n` does not add one.
+pub(crate) fn line_count(text: &str) -> usize {
+    text.lines().count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_counted_like_an_editor() {
+        assert_eq!(line_count(""), 0);
+        assert_eq!(line_count("a"), 1);
+        assert_eq!(line_count("a\n"), 1);
+        assert_eq!(line_count("a\nb"), 2);
+        assert_eq!(line_count("a\r\nb\r\n"), 2);
+    }
+
+    #[tokio::test]
+    async fn guard_needs_a_read_and_no_change() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("a.txt"), "old").unwrap();
+        let session = hands_core::Session::new("s", tmp.path());
+        let ctx = Context::new(&session, "c1", None);
+        let tool = WriteFile::new(FsConfig::default());
+        let args = || WriteFileArgs { path: "a.txt".into(), content: "new".into() };
+        let err = tool.call(ctx.clone(), args()).await.unwrap_err().to_string();
+        assert!(err.contains("has not read it"), "{err}");
+        assert_eq!(std::fs::read_to_string(tmp.path().join("a.txt")).unwrap(), "old");
+        let ws = Workspace::open(tmp.path()).unwrap();
+        let path = ws.resolve("path", "a.txt").unwrap();
+        let meta = ws.dir().metadata("a.txt").unwrap();
+        session.extension::<Ledger>().record(&path, Seen::new(&meta, Some(content_hash(b"old"))));
+        let out = tool.call(ctx, args()).await.unwrap();
+        assert_eq!(out.joined_text(), "Updated a.txt (1 line, 3 bytes)");
+        assert_eq!(out.structured.unwrap()["action"], "updated");
     }
 }

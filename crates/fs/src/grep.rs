@@ -97,7 +97,8 @@ pub struct GrepResult {
     /// Count mode: the per-file counts of this page.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub counts: Option<Vec<GrepCount>>,
-    /// Matching lines in all files.
+    /// Matching lines in all files. In files mode a file is not searched past its first match, so
+    /// this equals `total_files`.
     pub total_matches: u64,
     /// Files with at least one match.
     pub total_files: u64,
@@ -231,8 +232,9 @@ fn results_of(plan: &Plan<'_>, hits: &FileHits) -> usize {
 
 fn searcher(plan: &Plan<'_>) -> Searcher {
     let context = if plan.mode == OutputMode::Content { plan.context } else { 0 };
+    // Line numbers cost a pass over every buffer; only content mode shows them.
     SearcherBuilder::new()
-        .line_number(true)
+        .line_number(plan.mode == OutputMode::Content)
         .binary_detection(BinaryDetection::quit(b'\0'))
         .before_context(context)
         .after_context(context)
@@ -491,9 +493,9 @@ fn render(
     } else {
         let shown_end = end.min(total_results);
         let mut f = format!("(showing {}-{shown_end} of {total_results} {noun}", offset + 1);
-        if plan.mode != OutputMode::Content {
+        if plan.mode == OutputMode::Count {
             f.push_str(&format!(", {total_matches} matching lines"));
-        } else {
+        } else if plan.mode == OutputMode::Content {
             f.push_str(&format!(" in {total_files} files"));
         }
         if shown_end < total_results {

@@ -451,3 +451,19 @@ async fn glob_agrees_with_ripgrep() {
         assert_eq!(got, expected, "{pattern}");
     }
 }
+
+#[tokio::test]
+async fn description_examples_are_valid_calls() {
+    let tmp = code_tree();
+    write(tmp.path(), "src/x.rs", "fn main() {}\n");
+    write(tmp.path(), "web/src/a.tsx", "");
+    let registry =
+        hands_fs::register(Registry::builder(CoreConfig::default()), &FsConfig::default()).build();
+    for tool in ["list_files", "glob", "grep"] {
+        let description = &registry.get(tool).unwrap().spec().description;
+        let example = description.split("```json\n").nth(1).unwrap().split("```").next().unwrap();
+        let args: Value = serde_json::from_str(example).unwrap();
+        let out = call(tmp.path(), tool, args).await;
+        assert!(!out.is_error, "{tool}: {}", out.joined_text());
+    }
+}

@@ -3,8 +3,8 @@
 //! Flow: refuse protected targets (atomic::check_writable), read the file (text and UTF-8 only), strip
 //! a BOM, find old_string — exactly, then, in a CRLF file, with its line breaks as CRLF — and demand
 //! one match (or ≥1 with replace_all). No match: report the closest region (`closest`: whitespace-
-//! insensitive, then fuzzy within a budget) and change nothing. Then re-add the BOM, write atomically, record the ledger, and return
-//! a short unified diff.
+//! insensitive, then fuzzy within a budget) and change nothing. Then re-add the BOM, write
+//! atomically, record the ledger, and return a short unified diff.
 
 use std::borrow::Cow;
 use std::io::{self, Read};

@@ -183,7 +183,15 @@ fn truncation_spills_long_results_through_the_binary() {
     let body: String = (0..5_000).map(|i| format!("line {i}\n")).collect();
     std::fs::write(root.join("long.txt"), &body).unwrap();
     let out = run(hands(root)
-        .args(["-c", "output.max_bytes=1000", "call", "read_file", "path=long.txt", "--root"])
+        .args([
+            "-c",
+            "output.max_bytes=1000",
+            "call",
+            "read_file",
+            "path=long.txt",
+            "limit=5000",
+            "--root",
+        ])
         .arg(root));
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stdout.contains("… [truncated, "), "{}", out.stdout);

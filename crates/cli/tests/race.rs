@@ -27,15 +27,26 @@ async fn swapped_folder_never_lets_a_write_out() {
             let dir = root.join("dir");
             let parked = root.join("dir.real");
             let mut flips = 0u64;
+            // write_file may re-create `dir` while it is parked; such strays are removed.
+            let clear = |p: &std::path::Path| {
+                let _ = std::fs::remove_file(p);
+                let _ = std::fs::remove_dir_all(p);
+            };
             while !stop.load(Ordering::Relaxed) {
                 // real folder → symlink to outside → real folder
-                if std::fs::rename(&dir, &parked).is_ok() {
-                    let _ = std::os::unix::fs::symlink(&outside, &dir);
-                    std::thread::yield_now();
-                    let _ = std::fs::remove_file(&dir);
-                    let _ = std::fs::rename(&parked, &dir);
-                    flips += 1;
+                if std::fs::rename(&dir, &parked).is_err() {
+                    clear(&dir);
+                    continue;
                 }
+                while std::os::unix::fs::symlink(&outside, &dir).is_err() {
+                    clear(&dir);
+                }
+                std::thread::yield_now();
+                clear(&dir);
+                while std::fs::rename(&parked, &dir).is_err() {
+                    clear(&dir);
+                }
+                flips += 1;
             }
             flips
         })

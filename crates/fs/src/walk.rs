@@ -69,7 +69,7 @@ pub(crate) fn check_pattern(field: &str, pattern: &str) -> Result<(), ToolError>
         || pattern.split(['/', '\\']).any(|part| part == "..");
     if absolute || climbs {
         return Err(ToolError::model(format!(
-            "`{field}` {pattern:?} is absolute or contains `..`; patterns match paths inside the \
+            "`{field}` {pattern:?} is absolute or contains `..`, which would reach outside the project root; patterns match paths inside the \
              search folder. Use a relative pattern (e.g. `**/*.rs`) and set `path` to choose the \
              folder."
         )));

@@ -1,5 +1,6 @@
 //! Interrupted writes: `hands call write_file` of a multi-MB file killed with SIGKILL at a random
-//! moment, 200 times. The target must always hold the complete old or the complete new content.
+//! moment, 200 times. The target must always hold the complete old or the complete new content,
+//! and no temp file may be left behind.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Write;
@@ -81,5 +82,14 @@ fn sigkill_during_write_leaves_old_or_new_content() {
         );
     }
     assert!(killed >= 20, "too few writes were interrupted ({killed}) to prove anything");
+    // The temp file is anonymous (O_TMPFILE) until the instant before its rename, so the kills leave
+    // nothing behind, and the next write of the file replaces a stale name from that instant.
+    let status = spawn_write(root, &payloads[0]).wait().unwrap();
+    assert!(status.success());
+    let names: Vec<String> = std::fs::read_dir(root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["big.txt"], "interrupted writes left files behind");
     println!("200 writes: {killed} killed mid-way, {completed} completed; target always whole");
 }

@@ -4,12 +4,17 @@
 //! fsynced, renamed over the target within that same handle, and the folder is fsynced. On any error
 //! the temp file is removed, so the target is either the old or the new content, never a mix.
 
+use std::ffi::OsStr;
 use std::io::{self, Write};
-use std::path::PathBuf;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use cap_std::fs::{Dir, Metadata, OpenOptions};
+use cap_std::fs::{Dir, Metadata, OpenOptions, PermissionsExt as _};
 use hands_core::ToolError;
+use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::io::Errno;
 
 use crate::{FsConfig, RelPath, Workspace};
 
@@ -124,24 +129,16 @@ pub fn write(ws: &Workspace, path: &RelPath, bytes: &[u8]) -> io::Result<Metadat
         Err(err) if err.kind() == io::ErrorKind::NotFound => None,
         Err(err) => return Err(err),
     };
-    let temp = PathBuf::from(format!(
-        ".{}.{}.{}.hands-tmp",
-        name.to_string_lossy(),
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let mut options = OpenOptions::new();
-    options.write(true).create_new(true);
-    let mut file = dir.open_with(&temp, &options)?;
+    let mut temp = Temp::create(&dir, name)?;
     let result = (|| {
+        let file = temp.file();
         file.write_all(bytes)?;
         if let Some(old) = &old {
-            file.set_permissions(old.permissions())?;
+            file.set_permissions(std::fs::Permissions::from_mode(old.permissions().mode()))?;
         }
         file.sync_all()?;
-        let meta = file.metadata()?;
-        drop(file);
-        dir.rename(&temp, &dir, name)?;
+        let meta = Metadata::from_just_metadata(file.metadata()?);
+        temp.commit(&dir, name)?;
         Ok(meta)
     })();
     match result {
@@ -150,10 +147,92 @@ pub fn write(ws: &Workspace, path: &RelPath, bytes: &[u8]) -> io::Result<Metadat
             Ok(meta)
         }
         Err(err) => {
-            let _ = dir.remove_file(&temp);
+            temp.discard(&dir);
             Err(err)
         }
     }
+}
+
+/// The new content on its way to its name.
+///
+/// Preferably an anonymous `O_TMPFILE` inode: a process killed while writing it leaves nothing
+/// behind. It gets a name (`.NAME.hands-tmp`) only for the instant between `linkat` and `rename`;
+/// a stale one from a crash in that instant is replaced by the next write of the same file. Where
+/// the file system has no `O_TMPFILE`, a uniquely named temp file is used instead.
+enum Temp {
+    Anonymous(std::fs::File, Option<PathBuf>),
+    Named(std::fs::File, PathBuf),
+}
+
+impl Temp {
+    fn create(dir: &Dir, name: &OsStr) -> io::Result<Self> {
+        let flags = OFlags::WRONLY | OFlags::TMPFILE | OFlags::CLOEXEC;
+        match rustix::fs::openat(dir, ".", flags, Mode::from_raw_mode(0o666)) {
+            Ok(fd) => return Ok(Self::Anonymous(std::fs::File::from(fd), None)),
+            Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL | Errno::NOSYS) => {}
+            Err(err) => return Err(err.into()),
+        }
+        let temp = PathBuf::from(format!(
+            ".{}.{}.{}.hands-tmp",
+            name.to_string_lossy(),
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        Ok(Self::Named(dir.open_with(&temp, &options)?.into_std(), temp))
+    }
+
+    fn file(&mut self) -> &mut std::fs::File {
+        match self {
+            Self::Anonymous(file, _) | Self::Named(file, _) => file,
+        }
+    }
+
+    /// Give the content its name, replacing the old file in one rename.
+    fn commit(&mut self, dir: &Dir, name: &OsStr) -> io::Result<()> {
+        match self {
+            Self::Named(_, temp) => dir.rename(&*temp, dir, name),
+            Self::Anonymous(file, linked) => {
+                let temp = PathBuf::from(format!(".{}.hands-tmp", name.to_string_lossy()));
+                link(file, dir, &temp)?;
+                *linked = Some(temp.clone());
+                dir.rename(&temp, dir, name)
+            }
+        }
+    }
+
+    /// Remove whatever name the temp file got.
+    fn discard(&self, dir: &Dir) {
+        match self {
+            Self::Named(_, temp) | Self::Anonymous(_, Some(temp)) => {
+                let _ = dir.remove_file(temp);
+            }
+            Self::Anonymous(_, None) => {}
+        }
+    }
+}
+
+/// Link the anonymous `file` into `dir` as `temp`, replacing a stale temp of a crashed write.
+fn link(file: &std::fs::File, dir: &Dir, temp: &Path) -> io::Result<()> {
+    for _ in 0..3 {
+        let linked = match rustix::fs::linkat(file, "", dir, temp, AtFlags::EMPTY_PATH) {
+            // Without CAP_DAC_READ_SEARCH, AT_EMPTY_PATH is refused: go through /proc instead.
+            Err(Errno::NOENT | Errno::PERM) => {
+                let proc = format!("/proc/self/fd/{}", file.as_raw_fd());
+                rustix::fs::linkat(rustix::fs::CWD, proc, dir, temp, AtFlags::SYMLINK_FOLLOW)
+            }
+            other => other,
+        };
+        match linked {
+            Ok(()) => return Ok(()),
+            Err(Errno::EXIST) => {
+                let _ = dir.remove_file(temp);
+            }
+            Err(err) => return Err(err.into()),
+        }
+    }
+    Err(io::Error::new(io::ErrorKind::AlreadyExists, "another write of this file is in progress"))
 }
 
 /// Make the rename durable: fsync the folder that holds the entry.

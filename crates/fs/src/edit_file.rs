@@ -96,11 +96,12 @@ fn edit(ctx: &Context, config: &FsConfig, args: &EditFileArgs) -> Result<ToolOut
         Some(rest) => (BOM, rest),
         None => ("", text.as_str()),
     };
-    let Some((old, new, count)) = find(body, &args.old_string, &args.new_string) else {
+    let Some(found) = find(body, &args.old_string, &args.new_string) else {
         return Err(no_match(&path, body, &args.old_string));
     };
+    let count = found.at.len();
     if count > 1 && !args.replace_all {
-        let lines = match_lines(body, &old);
+        let lines = match_lines(body, &found.at);
         let shown: Vec<String> = lines.iter().take(50).map(u64::to_string).collect();
         let more = if lines.len() > 50 {
             format!(" and {} more", lines.len() - 50)
@@ -115,11 +116,8 @@ fn edit(ctx: &Context, config: &FsConfig, args: &EditFileArgs) -> Result<ToolOut
             shown.join(", ")
         )));
     }
-    let new_body = if args.replace_all {
-        body.replace(old.as_ref(), &new)
-    } else {
-        body.replacen(old.as_ref(), &new, 1)
-    };
+    let chosen = if args.replace_all { &found.at[..] } else { &found.at[..1] };
+    let new_body = splice(body, chosen, found.old.len(), &found.new);
     let result = format!("{bom}{new_body}");
     if result.len() > config.write_max_bytes {
         return Err(ToolError::model(format!(
@@ -182,34 +180,72 @@ fn load(ws: &Workspace, path: &RelPath, config: &FsConfig) -> Result<String, Too
     })
 }
 
-/// old_string and new_string as they match `body`, with the number of matches: exactly as given,
-/// else (in a file with CRLF) with their line breaks as CRLF, else with CRLF turned into LF.
-fn find<'a>(body: &str, old: &'a str, new: &'a str) -> Option<(Cow<'a, str>, Cow<'a, str>, usize)> {
-    let count = body.matches(old).count();
-    if count > 0 {
-        return Some((Cow::Borrowed(old), Cow::Borrowed(new), count));
-    }
+/// Where old_string matches `body`, as the strings that matched.
+struct Found<'a> {
+    old: Cow<'a, str>,
+    new: Cow<'a, str>,
+    /// Byte offsets of the (non-overlapping) matches.
+    at: Vec<usize>,
+}
+
+/// old_string and new_string as they match `body`: exactly as given, else (in a file with CRLF)
+/// with their line breaks as CRLF, else with CRLF turned into LF. In a file that is CRLF throughout,
+/// new_string's line breaks always become CRLF. A match that would split a CRLF
+/// pair (an LF-only `old_string` starting with `\n` inside a CRLF file) does not count, so the
+/// CRLF form is tried instead and every line ending stays whole.
+fn find<'a>(body: &str, old: &'a str, new: &'a str) -> Option<Found<'a>> {
     let lf = |s: &str| s.replace("\r\n", "\n");
-    let mut tries = Vec::new();
+    let crlf = |s: &str| lf(s).replace('\n', "\r\n");
+    // In a file whose every line ends in CRLF, new text gets CRLF too, whatever old_string holds.
+    let all_crlf =
+        body.contains("\r\n") && body.matches('\n').count() == body.matches("\r\n").count();
+    let exact_new =
+        if all_crlf && new.contains('\n') { Cow::Owned(crlf(new)) } else { Cow::Borrowed(new) };
+    let mut tries = vec![(Cow::Borrowed(old), exact_new)];
     if body.contains("\r\n") && old.contains('\n') {
-        tries.push((lf(old).replace('\n', "\r\n"), lf(new).replace('\n', "\r\n")));
+        tries.push((Cow::Owned(crlf(old)), Cow::Owned(crlf(new))));
     }
     if old.contains("\r\n") {
-        tries.push((lf(old), lf(new)));
+        tries.push((Cow::Owned(lf(old)), Cow::Owned(lf(new))));
     }
-    tries.into_iter().find_map(|(o, n)| {
-        let count = body.matches(o.as_str()).count();
-        (count > 0).then_some((Cow::Owned(o), Cow::Owned(n), count))
+    tries.into_iter().find_map(|(old, new)| {
+        let at = positions(body, &old);
+        (!at.is_empty()).then_some(Found { old, new, at })
     })
 }
 
-/// The 1-based line of each (non-overlapping) match.
-fn match_lines(body: &str, needle: &str) -> Vec<u64> {
+/// Byte offsets of the non-overlapping matches of `needle` that do not split a CRLF pair.
+fn positions(body: &str, needle: &str) -> Vec<usize> {
+    body.match_indices(needle)
+        .map(|(at, _)| at)
+        .filter(|&at| {
+            let splits_start = needle.starts_with('\n') && body[..at].ends_with('\r');
+            let splits_end = needle.ends_with('\r') && body[at + needle.len()..].starts_with('\n');
+            !(splits_start || splits_end)
+        })
+        .collect()
+}
+
+/// `body` with the matches at `at` (each `len` bytes long) replaced by `new`.
+fn splice(body: &str, at: &[usize], len: usize, new: &str) -> String {
+    let mut out = String::with_capacity(body.len() + at.len() * new.len());
+    let mut pos = 0;
+    for &start in at {
+        out.push_str(&body[pos..start]);
+        out.push_str(new);
+        pos = start + len;
+    }
+    out.push_str(&body[pos..]);
+    out
+}
+
+/// The 1-based line of each match offset.
+fn match_lines(body: &str, at: &[usize]) -> Vec<u64> {
     let mut lines = Vec::new();
     let (mut line, mut pos) = (1u64, 0usize);
-    for (at, _) in body.match_indices(needle) {
-        line += body[pos..at].bytes().filter(|&b| b == b'\n').count() as u64;
-        pos = at;
+    for &start in at {
+        line += body[pos..start].bytes().filter(|&b| b == b'\n').count() as u64;
+        pos = start;
         lines.push(line);
     }
     lines
@@ -377,21 +413,41 @@ fn unified_diff(path: &RelPath, old: &str, new: &str) -> String {
 mod tests {
     use super::*;
 
+    fn found(body: &str, old: &str, new: &str) -> (String, String, Vec<usize>) {
+        let f = find(body, old, new).unwrap();
+        (f.old.into_owned(), f.new.into_owned(), f.at)
+    }
+
     #[test]
     fn find_tries_exact_then_crlf() {
-        let (o, n, c) = find("a\r\nb\r\nc", "a\nb", "x\ny").unwrap();
-        assert_eq!((o.as_ref(), n.as_ref(), c), ("a\r\nb", "x\r\ny", 1));
-        let (o, _, c) = find("a\nb\na\nb", "a\nb", "z").unwrap();
-        assert_eq!((o.as_ref(), c), ("a\nb", 2));
-        let (o, n, _) = find("a\nb", "a\r\nb", "c\r\nd").unwrap();
-        assert_eq!((o.as_ref(), n.as_ref()), ("a\nb", "c\nd"));
+        assert_eq!(
+            found("a\r\nb\r\nc", "a\nb", "x\ny"),
+            ("a\r\nb".into(), "x\r\ny".into(), vec![0])
+        );
+        assert_eq!(found("a\nb\na\nb", "a\nb", "z").2, vec![0, 4]);
+        let (o, n, _) = found("a\nb", "a\r\nb", "c\r\nd");
+        assert_eq!((o.as_str(), n.as_str()), ("a\nb", "c\nd"));
         assert!(find("abc", "x", "y").is_none());
     }
 
     #[test]
+    fn an_lf_match_never_splits_a_crlf_pair() {
+        // "\nfoo" would match inside "\r\nfoo" and leave a lone \r; the CRLF form is used instead.
+        let body = "x\r\nfoo\r\n";
+        let f = find(body, "\nfoo", "\nbar").unwrap();
+        assert_eq!((f.old.as_ref(), f.new.as_ref(), f.at.clone()), ("\r\nfoo", "\r\nbar", vec![1]));
+        assert_eq!(splice(body, &f.at, f.old.len(), &f.new), "x\r\nbar\r\n");
+        // In an LF region of a mixed file the exact match still counts.
+        let mixed = "x\nfoo\r\n";
+        assert_eq!(found(mixed, "\nfoo", "\nbar").2, vec![1]);
+    }
+
+    #[test]
     fn match_lines_are_one_based() {
-        assert_eq!(match_lines("x\ny x\n\nx", "x"), vec![1, 2, 4]);
-        assert_eq!(match_lines("x\nx x", "x"), vec![1, 2, 2]);
+        let body = "x\ny x\n\nx";
+        assert_eq!(match_lines(body, &positions(body, "x")), vec![1, 2, 4]);
+        let body = "x\nx x";
+        assert_eq!(match_lines(body, &positions(body, "x")), vec![1, 2, 2]);
     }
 
     #[test]

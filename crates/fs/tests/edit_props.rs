@@ -83,12 +83,54 @@ proptest! {
         let edited = String::from_utf8(p.get("f.txt")).unwrap();
         prop_assert_eq!(edited.starts_with('\u{FEFF}'), bom);
         let replacements = forward.structured.unwrap()["replacements"].as_u64().unwrap();
+        // Putting bare LFs back into a file that is now CRLF throughout gives them CRLF (the rule
+        // for new text in CRLF files), so the bytes cannot come back in that one case.
+        let all_crlf = |t: &str| t.contains("\r\n") && t.matches('\n').count() == t.matches("\r\n").count();
+        let bare_lf = exact.matches('\n').count() > exact.matches("\r\n").count();
+        prop_assume!(!(all_crlf(&edited) && bare_lf));
         let inverse = rt.block_on(p.call(
             "edit_file",
             json!({"path": "f.txt", "old_string": new, "new_string": exact, "replace_all": replacements > 1}),
         ));
         prop_assert!(!inverse.is_error, "{}", inverse.joined_text());
         prop_assert_eq!(p.get("f.txt"), content.into_bytes());
+    }
+
+    #[test]
+    fn lf_edits_keep_every_crlf_whole(
+        lines in prop::collection::vec("[ab x]{0,5}", 2..10),
+        from in 0usize..60,
+        len in 1usize..12,
+        new_text in "[cd\n]{0,6}",
+    ) {
+        // A pure CRLF file; old_string is any slice of its LF form (it may start or end with \n),
+        // new_string uses LF. Whatever edit_file accepts must leave no lone \r or \n behind.
+        let content: String = lines.iter().map(|l| format!("{l}\r\n")).collect();
+        let lf = content.replace("\r\n", "\n");
+        let from = from % lf.len();
+        let to = (from + len).min(lf.len());
+        let old = lf[from..to].to_owned();
+        let new = format!("{MARK}{new_text}");
+        let p = Project::new();
+        p.put("f.txt", &content);
+        let out = runtime().block_on(p.call(
+            "edit_file",
+            json!({"path": "f.txt", "old_string": old, "new_string": new, "replace_all": true}),
+        ));
+        let edited = String::from_utf8(p.get("f.txt")).unwrap();
+        if out.is_error {
+            prop_assert_eq!(edited, content);
+        } else {
+            let bytes = edited.as_bytes();
+            for (i, &b) in bytes.iter().enumerate() {
+                if b == b'\n' {
+                    prop_assert!(i > 0 && bytes[i - 1] == b'\r', "lone LF in {:?}", edited);
+                }
+                if b == b'\r' {
+                    prop_assert!(bytes.get(i + 1) == Some(&b'\n'), "lone CR in {:?}", edited);
+                }
+            }
+        }
     }
 
     #[test]

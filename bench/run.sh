@@ -76,16 +76,22 @@ hf() {
 cd "$here"
 echo "== running (each: $warmup warm-up + $runs runs)"
 hf grep-literal -n hands "$hands call grep pattern=$needle --root corpus" \
-    -n rg "rg -n $needle corpus"
+    -n rg "rg -n --hidden --no-require-git $needle corpus"
 hf grep-regex -n hands "$hands call grep 'pattern=fn\\s+\\w+_mut\\(' --root corpus" \
-    -n rg "rg -n 'fn\\s+\\w+_mut\\(' corpus"
+    -n rg "rg -n --hidden --no-require-git 'fn\\s+\\w+_mut\\(' corpus"
 hf grep-files -n hands "$hands call grep 'pattern=fn\\s+\\w+_mut\\(' output_mode=files --root corpus" \
-    -n rg "rg -l 'fn\\s+\\w+_mut\\(' corpus"
+    -n rg "rg -l --hidden --no-require-git 'fn\\s+\\w+_mut\\(' corpus"
 hf glob -n hands "$hands call glob 'pattern=**/*.rs' --root corpus" \
-    -n rg "rg --files -g '*.rs' corpus" \
-    -n fdfind "fdfind -e rs . corpus"
+    -n rg "rg --files --hidden --no-require-git -g '*.rs' corpus" \
+    -n fdfind "fdfind -e rs --hidden . corpus"
 hf read-file -n hands "$hands call read_file path=big.txt --root corpus" \
     -n cat "cat corpus/big.txt"
 hf startup -n hands "$hands tools" -n true "true"  # "true": the cost of starting any process
+
+echo "== same work? (hands' totals vs the reference's counts)"
+total() { "$hands" call --json "$@" --root corpus | python3 -c 'import json,sys; s=json.load(sys.stdin)["structured"]; print(s.get("total", s.get("total_matches")))'; }
+echo "   rare literal: hands $(total grep pattern=$needle) lines, rg $(rg -n --hidden --no-require-git $needle corpus | wc -l)"
+echo "   regex:        hands $(total grep 'pattern=fn\s+\w+_mut\(') lines, rg $(rg -n --hidden --no-require-git 'fn\s+\w+_mut\(' corpus | wc -l)"
+echo "   glob *.rs:    hands $(total glob 'pattern=**/*.rs') files, rg $(rg --files --hidden --no-require-git -g '*.rs' corpus | wc -l), fd $(fdfind -e rs --hidden . corpus | wc -l)"
 
 python3 "$here/table.py" "$results" grep-literal grep-regex grep-files glob read-file startup

@@ -289,3 +289,47 @@ async fn recover_retries_once_on_a_fresh_sandbox_and_gives_up_after_three() {
     assert_eq!(attempts[0]["fields"]["tool"], "read_file");
     assert!(events.iter().any(|e| e["fields"]["event"] == "sandbox_recovery_exhausted"));
 }
+
+/// Returns a long text and an image.
+struct Screenshot;
+
+impl hands_core::Tool for Screenshot {
+    type Args = serde_json::Map<String, Value>;
+
+    fn name(&self) -> &'static str {
+        "screenshot"
+    }
+
+    fn description(&self) -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed("A picture.")
+    }
+
+    fn annotations(&self) -> hands_core::Annotations {
+        hands_core::Annotations::READ_ONLY
+    }
+
+    async fn call(&self, _ctx: Context, _args: Self::Args) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::image(vec![7u8; 200_000], "image/png").with_text("x".repeat(50_000)))
+    }
+}
+
+#[tokio::test]
+async fn truncation_never_touches_images() {
+    let root = tempfile::tempdir().unwrap();
+    let r = Registry::builder(config()).tool(Screenshot).build();
+    let s = Session::new("s", root.path());
+    let out = r.dispatch(&s, ToolCall::new("img", "screenshot", json!({}))).await.unwrap();
+    let images: Vec<&Vec<u8>> = out
+        .content
+        .iter()
+        .filter_map(|c| match c {
+            hands_core::Content::Image { data, .. } => Some(data),
+            hands_core::Content::Text { .. } => None,
+        })
+        .collect();
+    assert_eq!(images.len(), 1);
+    assert_eq!(images[0].len(), 200_000, "the image is whole");
+    let text = out.joined_text();
+    assert!(text.contains("… [truncated, "), "the text was cut");
+    assert!(text.len() < 33_000, "{}", text.len());
+}

@@ -200,3 +200,28 @@ fn truncation_spills_long_results_through_the_binary() {
     assert!(full.contains("line 4999"));
     assert!(full.contains("  5000\tline 4999"), "the full numbered text is kept");
 }
+
+#[test]
+fn named_pipes_are_refused_instead_of_blocking() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let status = std::process::Command::new("mkfifo").arg(root.join("pipe")).status().unwrap();
+    assert!(status.success());
+    let calls = [
+        vec!["call", "read_file", "path=pipe"],
+        vec!["call", "edit_file", "path=pipe", "old_string=a", "new_string=b"],
+        vec!["call", "grep", "pattern=a", "path=pipe"],
+    ];
+    for args in calls {
+        let started = std::time::Instant::now();
+        let out = run(hands(root).args(&args).arg("--root").arg(root));
+        assert_eq!(out.code, 1, "{args:?}: {}{}", out.stdout, out.stderr);
+        assert!(out.stderr.contains("not a regular file"), "{args:?}: {}", out.stderr);
+        assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    }
+    // A write replaces the pipe with a file rather than writing into it.
+    let out =
+        run(hands(root).args(["call", "write_file", "path=pipe", "content=x", "--root"]).arg(root));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(std::fs::read_to_string(root.join("pipe")).unwrap(), "x");
+}

@@ -145,7 +145,7 @@ fn edit(ctx: &Context, config: &FsConfig, args: &EditFileArgs) -> Result<ToolOut
 /// The file's text, refusing what an edit would corrupt (binaries, invalid UTF-8) or is too big.
 fn load(ws: &Workspace, path: &RelPath, config: &FsConfig) -> Result<String, ToolError> {
     let shown = path.display();
-    let mut file = ws.dir().open(path.for_open()).map_err(|err| match err.kind() {
+    let mut file = ws.open_read(path).map_err(|err| match err.kind() {
         io::ErrorKind::NotFound => ToolError::model(format!(
             "{shown} does not exist. To create it, use write_file with its complete content."
         )),

@@ -360,11 +360,7 @@ fn run(ctx: &Context, config: &FsConfig, args: &GrepArgs) -> Result<ToolOutput, 
     let states = match &start {
         Start::File(rel) => {
             let mut state = ThreadHits::new(&plan);
-            let file = ws
-                .dir()
-                .open(rel.for_open())
-                .map_err(|e| ws.io_error("searched", rel, &e))?
-                .into_std();
+            let file = ws.open_read(rel).map_err(|e| ws.io_error("searched", rel, &e))?.into_std();
             if let Some(hits) = search_one(&plan, &mut state.searcher, &matcher, &file, true) {
                 state.add(&plan, rel.display(), hits);
             }

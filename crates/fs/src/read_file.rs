@@ -71,7 +71,7 @@ fn read(ctx: &Context, config: &FsConfig, args: &ReadFileArgs) -> Result<ToolOut
     let ws = Workspace::for_root(ctx.root())?;
     let path = ws.resolve("path", &args.path)?;
     let io_err = |err: io::Error| ws.io_error("read", &path, &err);
-    let mut file = ws.dir().open(path.for_open()).map_err(io_err)?;
+    let mut file = ws.open_read(&path).map_err(io_err)?;
     let meta = file.metadata().map_err(io_err)?;
     if meta.is_dir() {
         return Err(ToolError::model(format!(

@@ -11,7 +11,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use cap_std::ambient_authority;
-use cap_std::fs::Dir;
+use cap_std::fs::{Dir, OpenOptionsExt as _};
 use hands_core::ToolError;
 
 /// A project root opened as a directory handle.
@@ -132,6 +132,25 @@ impl Workspace {
             }
         }
         Ok(RelPath(out))
+    }
+
+    /// Open `path` for reading through the root handle. Only regular files (and folders, so that
+    /// callers can say "that is a folder") are opened: a named pipe would block a read forever, so
+    /// the open does not wait (`O_NONBLOCK`) and anything else is refused.
+    pub fn open_read(&self, path: &RelPath) -> io::Result<cap_std::fs::File> {
+        let mut options = cap_std::fs::OpenOptions::new();
+        options.read(true);
+        options.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+        let file = self.dir.open_with(path.for_open(), &options)?;
+        let kind = file.metadata()?.file_type();
+        if kind.is_file() || kind.is_dir() {
+            Ok(file)
+        } else {
+            Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "it is not a regular file (a named pipe, socket or device)",
+            ))
+        }
     }
 
     fn outside(&self, field: &str, path: &str) -> ToolError {

@@ -128,7 +128,7 @@ fn guard(
     let now = Seen::new(meta, None);
     let current_hash = || {
         let mut bytes = Vec::new();
-        let mut file = ws.dir().open(path.for_open()).ok()?;
+        let mut file = ws.open_read(path).ok()?;
         file.read_to_end(&mut bytes).ok()?;
         Some(content_hash(&bytes))
     };

@@ -13,6 +13,7 @@
 //! # }
 //! ```
 
+pub mod approval;
 pub mod args;
 mod call;
 pub mod config;

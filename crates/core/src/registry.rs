@@ -184,7 +184,7 @@ impl Registry {
         let ctx = Context::new(session, call.id.clone(), call.turn.clone());
         let req = Request { ctx, call: &call, tool: tool.as_ref() };
         match Next::new(&self.chain, &self.endpoint).run(req).await {
-            Ok(output) => Ok(output),
+            Ok(output) => Ok(with_notices(session, output)),
             Err(ToolError::RespondToModel(message)) => Ok(ToolOutput::error(message)),
             Err(ToolError::Fatal(message)) => Err(DispatchError::Fatal(message)),
             Err(ToolError::SandboxGone(reason)) => {
@@ -227,6 +227,14 @@ impl Registry {
             )
         }
     }
+}
+
+/// Append the session's queued notices (finished background processes, …) to a result.
+fn with_notices(session: &Session, mut output: ToolOutput) -> ToolOutput {
+    for notice in session.take_notices() {
+        output = output.with_text(format!("[notice] {notice}"));
+    }
+    output
 }
 
 fn canonical(name: &str) -> &str {

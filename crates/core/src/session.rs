@@ -45,14 +45,22 @@ impl std::fmt::Display for Mode {
 
 type Extension = Arc<dyn Any + Send + Sync>;
 
+/// Work to do when the session closes (stop its processes, flush its logs).
+pub type Closer = Box<dyn FnOnce() -> crate::BoxFuture<'static, ()> + Send>;
+
 struct Inner {
     id: String,
     project: String,
     root: PathBuf,
     one_shot: bool,
     mode: RwLock<Mode>,
-    cancel: CancellationToken,
+    /// The current abort generation: `abort` fires it and installs a fresh one.
+    cancel: Mutex<CancellationToken>,
+    /// Fired once, when the session closes.
+    closed: CancellationToken,
     extensions: Mutex<HashMap<TypeId, Extension>>,
+    notices: Mutex<Vec<String>>,
+    closers: Mutex<Vec<Closer>>,
     calls: AtomicU64,
 }
 
@@ -83,7 +91,11 @@ impl Session {
     pub fn one_shot(root: impl Into<PathBuf>) -> Self {
         let root = root.into();
         let project = root.to_string_lossy().into_owned();
-        Self::build("one-shot".into(), project, root, true)
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let id = format!("call-{}-{nanos:x}", std::process::id());
+        Self::build(id, project, root, true)
     }
 
     /// The same session settings with another project id (sandbox recovery counts per project).
@@ -94,14 +106,18 @@ impl Session {
     }
 
     fn build(id: String, project: String, root: PathBuf, one_shot: bool) -> Self {
+        let closed = CancellationToken::new();
         Self(Arc::new(Inner {
             id,
             project,
             root,
             one_shot,
             mode: RwLock::new(Mode::Build),
-            cancel: CancellationToken::new(),
+            cancel: Mutex::new(closed.child_token()),
+            closed,
             extensions: Mutex::new(HashMap::new()),
+            notices: Mutex::new(Vec::new()),
+            closers: Mutex::new(Vec::new()),
             calls: AtomicU64::new(0),
         }))
     }
@@ -137,14 +153,54 @@ impl Session {
         std::mem::replace(&mut *guard, mode)
     }
 
-    /// The token that aborts every call of this session.
-    pub fn cancel_token(&self) -> &CancellationToken {
-        &self.0.cancel
+    /// The token that aborts every call in flight now (a child of it is given to each call).
+    pub fn cancel_token(&self) -> CancellationToken {
+        self.0.cancel.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
-    /// Abort everything in flight.
+    /// Abort every call in flight. The session goes on: later calls run normally.
     pub fn abort(&self) {
-        self.0.cancel.cancel();
+        let mut guard = self.0.cancel.lock().unwrap_or_else(PoisonError::into_inner);
+        guard.cancel();
+        *guard =
+            if self.0.closed.is_cancelled() { guard.clone() } else { self.0.closed.child_token() };
+    }
+
+    /// True once [`Session::close`] ran.
+    pub fn is_closed(&self) -> bool {
+        self.0.closed.is_cancelled()
+    }
+
+    /// Fired when the session closes.
+    pub fn closed_token(&self) -> &CancellationToken {
+        &self.0.closed
+    }
+
+    /// Register work for when the session closes; closers run newest first.
+    pub fn on_close(&self, closer: Closer) {
+        self.0.closers.lock().unwrap_or_else(PoisonError::into_inner).push(closer);
+    }
+
+    /// End the session: abort what is in flight, then run the closers, newest first. Idempotent.
+    pub async fn close(&self) {
+        self.0.closed.cancel();
+        self.abort();
+        let closers =
+            std::mem::take(&mut *self.0.closers.lock().unwrap_or_else(PoisonError::into_inner));
+        for closer in closers.into_iter().rev() {
+            closer().await;
+        }
+    }
+
+    /// Queue a notice for the model (a background process finished, …); it rides on the next tool
+    /// result of this session.
+    pub fn push_notice(&self, notice: impl Into<String>) {
+        self.0.notices.lock().unwrap_or_else(PoisonError::into_inner).push(notice.into());
+    }
+
+    /// Take the queued notices, oldest first.
+    pub fn take_notices(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.notices.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// A fresh id for a call that arrived without one.
@@ -195,6 +251,50 @@ mod tests {
         assert!(b.get_extension::<String>().is_none());
         b.insert_extension(String::from("x"));
         assert_eq!(b.get_extension::<String>().as_deref().map(String::as_str), Some("x"));
+    }
+
+    #[test]
+    fn abort_cancels_in_flight_work_but_the_session_goes_on() {
+        let s = Session::new("a", "/tmp");
+        let before = s.cancel_token();
+        s.abort();
+        assert!(before.is_cancelled());
+        assert!(!s.cancel_token().is_cancelled());
+        assert!(!s.is_closed());
+    }
+
+    #[tokio::test]
+    async fn close_runs_closers_newest_first_once() {
+        let s = Session::new("a", "/tmp");
+        let order = Arc::new(Mutex::new(Vec::new()));
+        for i in 0..3 {
+            let order = Arc::clone(&order);
+            s.on_close(Box::new(move || Box::pin(async move { order.lock().unwrap().push(i) })));
+        }
+        let token = s.cancel_token();
+        s.close().await;
+        s.close().await;
+        assert_eq!(*order.lock().unwrap(), vec![2, 1, 0]);
+        assert!(token.is_cancelled() && s.is_closed());
+        assert!(s.cancel_token().is_cancelled(), "a closed session stays aborted");
+    }
+
+    #[test]
+    fn notices_are_taken_once_in_order() {
+        let s = Session::new("a", "/tmp");
+        s.push_notice("one");
+        s.push_notice("two");
+        assert_eq!(s.take_notices(), vec!["one".to_owned(), "two".to_owned()]);
+        assert!(s.take_notices().is_empty());
+    }
+
+    #[test]
+    fn one_shot_sessions_get_distinct_ids() {
+        let a = Session::one_shot("/tmp");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        let b = Session::one_shot("/tmp");
+        assert_ne!(a.id(), b.id());
+        assert!(a.is_one_shot());
     }
 
     #[test]

@@ -43,6 +43,8 @@ pub struct ToolSpec {
     pub output_schema: Option<Value>,
     /// MCP annotations.
     pub annotations: Annotations,
+    /// Under `approval = "ask"`, calls wait for the user's yes.
+    pub needs_approval: bool,
 }
 
 /// A tool: a small type with typed arguments.
@@ -65,6 +67,12 @@ pub trait Tool: Send + Sync + 'static {
     /// Schema of the structured output, if the tool returns one.
     fn output_schema(&self) -> Option<Value> {
         None
+    }
+
+    /// Whether calls need the user's yes under `approval = "ask"`. By default: every tool that is
+    /// not read-only. Session tools that only change the conversation's state say no.
+    fn needs_approval(&self) -> bool {
+        !self.annotations().read_only
     }
 
     /// Run the tool. `ctx` carries the root, the session, and the call's cancellation token.
@@ -98,6 +106,7 @@ impl<T: Tool> Erased<T> {
             input_schema: schema_for::<T::Args>(),
             output_schema: tool.output_schema(),
             annotations: tool.annotations(),
+            needs_approval: tool.needs_approval(),
         };
         Self { tool, spec }
     }

@@ -333,3 +333,98 @@ async fn truncation_never_touches_images() {
     assert!(text.contains("… [truncated, "), "the text was cut");
     assert!(text.len() < 33_000, "{}", text.len());
 }
+
+/// Answers from a script and remembers what it was asked.
+struct Scripted {
+    answers: Mutex<Vec<hands_core::approval::Decision>>,
+    asked: Mutex<Vec<String>>,
+}
+
+impl hands_core::approval::Approver for Scripted {
+    fn approve<'a>(
+        &'a self,
+        request: &'a hands_core::approval::ApprovalRequest,
+        cancel: &'a hands_core::CancellationToken,
+    ) -> BoxFuture<'a, hands_core::approval::Decision> {
+        Box::pin(async move {
+            self.asked.lock().unwrap().push(request.summary.clone());
+            let next = self.answers.lock().unwrap().pop();
+            match next {
+                Some(decision) => decision,
+                // No scripted answer: wait like a user who does not answer, until aborted.
+                None => {
+                    cancel.cancelled().await;
+                    hands_core::approval::Decision::Deny(Some("aborted".into()))
+                }
+            }
+        })
+    }
+}
+
+#[tokio::test]
+async fn approval_under_ask_asks_for_changes_only() {
+    use hands_core::approval::{ApproverHandle, Decision};
+    let mut cfg = config();
+    cfg.approval = hands_core::config::Approval::Ask;
+    let (read, reads) = Echo::new("read_file", true);
+    let (write, writes) = Echo::new("write_file", false);
+    let r = Arc::new(Registry::builder(cfg).tool(read).tool(write).build());
+
+    // Nobody to ask: refused at once, not run.
+    let lonely = Session::new("lonely", "/tmp");
+    let out =
+        r.dispatch(&lonely, ToolCall::new("1", "write_file", json!({"text": "x"}))).await.unwrap();
+    assert!(out.is_error && out.joined_text().contains("nobody to ask"), "{}", out.joined_text());
+    assert_eq!(writes.load(Ordering::SeqCst), 0);
+
+    let approver = Arc::new(Scripted {
+        answers: Mutex::new(vec![Decision::Approve, Decision::Deny(Some("not that file".into()))]),
+        asked: Mutex::new(Vec::new()),
+    });
+    let s = Session::new("s", "/tmp");
+    s.insert_extension(ApproverHandle(approver.clone()));
+    // Read-only tools are never asked about.
+    let out = r.dispatch(&s, ToolCall::new("2", "read_file", json!({"text": "r"}))).await.unwrap();
+    assert!(!out.is_error);
+    assert_eq!(reads.load(Ordering::SeqCst), 1);
+    // Denied with words: not run, the words reach the model.
+    let out = r.dispatch(&s, ToolCall::new("3", "write_file", json!({"text": "x"}))).await.unwrap();
+    assert!(out.is_error && out.joined_text().contains("not that file"), "{}", out.joined_text());
+    assert_eq!(writes.load(Ordering::SeqCst), 0);
+    // Approved: run.
+    let out = r.dispatch(&s, ToolCall::new("4", "write", json!({"text": "y"}))).await.unwrap();
+    assert!(!out.is_error, "{}", out.joined_text());
+    assert_eq!(writes.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        *approver.asked.lock().unwrap(),
+        ["write_file: {\"text\":\"x\"}", "write_file: {\"text\":\"y\"}"]
+    );
+    // A pending question ends when the session is aborted.
+    let pending = {
+        let (r, s) = (Arc::clone(&r), s.clone());
+        tokio::spawn(async move {
+            r.dispatch(&s, ToolCall::new("5", "write_file", json!({"text": "z"}))).await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    s.abort();
+    let out =
+        tokio::time::timeout(Duration::from_secs(5), pending).await.unwrap().unwrap().unwrap();
+    assert!(out.is_error);
+    assert_eq!(writes.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn notices_ride_on_the_next_result_once() {
+    let r = Registry::builder(config()).tool(Echo::new("read_file", true).0).build();
+    let s = Session::new("s", "/tmp");
+    s.push_notice("process 2 (npm test) exited with code 1");
+    let out = r.dispatch(&s, ToolCall::new("1", "read_file", json!({"text": "a"}))).await.unwrap();
+    assert!(
+        out.joined_text().ends_with("[notice] process 2 (npm test) exited with code 1"),
+        "{}",
+        out.joined_text()
+    );
+    let out = r.dispatch(&s, ToolCall::new("2", "read_file", json!({"text": "b"}))).await.unwrap();
+    assert!(!out.joined_text().contains("[notice]"));
+}

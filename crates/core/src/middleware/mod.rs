@@ -2,6 +2,8 @@
 //!
 //! The order is written here, once. Outermost first:
 //!
+//! 0. [`approve::Approve`] — under `approval = "ask"`, tools that change things wait for the user's
+//!    yes (outside the timeout, so a slow answer does not time the tool out).
 //! 1. [`timeout::Timeout`] — per-tool limit and abort; a timeout fires the call's token so that tools
 //!    kill their processes, then gives them a grace period to return what they have.
 //! 2. [`dedup::Dedup`] — identical read-only calls within one turn are served from a per-session cache;
@@ -14,6 +16,7 @@
 //! Then the call runs in the project's sandbox. Hand-written rather than tower layers: a failed call
 //! must still give the model a result, and the chain is plain data that a front end can inspect.
 
+pub mod approve;
 pub mod dedup;
 pub mod recover;
 pub mod timeout;
@@ -79,8 +82,10 @@ pub fn standard(
     config: &CoreConfig,
     provider: Arc<dyn SandboxProvider>,
 ) -> Vec<Arc<dyn Middleware>> {
-    let mut chain: Vec<Arc<dyn Middleware>> =
-        vec![Arc::new(timeout::Timeout::new(config.timeouts.clone()))];
+    let mut chain: Vec<Arc<dyn Middleware>> = vec![
+        Arc::new(approve::Approve::new(config.approval)),
+        Arc::new(timeout::Timeout::new(config.timeouts.clone())),
+    ];
     if config.dedup {
         chain.push(Arc::new(dedup::Dedup));
     }

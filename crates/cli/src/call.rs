@@ -36,7 +36,8 @@ pub fn run(
         std::process::id()
     );
     let call = ToolCall::new(id.clone(), tool, args);
-    let output = match block_on(registry.dispatch(&session, call))? {
+    crate::approve::install(&session);
+    let output = match block_on(dispatch_then_close(registry, &session, call))? {
         Ok(output) => output,
         Err(err) => {
             eprintln!("hands: {err}");
@@ -45,6 +46,42 @@ pub fn run(
     };
     print(root, &id, &output, json)?;
     Ok(if output.is_error { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// Run the call; on SIGINT or SIGTERM abort it. Either way the session is closed afterwards, so
+/// that every process it started is stopped before hands exits.
+async fn dispatch_then_close(
+    registry: &Registry,
+    session: &Session,
+    call: ToolCall,
+) -> Result<ToolOutput, hands_core::DispatchError> {
+    let result = {
+        let work = registry.dispatch(session, call);
+        tokio::pin!(work);
+        tokio::select! {
+            result = &mut work => result,
+            () = shutdown_signal() => {
+                session.abort();
+                work.await
+            }
+        }
+    };
+    session.close().await;
+    result
+}
+
+/// SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) =
+        (signal(SignalKind::interrupt()), signal(SignalKind::terminate()))
+    else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => {}
+        _ = term.recv() => {}
+    }
 }
 
 fn block_on<F: std::future::Future>(future: F) -> Result<F::Output> {

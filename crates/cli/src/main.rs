@@ -1,6 +1,7 @@
 //! The `hands` binary: parses the command line, loads the configuration, builds the registry and
 //! hands the work to a command module. Logic lives in the library crates; this stays thin.
 
+mod approve;
 mod call;
 mod settings;
 mod tools;
@@ -120,5 +121,6 @@ fn build_registry(loaded: &settings::Loaded) -> Result<Registry> {
     let config_json = serde_json::to_value(&loaded.settings).context("configuration to JSON")?;
     let builder =
         Registry::builder(loaded.settings.core()).conditions(Conditions::from_process(config_json));
-    Ok(hands_fs::register(builder, &loaded.settings.fs).build())
+    let builder = hands_fs::register(builder, &loaded.settings.fs);
+    Ok(hands_exec::register(builder, &loaded.settings.exec()).build())
 }

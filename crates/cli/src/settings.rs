@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result, bail};
 use hands_core::CoreConfig;
 use hands_core::config::{Approval, OutputConfig, RecoveryConfig, TimeoutConfig};
+use hands_exec::{BashConfig, ExecConfig, ProcessConfig};
 use hands_fs::FsConfig;
 use serde::{Deserialize, Serialize};
 use toml::{Table, Value};
@@ -28,8 +29,14 @@ pub struct Settings {
     pub timeouts: TimeoutConfig,
     /// `[recovery]`
     pub recovery: RecoveryConfig,
+    /// Offer spawn_process and its companions.
+    pub background_processes: bool,
     /// `[fs]`
     pub fs: FsConfig,
+    /// `[bash]`
+    pub bash: BashConfig,
+    /// `[processes]`
+    pub processes: ProcessConfig,
 }
 
 impl Default for Settings {
@@ -41,12 +48,24 @@ impl Default for Settings {
             output: core.output,
             timeouts: core.timeouts,
             recovery: core.recovery,
+            background_processes: true,
             fs: FsConfig::default(),
+            bash: BashConfig::default(),
+            processes: ProcessConfig::default(),
         }
     }
 }
 
 impl Settings {
+    /// The exec crate's part.
+    pub fn exec(&self) -> ExecConfig {
+        ExecConfig {
+            bash: self.bash.clone(),
+            processes: self.processes.clone(),
+            background_processes: self.background_processes,
+        }
+    }
+
     /// The core's part.
     pub fn core(&self) -> CoreConfig {
         CoreConfig {

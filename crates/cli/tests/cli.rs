@@ -225,3 +225,52 @@ fn named_pipes_are_refused_instead_of_blocking() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(std::fs::read_to_string(root.join("pipe")).unwrap(), "x");
 }
+
+#[test]
+fn approval_ask_refuses_without_a_terminal_and_asks_on_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    // No terminal: nobody to ask, so the write is refused at once and nothing is written.
+    let out = run(hands(root)
+        .args(["call", "write_file", "path=a.txt", "content=hi", "--root"])
+        .arg(root)
+        .env("HANDS_APPROVAL", "ask"));
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(out.stderr.contains("nobody to ask"), "{}", out.stderr);
+    assert!(!root.join("a.txt").exists());
+    // Read-only tools are not asked about.
+    std::fs::write(root.join("r.txt"), "x\n").unwrap();
+    let out = run(hands(root)
+        .args(["call", "read_file", "path=r.txt", "--root"])
+        .arg(root)
+        .env("HANDS_APPROVAL", "ask"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+
+    // On a terminal (script(1) gives the command a pty): "y" approves, other words deny.
+    let bin = assert_cmd::cargo::cargo_bin("hands");
+    for (answer, file, approved) in [("y", "b.txt", true), ("not this one", "c.txt", false)] {
+        let inner = format!(
+            "HANDS_APPROVAL=ask {} call write_file path={file} content=hi --root {}",
+            bin.display(),
+            root.display()
+        );
+        let out = std::process::Command::new("script")
+            .args(["-qec", &inner, "/dev/null"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                use std::io::Write;
+                child.stdin.take().unwrap().write_all(format!("{answer}\n").as_bytes())?;
+                child.wait_with_output()
+            })
+            .expect("script(1) from util-linux runs the command on a pty");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains(&format!("allow write_file: {file}? [y/N]")), "{text}");
+        assert_eq!(root.join(file).exists(), approved, "{text}");
+        if !approved {
+            assert!(text.contains("The user declined write_file and said: not this one"), "{text}");
+        }
+    }
+}

@@ -80,6 +80,10 @@ impl Default for TimeoutConfig {
             ("list_files", 30_000),
             ("glob", 60_000),
             ("grep", 120_000),
+            // bash enforces its own `timeout` (at most 600 s); this is only the backstop.
+            ("bash", 610_000),
+            ("spawn_process", 60_000),
+            ("stop_process", 30_000),
         ];
         Self {
             default_ms: 120_000,

@@ -12,14 +12,27 @@
 mod config;
 pub mod daemon;
 pub mod devserver;
+mod processes;
+mod ready;
+mod spawn_process;
 pub mod supervisor;
 
 pub use config::{BashConfig, ExecConfig, ProcessConfig};
+pub use processes::{ListProcesses, ProcessOutput, StopProcess};
+pub use spawn_process::SpawnProcess;
 pub use supervisor::{Kind, Proc, Snapshot, SpawnSpec, Status, StopReport, Supervisor};
 
 use hands_core::RegistryBuilder;
 
 /// Register the process tools (the background ones only when `background_processes` is on).
-pub fn register(builder: RegistryBuilder, _config: &ExecConfig) -> RegistryBuilder {
+pub fn register(builder: RegistryBuilder, config: &ExecConfig) -> RegistryBuilder {
+    let mut builder = builder;
+    if config.background_processes {
+        builder = builder
+            .tool(SpawnProcess::new(config.clone()))
+            .tool(ListProcesses::new(config.clone()))
+            .tool(ProcessOutput::new(config.clone()))
+            .tool(StopProcess::new(config.clone()));
+    }
     builder
 }

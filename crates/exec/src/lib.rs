@@ -9,16 +9,26 @@
 //! head+tail buffer with an exact count of what was dropped; and a record of every background
 //! process lets the next hands stop the leftovers of one that crashed.
 
+pub mod bash;
 mod config;
 pub mod daemon;
 pub mod devserver;
+mod kill;
+mod output;
 mod processes;
+mod procfs;
 mod ready;
+mod reap;
+mod record;
+mod spawn;
 mod spawn_process;
 pub mod supervisor;
 
+pub use bash::Bash;
 pub use config::{BashConfig, ExecConfig, ProcessConfig};
 pub use processes::{ListProcesses, ProcessOutput, StopProcess};
+pub use reap::zombie_children;
+pub use record::{LeftoverReport, Record, reap_leftovers, records_dir};
 pub use spawn_process::SpawnProcess;
 pub use supervisor::{Kind, Proc, Snapshot, SpawnSpec, Status, StopReport, Supervisor};
 
@@ -26,7 +36,7 @@ use hands_core::RegistryBuilder;
 
 /// Register the process tools (the background ones only when `background_processes` is on).
 pub fn register(builder: RegistryBuilder, config: &ExecConfig) -> RegistryBuilder {
-    let mut builder = builder;
+    let mut builder = builder.tool(Bash::new(config.clone()));
     if config.background_processes {
         builder = builder
             .tool(SpawnProcess::new(config.clone()))

@@ -1,19 +1,32 @@
-//! The per-session process supervisor. API skeleton: the bodies are being written.
+//! The per-session process supervisor.
 //!
 //! Flow of a process: `spawn` starts `<shell> -c <command>` in its own session and process group
 //! (stdin closed, stdout and stderr on one pipe, the TOOLS.md environment plus the markers), a
 //! drain thread reads the pipe into the [`Proc`]'s head+tail buffer (and log file for background
-//! processes) as fast as it is written, and the exit is observed through a pidfd. `stop` sends
-//! SIGTERM to the group and to every marked descendant, waits the grace period, SIGKILLs what is
-//! left (freezing fork loops first), reaps, and verifies that nothing marked survives.
+//! processes) as fast as it is written, and the exit is observed through a pidfd (its status read
+//! with `WNOWAIT`, so the zombie keeps the pid and process group from being reused while we may
+//! still signal the group). `stop` sends SIGTERM to the group and to every marked descendant,
+//! waits the grace period, SIGKILLs what is left (freezing fork loops first), reaps, and verifies
+//! that nothing marked survives.
 
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
-use hands_core::Session;
+use hands_core::{CancellationToken, Session};
+use rustix::process::{Pid, WaitId, WaitIdOptions, WaitIdStatus, WaitOptions};
+use tokio::sync::watch;
 
 use crate::ExecConfig;
+use crate::output::{CappedLog, HeadTail};
+use crate::procfs::{self, Target};
+use crate::record::{self, Record};
+use crate::{kill, reap, spawn};
+
+/// Commands longer than this go through a script file: one exec argument is limited to 128 KiB.
+pub const INLINE_COMMAND_MAX: usize = 100 * 1024;
 
 /// What kind of process this is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -66,6 +79,15 @@ pub enum Status {
     },
 }
 
+/// How the main process ended (also for a process hands stopped: then usually a signal).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Exit {
+    /// Its exit code, when it exited normally.
+    pub code: Option<i32>,
+    /// The signal that ended it, if any.
+    pub signal: Option<i32>,
+}
+
 /// What a stop did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct StopReport {
@@ -90,10 +112,78 @@ pub struct Snapshot {
     pub dropped: u64,
 }
 
+impl Snapshot {
+    /// Head and tail as text (invalid UTF-8 replaced), with `… [N bytes dropped] …` between them
+    /// when something was dropped.
+    pub fn text(&self) -> String {
+        let mut text = String::from_utf8_lossy(&self.head).into_owned();
+        if self.dropped > 0 {
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str(&format!("… [{} bytes dropped] …\n", self.dropped));
+        }
+        text.push_str(&String::from_utf8_lossy(&self.tail));
+        text
+    }
+}
+
+/// Life of the main process, under one lock so that reaping and stopping never race.
+#[derive(Debug, Default)]
+struct Life {
+    exit: Option<Exit>,
+    reaped: bool,
+    stopping: bool,
+    stop_reason: Option<String>,
+}
+
+/// State shared with the drain thread and the exit watcher.
+#[derive(Debug)]
+struct Shared {
+    output: Mutex<HeadTail>,
+    log: Mutex<Option<CappedLog>>,
+    progress: watch::Sender<u64>,
+    drained: watch::Sender<bool>,
+    exited: watch::Sender<bool>,
+    life: Mutex<Life>,
+    record: Mutex<Option<PathBuf>>,
+}
+
+impl Shared {
+    fn life(&self) -> std::sync::MutexGuard<'_, Life> {
+        self.life.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Reap the main process if it has exited and nobody else will; true once it is reaped.
+    fn reap_main(&self, pid: i32, life: &mut Life) -> bool {
+        if life.reaped {
+            return true;
+        }
+        let Some(raw) = Pid::from_raw(pid) else { return false };
+        match rustix::process::waitpid(Some(raw), WaitOptions::NOHANG) {
+            Ok(Some((_, status))) => {
+                life.exit.get_or_insert(Exit {
+                    code: status.exit_status(),
+                    signal: status.terminating_signal(),
+                });
+                life.reaped = true;
+            }
+            Ok(None) => return false,
+            // ECHILD: already reaped (cannot happen while tracked, but never loop on it).
+            Err(_) => life.reaped = true,
+        }
+        reap::untrack(pid);
+        self.exited.send_replace(true);
+        self.progress.send_modify(|_| {});
+        true
+    }
+}
+
 /// One supervised process.
 #[derive(Debug)]
 pub struct Proc {
-    /// Short id, unique in the session (`p1`, `p2`, …).
+    /// Short id, unique in the session (`p1`, `p2`, … for background processes, `b1`, … for bash
+    /// calls).
     pub id: String,
     /// Pid of the shell (also its process group and session id).
     pub pid: u32,
@@ -107,94 +197,530 @@ pub struct Proc {
     pub started: Instant,
     /// When it started, wall clock.
     pub started_at: SystemTime,
+    shared: Arc<Shared>,
+    marker: String,
+    owner: String,
+    session: String,
+    log_path: Option<String>,
 }
 
 impl Proc {
+    fn target(&self, with_group: bool) -> Target {
+        Target {
+            owner: self.owner.clone(),
+            session: Some(self.session.clone()),
+            process: Some(self.marker.clone()),
+            group: with_group.then_some(self.pid as i32),
+        }
+    }
+
     /// Where it is now.
     pub fn status(&self) -> Status {
-        Status::Running
+        let life = self.shared.life();
+        match (&life.exit, &life.stop_reason) {
+            (None, _) => Status::Running,
+            (Some(_), Some(reason)) => Status::Stopped { reason: reason.clone() },
+            (Some(exit), None) => Status::Exited { code: exit.code, signal: exit.signal },
+        }
+    }
+
+    /// How the main process ended, once it has.
+    pub fn exit(&self) -> Option<Exit> {
+        self.shared.life().exit
+    }
+
+    /// The marker its descendants carry (`HANDS_PROCESS`).
+    pub fn marker(&self) -> &str {
+        &self.marker
     }
 
     /// Wait until the main process has exited (not necessarily its descendants).
     pub async fn wait_exit(&self) -> Status {
+        let mut rx = self.shared.exited.subscribe();
+        let _ = rx.wait_for(|done| *done).await;
         self.status()
     }
 
     /// Wait until every writer of the output pipe is gone and the output is fully drained.
-    pub async fn wait_drained(&self) {}
+    pub async fn wait_drained(&self) {
+        let mut rx = self.shared.drained.subscribe();
+        let _ = rx.wait_for(|done| *done).await;
+    }
+
+    /// True once the output pipe reached its end.
+    pub fn is_drained(&self) -> bool {
+        *self.shared.drained.borrow()
+    }
 
     /// The output kept so far.
     pub fn snapshot(&self) -> Snapshot {
-        Snapshot::default()
+        let out = self.shared.output.lock().unwrap_or_else(PoisonError::into_inner);
+        Snapshot {
+            head: out.head().to_vec(),
+            tail: out.tail(),
+            total: out.total(),
+            dropped: out.dropped(),
+        }
     }
 
     /// Output bytes after byte offset `cursor` that are still in memory, the new cursor (= total
     /// produced), and how many bytes after `cursor` were dropped before they could be read.
     pub fn read_since(&self, cursor: u64) -> (Vec<u8>, u64, u64) {
-        (Vec::new(), cursor, 0)
+        let out = self.shared.output.lock().unwrap_or_else(PoisonError::into_inner);
+        let (bytes, dropped) = out.since(cursor);
+        (bytes, out.total(), dropped)
     }
 
     /// A receiver that changes whenever output arrives or the process exits (for readiness checks).
-    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
-        tokio::sync::watch::channel(0).1
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.shared.progress.subscribe()
     }
 
     /// Pids of the process and all its live descendants, including those that escaped the group
     /// (found by their marker).
     pub fn pids(&self) -> Vec<u32> {
-        vec![self.pid]
+        let with_group = !self.shared.life().reaped;
+        procfs::find(&self.target(with_group)).into_iter().map(|p| p.pid.unsigned_abs()).collect()
     }
 
     /// Path of the log file relative to the root, for background processes.
     pub fn log_path(&self) -> Option<String> {
-        None
+        self.log_path.clone()
     }
 
     /// Stop the process and every descendant: SIGTERM, `grace`, SIGKILL, reap, verify.
     pub async fn stop(&self, reason: &str, grace: Duration) -> StopReport {
-        let _ = (reason, grace);
-        StopReport::default()
+        let with_group = {
+            let mut life = self.shared.life();
+            life.stopping = true;
+            if life.exit.is_none() && life.stop_reason.is_none() {
+                life.stop_reason = Some(reason.to_owned());
+            }
+            !life.reaped
+        };
+        let target = self.target(with_group);
+        let shared = Arc::clone(&self.shared);
+        let pid = self.pid as i32;
+        let job = tokio::task::spawn_blocking(move || {
+            let report = kill::stop(&target, grace);
+            // The main process is dead or dying now; reap it (bounded: a process in
+            // uninterruptible sleep may take a moment).
+            for _ in 0..100 {
+                if shared.reap_main(pid, &mut shared.life()) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            shared.life().stopping = false;
+            reap::request_reap();
+            if report.survivors == 0 {
+                remove_record(&shared);
+            }
+            report
+        });
+        match job.await {
+            Ok(report) => report,
+            Err(err) => {
+                tracing::error!(%err, "stop task failed");
+                StopReport { survivors: 1, ..StopReport::default() }
+            }
+        }
     }
 }
+
+fn remove_record(shared: &Shared) {
+    if let Some(path) = shared.record.lock().unwrap_or_else(PoisonError::into_inner).take() {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// The session's slot for its supervisor (created once, even under concurrent first use).
+#[derive(Default)]
+struct Slot(OnceLock<Arc<Supervisor>>);
 
 /// The processes of one session.
 #[derive(Debug)]
 pub struct Supervisor {
     config: ExecConfig,
+    session: String,
+    closed: CancellationToken,
+    is_closed: AtomicBool,
+    procs: Mutex<Vec<Arc<Proc>>>,
+    next_background: AtomicU64,
+    next_foreground: AtomicU64,
+    records: Mutex<Option<PathBuf>>,
 }
 
 impl Supervisor {
     /// The session's supervisor, created on first use; it stops every process when the session
     /// closes.
     pub fn of(session: &Session, config: &ExecConfig) -> Arc<Supervisor> {
-        let _ = session;
-        Arc::new(Supervisor { config: config.clone() })
+        let slot = session.extension::<Slot>();
+        let mut created = false;
+        let sup = slot.0.get_or_init(|| {
+            created = true;
+            Arc::new(Supervisor {
+                config: config.clone(),
+                session: session.id().to_owned(),
+                closed: session.closed_token().clone(),
+                is_closed: AtomicBool::new(false),
+                procs: Mutex::new(Vec::new()),
+                next_background: AtomicU64::new(0),
+                next_foreground: AtomicU64::new(0),
+                records: Mutex::new(record::records_dir()),
+            })
+        });
+        if created {
+            let on_close = Arc::clone(sup);
+            session.on_close(Box::new(move || {
+                Box::pin(async move {
+                    on_close.is_closed.store(true, Ordering::SeqCst);
+                    on_close.stop_all("session ended").await;
+                })
+            }));
+            if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                handle.spawn(reap_on_sigchld(sup.closed.clone()));
+            }
+        }
+        Arc::clone(sup)
     }
 
-    /// Start a process.
+    /// Where records of background processes are written (None: not at all). Defaults to
+    /// [`crate::records_dir`]; tests point it elsewhere.
+    pub fn set_records_dir(&self, dir: Option<PathBuf>) {
+        *self.records.lock().unwrap_or_else(PoisonError::into_inner) = dir;
+    }
+
+    /// Start a process. Must be called within a tokio runtime.
     pub fn spawn(&self, spec: SpawnSpec) -> std::io::Result<Arc<Proc>> {
-        let _ = (spec, &self.config);
-        Err(std::io::Error::other("not implemented yet"))
+        if self.is_closed.load(Ordering::SeqCst) || self.closed.is_cancelled() {
+            return Err(std::io::Error::other("the session has ended"));
+        }
+        if spec.command.contains('\0') {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "the command contains a NUL byte",
+            ));
+        }
+        let runtime = tokio::runtime::Handle::try_current().map_err(std::io::Error::other)?;
+        let id = match spec.kind {
+            Kind::Foreground => {
+                format!("b{}", self.next_foreground.fetch_add(1, Ordering::SeqCst) + 1)
+            }
+            _ => format!("p{}", self.next_background.fetch_add(1, Ordering::SeqCst) + 1),
+        };
+        let marker = format!("{}/{id}", self.session);
+        let owner = procfs::owner_marker();
+        let markers = [
+            (procfs::OWNER_VAR, owner.clone()),
+            (procfs::SESSION_VAR, self.session.clone()),
+            (procfs::PROCESS_VAR, marker.clone()),
+        ];
+        let script = if spec.command.len() > INLINE_COMMAND_MAX {
+            Some(Script::write(&spec.command)?)
+        } else {
+            None
+        };
+        let program = match &script {
+            Some(s) => spawn::Program::Script(&s.0),
+            None => spawn::Program::Inline(&spec.command),
+        };
+        let (log, log_path) = if spec.log {
+            let rel = format!(".hands/processes/{id}.log");
+            let log = CappedLog::create(&spec.cwd.join(&rel), self.config.processes.log_max_bytes)?;
+            (Some(log), Some(rel))
+        } else {
+            (None, None)
+        };
+        reap::become_subreaper();
+        let started = {
+            // Held across the fork so that the orphan reaper never sees the child untracked.
+            let mut guard = reap::tracked();
+            let started = spawn::start(&self.config.bash.shell, program, &spec.cwd, &markers)?;
+            reap::track(&mut guard, started.child.id() as i32);
+            started
+        };
+        let pid = started.child.id();
+        // std's Child neither waits nor kills on drop; the pidfd watcher reaps it.
+        drop(started.child);
+        let shared = Arc::new(Shared {
+            output: Mutex::new(HeadTail::new(spec.head, spec.tail)),
+            log: Mutex::new(log),
+            progress: watch::Sender::new(0),
+            drained: watch::Sender::new(false),
+            exited: watch::Sender::new(false),
+            life: Mutex::new(Life::default()),
+            record: Mutex::new(None),
+        });
+        let proc = Arc::new(Proc {
+            name: spec.name.clone().unwrap_or_else(|| spec.command.clone()),
+            id,
+            pid,
+            kind: spec.kind,
+            command: spec.command.clone(),
+            started: Instant::now(),
+            started_at: SystemTime::now(),
+            shared: Arc::clone(&shared),
+            marker,
+            owner,
+            session: self.session.clone(),
+            log_path,
+        });
+        if spec.kind != Kind::Foreground {
+            self.write_record(&proc);
+        }
+        spawn_drain(Arc::clone(&shared), started.output, script)?;
+        runtime.spawn(watch_exit(Arc::clone(&shared), pid as i32, proc.target(false)));
+        self.procs.lock().unwrap_or_else(PoisonError::into_inner).push(Arc::clone(&proc));
+        Ok(proc)
+    }
+
+    fn write_record(&self, proc: &Proc) {
+        let Some(dir) = self.records.lock().unwrap_or_else(PoisonError::into_inner).clone() else {
+            return;
+        };
+        let me = procfs::own_pid();
+        let pid = proc.pid as i32;
+        let record = Record {
+            owner_pid: me,
+            owner_start: procfs::start_time(me).unwrap_or(0),
+            owner: proc.owner.clone(),
+            pid,
+            pgid: pid,
+            start: procfs::start_time(pid).unwrap_or(0),
+            command: proc.command.clone(),
+            session: self.session.clone(),
+            marker: proc.marker.clone(),
+        };
+        match record.write(&dir) {
+            Ok(path) => {
+                *proc.shared.record.lock().unwrap_or_else(PoisonError::into_inner) = Some(path);
+            }
+            Err(err) => {
+                tracing::warn!(%err, dir = %dir.display(), "could not write process record")
+            }
+        }
     }
 
     /// The process with this id.
     pub fn get(&self, id: &str) -> Option<Arc<Proc>> {
-        let _ = id;
-        None
+        self.procs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .find(|p| p.id == id)
+            .cloned()
+    }
+
+    /// Forget a finished process (bash forgets its call's process once it has answered).
+    pub fn forget(&self, id: &str) {
+        self.procs.lock().unwrap_or_else(PoisonError::into_inner).retain(|p| p.id != id);
     }
 
     /// Every background process, oldest first (foreground ones are not listed).
     pub fn list(&self) -> Vec<Arc<Proc>> {
-        Vec::new()
+        self.procs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter(|p| p.kind != Kind::Foreground)
+            .cloned()
+            .collect()
     }
 
     /// Background processes that are still running.
     pub fn running(&self) -> usize {
-        0
+        self.list().iter().filter(|p| p.status() == Status::Running).count()
     }
 
-    /// Stop every process, newest first.
+    /// The configuration the supervisor was created with.
+    pub fn config(&self) -> &ExecConfig {
+        &self.config
+    }
+
+    /// Stop every process, newest first, then sweep for anything else carrying the session's
+    /// marker.
     pub async fn stop_all(&self, reason: &str) {
-        let _ = reason;
+        let procs: Vec<Arc<Proc>> = self
+            .procs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .rev()
+            .cloned()
+            .collect();
+        let grace = Duration::from_millis(self.config.processes.stop_grace_ms);
+        // Started newest first, waited for together: one grace period for all.
+        let stops: Vec<_> = procs
+            .into_iter()
+            .map(|p| {
+                let reason = reason.to_owned();
+                tokio::spawn(async move { p.stop(&reason, grace).await })
+            })
+            .collect();
+        for stop in stops {
+            let _ = stop.await;
+        }
+        let target = Target {
+            owner: procfs::owner_marker(),
+            session: Some(self.session.clone()),
+            process: None,
+            group: None,
+        };
+        let _ = tokio::task::spawn_blocking(move || kill::stop(&target, grace)).await;
+    }
+
+    /// Pids of every live process that carries this session's marker.
+    pub fn session_pids(&self) -> Vec<u32> {
+        let target = Target {
+            owner: procfs::owner_marker(),
+            session: Some(self.session.clone()),
+            process: None,
+            group: None,
+        };
+        procfs::find(&target).into_iter().map(|p| p.pid.unsigned_abs()).collect()
+    }
+}
+
+/// A long command written to a temp file, removed when the drain ends.
+#[derive(Debug)]
+struct Script(PathBuf);
+
+impl Script {
+    fn write(command: &str) -> std::io::Result<Self> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::SeqCst);
+        let path = std::env::temp_dir().join(format!("hands-cmd-{}-{n}.sh", procfs::own_pid()));
+        let mut file =
+            std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path)?;
+        file.write_all(command.as_bytes())?;
+        Ok(Self(path))
+    }
+}
+
+impl Drop for Script {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Read the pipe until every writer is gone, on a thread of its own so that a fast writer never
+/// waits for the async runtime.
+fn spawn_drain(shared: Arc<Shared>, pipe: OwnedFd, script: Option<Script>) -> std::io::Result<()> {
+    std::thread::Builder::new().name("hands-drain".into()).spawn(move || {
+        let mut buf = vec![0u8; 256 * 1024];
+        loop {
+            match rustix::io::read(&pipe, &mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    let chunk = &buf[..n];
+                    let total = {
+                        let mut out = shared.output.lock().unwrap_or_else(PoisonError::into_inner);
+                        out.push(chunk);
+                        out.total()
+                    };
+                    if let Some(log) =
+                        shared.log.lock().unwrap_or_else(PoisonError::into_inner).as_mut()
+                    {
+                        log.write(chunk);
+                    }
+                    shared.progress.send_replace(total);
+                }
+                Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => {}
+                Err(_) => break,
+            }
+        }
+        drop(script);
+        shared.drained.send_replace(true);
+        shared.progress.send_modify(|_| {});
+    })?;
+    Ok(())
+}
+
+/// Observe the exit of the main process without a thread: a pidfd becomes readable when the
+/// process exits. The status is read with `WNOWAIT`; the zombie is reaped once the output is
+/// drained (or by `stop`), so that the group id stays ours while anything may signal it.
+async fn watch_exit(shared: Arc<Shared>, pid: i32, marked: Target) {
+    let exit = match observe_exit(pid).await {
+        Some(exit) => exit,
+        None => return,
+    };
+    {
+        let mut life = shared.life();
+        life.exit.get_or_insert(exit);
+    }
+    shared.exited.send_replace(true);
+    shared.progress.send_modify(|_| {});
+    let mut drained = shared.drained.subscribe();
+    let _ = drained.wait_for(|d| *d).await;
+    let shared2 = Arc::clone(&shared);
+    let _ = tokio::task::spawn_blocking(move || {
+        let mut life = shared2.life();
+        if life.stopping || life.reaped {
+            return;
+        }
+        shared2.reap_main(pid, &mut life);
+        drop(life);
+        // A descendant that closed its output may live on: then the record stays for `stop` (or
+        // for the next hands, should this one crash).
+        if procfs::find(&marked).is_empty() {
+            remove_record(&shared2);
+        }
+    })
+    .await;
+}
+
+/// The exit status of `pid` (not reaped), through a pidfd, or a blocking waitid as a fallback.
+async fn observe_exit(pid: i32) -> Option<Exit> {
+    let raw = Pid::from_raw(pid)?;
+    let peek = WaitIdOptions::EXITED | WaitIdOptions::NOWAIT;
+    let to_exit = |status: WaitIdStatus| Exit {
+        code: status.exit_status(),
+        signal: status.terminating_signal(),
+    };
+    match rustix::process::pidfd_open(raw, rustix::process::PidfdFlags::NONBLOCK) {
+        Ok(fd) => {
+            // Deprecated because a borrowed raw fd could be closed under the reactor; ours is an
+            // OwnedFd that the AsyncFd owns until it is dropped, which is the sound case (the
+            // replacement, `register_with_interest`, is `unsafe` and this crate denies unsafe).
+            #[allow(deprecated)]
+            let afd =
+                tokio::io::unix::AsyncFd::with_interest(fd, tokio::io::Interest::READABLE).ok()?;
+            loop {
+                let mut guard = afd.readable().await.ok()?;
+                match rustix::process::waitid(
+                    WaitId::PidFd(afd.get_ref().as_fd()),
+                    peek | WaitIdOptions::NOHANG,
+                ) {
+                    Ok(Some(status)) => return Some(to_exit(status)),
+                    Ok(None) => guard.clear_ready(),
+                    // ECHILD: `stop` reaped it first and recorded the status.
+                    Err(_) => return None,
+                }
+            }
+        }
+        Err(_) => tokio::task::spawn_blocking(move || {
+            rustix::process::waitid(WaitId::Pid(raw), peek).ok().flatten().map(to_exit)
+        })
+        .await
+        .ok()
+        .flatten(),
+    }
+}
+
+/// Reap orphans whenever a child dies, until the session closes.
+async fn reap_on_sigchld(closed: CancellationToken) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut sigchld) = signal(SignalKind::child()) else { return };
+    loop {
+        tokio::select! {
+            got = sigchld.recv() => if got.is_none() { return },
+            () = closed.cancelled() => return,
+        }
+        // Let a burst of deaths settle into one scan.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let _ = tokio::task::spawn_blocking(reap::request_reap).await;
     }
 }

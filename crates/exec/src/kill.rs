@@ -1,0 +1,92 @@
+//! Stopping everything that belongs to a target: SIGTERM (and SIGCONT, so stopped processes can
+//! act on it) to the group and to every marked descendant, a grace period, then rounds of freeze
+//! (SIGSTOP, so a fork loop cannot outrun us) and SIGKILL until no marked process remains.
+//!
+//! Synchronous and blocking (it reads `/proc` and sleeps): async callers run it in
+//! `spawn_blocking`; `reap_leftovers` calls it directly.
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use rustix::process::{Pid, Signal, kill_process, kill_process_group};
+
+use crate::procfs::{self, ProcInfo, Target};
+use crate::reap;
+use crate::supervisor::StopReport;
+
+/// Most escalation rounds before giving up (each is a scan, a freeze and a kill).
+const MAX_ROUNDS: usize = 50;
+/// How often the grace period checks whether everything is gone.
+const POLL: Duration = Duration::from_millis(40);
+
+fn send(pid: i32, sig: Signal) {
+    if let Some(pid) = Pid::from_raw(pid) {
+        let _ = kill_process(pid, sig);
+    }
+}
+
+fn send_group(group: Option<i32>, sig: Signal) {
+    if let Some(pid) = group.and_then(Pid::from_raw) {
+        let _ = kill_process_group(pid, sig);
+    }
+}
+
+/// Stop everything `target` finds. `group` in the target must only be set while the group leader
+/// is not reaped yet (so its pgid cannot have been reused).
+pub(crate) fn stop(target: &Target, grace: Duration) -> StopReport {
+    let mut report = StopReport::default();
+    let first = procfs::find(target);
+    send_group(target.group, Signal::TERM);
+    send_group(target.group, Signal::CONT);
+    for p in &first {
+        send(p.pid, Signal::TERM);
+        send(p.pid, Signal::CONT);
+    }
+    report.terminated = first.len();
+    if first.is_empty() {
+        return report;
+    }
+    let deadline = Instant::now() + grace;
+    let mut live = first;
+    while !live.is_empty() && Instant::now() < deadline {
+        std::thread::sleep(POLL.min(deadline.saturating_duration_since(Instant::now())));
+        reap::request_reap();
+        live = procfs::find(target);
+    }
+    report.killed = kill_rounds(target, live).len();
+    reap::request_reap();
+    report.survivors = procfs::find(target).len();
+    report
+}
+
+/// Freeze and kill until nothing is found (bounded); the pids that got SIGKILL.
+fn kill_rounds(target: &Target, mut live: Vec<ProcInfo>) -> HashSet<i32> {
+    let mut killed = HashSet::new();
+    for _ in 0..MAX_ROUNDS {
+        if live.is_empty() {
+            break;
+        }
+        // Freeze first: a fork loop that is stopped cannot make new processes between our scan and
+        // our kill. A group signal reaches every member atomically with respect to fork.
+        send_group(target.group, Signal::STOP);
+        for p in &live {
+            send(p.pid, Signal::STOP);
+        }
+        let mut all = live;
+        for p in procfs::find(target) {
+            if !all.iter().any(|a| a.pid == p.pid) {
+                send(p.pid, Signal::STOP);
+                all.push(p);
+            }
+        }
+        send_group(target.group, Signal::KILL);
+        for p in &all {
+            send(p.pid, Signal::KILL);
+            killed.insert(p.pid);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+        reap::request_reap();
+        live = procfs::find(target);
+    }
+    killed
+}

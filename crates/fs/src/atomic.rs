@@ -1,5 +1,5 @@
-//! The write path shared by write_file and edit_file: first the checks (no `.git`, not even through a
-//! symlinked folder; no symlink as the final component), then an atomic replace — the parent folder is
+//! The write path shared by write_file and edit_file: first the checks (no `.git` and no
+//! `.hands/config.toml`, not even through a symlinked folder; no symlink as the final component), then an atomic replace — the parent folder is
 //! opened once as a handle, a unique temp file is created in it, written, given the old file's mode,
 //! fsynced, renamed over the target within that same handle, and the folder is fsynced. On any error
 //! the temp file is removed, so the target is either the old or the new content, never a mix.
@@ -22,7 +22,8 @@ static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// Refuse paths that write_file and edit_file must not change: the root, anything under `.git/`
 /// (by name, or by real location after symlinked folders are resolved) unless configured writable,
-/// and a symlink as the final component.
+/// hands' own `.hands/config.toml` (the same two ways, and never configurable: a model that could
+/// write it could grant itself more), and a symlink as the final component.
 pub fn check_writable(
     ws: &Workspace,
     path: &RelPath,
@@ -37,9 +38,15 @@ pub fn check_writable(
     if path.is_under_git() && !allowed(ws, path, config) {
         return Err(protected(path, path));
     }
+    if path.is_hands_config() {
+        return Err(own_config(path, path));
+    }
     let real = real_path(ws, path)?;
     if real.is_under_git() && !allowed(ws, &real, config) {
         return Err(protected(path, &real));
+    }
+    if real.is_hands_config() || config_locations(ws).contains(&real) {
+        return Err(own_config(path, &real));
     }
     let name = path.file_name().unwrap_or_default();
     match parent_dir(ws, path) {
@@ -79,6 +86,36 @@ fn protected(path: &RelPath, real: &RelPath) -> ToolError {
         "{} is inside .git{through}, which is protected: a written hook or config runs code. Change \
          the repository with git commands through bash instead, or ask the user to list the path in \
          `fs.writable_protected`.",
+        path.display()
+    ))
+}
+
+/// Where hands reads `.hands/config.toml` from when `.hands` or the file itself is a symlink to
+/// another place inside the project: writing that place would change the configuration too.
+fn config_locations(ws: &Workspace) -> Vec<RelPath> {
+    let mut found = Vec::new();
+    let mut add = |real: io::Result<PathBuf>| {
+        if let Ok(rel) =
+            real.map_err(drop).and_then(|p| ws.resolve("path", &p.to_string_lossy()).map_err(drop))
+        {
+            found.push(rel);
+        }
+    };
+    add(ws.dir().canonicalize(".hands").map(|dir| dir.join("config.toml")));
+    add(ws.dir().canonicalize(".hands/config.toml"));
+    found
+}
+
+fn own_config(path: &RelPath, real: &RelPath) -> ToolError {
+    let through = if path == real {
+        String::new()
+    } else {
+        format!(" (it resolves to {} through a symlink)", real.display())
+    };
+    ToolError::model(format!(
+        "{} is hands' own configuration{through}, which the tools never change: a setting there \
+         decides what the tools may do. Nothing was written. The user can change hands' \
+         configuration themselves; tell them which setting you need and why.",
         path.display()
     ))
 }

@@ -67,6 +67,16 @@ impl RelPath {
     pub fn is_under_git(&self) -> bool {
         self.0.components().any(|c| c.as_os_str().eq_ignore_ascii_case(".git"))
     }
+
+    /// True for hands' own project configuration, `.hands/config.toml` (any case, as for `.git`).
+    pub fn is_hands_config(&self) -> bool {
+        let mut parts = self.0.components().map(|c| c.as_os_str());
+        matches!(
+            (parts.next(), parts.next(), parts.next()),
+            (Some(dir), Some(file), None)
+                if dir.eq_ignore_ascii_case(".hands") && file.eq_ignore_ascii_case("config.toml")
+        )
+    }
 }
 
 impl Workspace {

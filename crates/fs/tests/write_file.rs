@@ -63,6 +63,45 @@ async fn git_is_protected_also_through_a_symlinked_folder() {
     assert_eq!(p2.get(".git/info/exclude"), b"target/\n");
 }
 
+/// Review finding 1: `.hands/config.toml` is protected like `.git/`, by name and by real path, and
+/// `writable_protected` cannot open it.
+#[tokio::test]
+async fn review_finding_1_hands_config_is_protected_like_git() {
+    let p = Project::with_config(hands_fs::FsConfig {
+        writable_protected: vec![".hands/config.toml".into()],
+        ..Default::default()
+    });
+    p.put(".hands/config.toml", "approval = \"ask\"\n");
+    p.ok("read_file", json!({"path": ".hands/config.toml"})).await;
+    let evil = "approval = \"auto\"\n";
+    for path in [".hands/config.toml", "./.hands/../.hands/config.toml", ".HANDS/Config.toml"] {
+        let err = p.err("write_file", json!({"path": path, "content": evil})).await;
+        assert!(err.contains("hands' own configuration"), "{path}: {err}");
+        assert!(err.contains("The user can change hands' configuration themselves"), "{err}");
+    }
+    let err = p
+        .err(
+            "edit_file",
+            json!({"path": ".hands/config.toml", "old_string": "ask", "new_string": "auto"}),
+        )
+        .await;
+    assert!(err.contains("hands' own configuration"), "{err}");
+    // Through a symlinked folder, and through the real place of a symlinked `.hands`.
+    std::os::unix::fs::symlink(".hands", p.path("cfg")).unwrap();
+    let err = p.err("write_file", json!({"path": "cfg/config.toml", "content": evil})).await;
+    assert!(err.contains("hands' own configuration") && err.contains("through a symlink"), "{err}");
+    assert_eq!(p.get(".hands/config.toml"), b"approval = \"ask\"\n");
+    let q = Project::new();
+    q.put("real/config.toml", "approval = \"ask\"\n");
+    std::os::unix::fs::symlink("real", q.path(".hands")).unwrap();
+    q.ok("read_file", json!({"path": "real/config.toml"})).await;
+    let err = q.err("write_file", json!({"path": "real/config.toml", "content": evil})).await;
+    assert!(err.contains("hands' own configuration"), "{err}");
+    assert_eq!(q.get("real/config.toml"), b"approval = \"ask\"\n");
+    // Other files in .hands stay writable.
+    p.ok("write_file", json!({"path": ".hands/skills/x/SKILL.md", "content": "x"})).await;
+}
+
 #[tokio::test]
 async fn symlinks_are_not_written_through() {
     let p = Project::new();

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context as _, Result, bail};
-use hands_core::middleware::truncate::{OUTPUTS_DIR, outputs_dir};
+use hands_core::middleware::truncate::{OUTPUTS_DIR, outputs_dir, save_new};
 use hands_core::{Content, Registry, Session, ToolCall, ToolOutput};
 use serde_json::{Map, Value};
 
@@ -191,7 +191,7 @@ fn save_image(root: &Path, id: &str, index: usize, data: &[u8], mime: &str) -> R
         _ => "bin",
     };
     let dir = outputs_dir(root).with_context(|| format!("cannot create {OUTPUTS_DIR}"))?;
-    let name = format!("{id}-{index}.{ext}");
-    dir.write(&name, data).with_context(|| format!("cannot save {OUTPUTS_DIR}/{name}"))?;
+    let name = save_new(&dir, &format!("{id}-{index}"), ext, data)
+        .with_context(|| format!("cannot save an image in {OUTPUTS_DIR}"))?;
     Ok(format!("{OUTPUTS_DIR}/{name}"))
 }

@@ -133,17 +133,14 @@ async fn truncate_keeps_head_and_tail_and_spills_the_full_text() {
         r.dispatch(&s, ToolCall::new("call/../x", "grep", json!({"text": text}))).await.unwrap();
     let shown = out.joined_text();
     let full = format!("{text}#1");
+    // Review finding: the note came on top of the cap. Now everything fits in max_bytes.
+    assert!(shown.len() <= 1_000, "{} bytes shown", shown.len());
     assert!(shown.starts_with("HEAD"));
-    assert!(shown.contains("TAIL#1"));
-    let omitted = full.len() - 1_000;
-    // Both cut points land on char boundaries, which can only shift the count by 1 byte each.
-    let marker = format!("… [truncated, {omitted} more bytes]");
-    let near = format!("… [truncated, {} more bytes]", omitted + 1);
-    assert!(
-        shown.contains(&marker) || shown.contains(&near),
-        "{marker}: {}",
-        shown.chars().skip(480).take(60).collect::<String>()
-    );
+    let (head, rest) = shown.split_once("… [truncated, ").unwrap();
+    let (omitted, rest) = rest.split_once(" more bytes]").unwrap();
+    let tail = rest.split("\nThe full output").next().unwrap();
+    assert!(tail.ends_with("TAIL#1"), "{tail}");
+    assert_eq!(head.len() + omitted.parse::<usize>().unwrap() + tail.len(), full.len());
     assert!(shown.contains(".hands/outputs/call____x.txt"), "{shown}");
     let saved = std::fs::read_to_string(root.path().join(".hands/outputs/call____x.txt")).unwrap();
     assert_eq!(saved, full);
@@ -167,6 +164,36 @@ async fn truncate_refuses_a_hands_folder_symlinked_outside() {
         r.dispatch(&s, ToolCall::new("1", "grep", json!({"text": "x".repeat(100)}))).await.unwrap();
     assert!(out.joined_text().contains("could not be saved"), "{}", out.joined_text());
     assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+
+    // Review finding: `.hands/outputs -> ../.git/hooks` inside the root wrote into the hooks.
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(root.path().join(".git/hooks")).unwrap();
+    std::fs::create_dir_all(root.path().join(".hands")).unwrap();
+    std::os::unix::fs::symlink("../.git/hooks", root.path().join(".hands/outputs")).unwrap();
+    let s = Session::new("s", root.path());
+    let out = r
+        .dispatch(&s, ToolCall::new("pre-commit", "grep", json!({"text": "x".repeat(100)})))
+        .await
+        .unwrap();
+    assert!(out.joined_text().contains("could not be saved"), "{}", out.joined_text());
+    assert_eq!(std::fs::read_dir(root.path().join(".git/hooks")).unwrap().count(), 0);
+}
+
+#[tokio::test]
+async fn spilled_outputs_never_overwrite_each_other() {
+    let root = tempfile::tempdir().unwrap();
+    let mut cfg = config();
+    cfg.output.max_bytes = 200;
+    let r = Registry::builder(cfg).tool(Echo::new("grep", true).0).build();
+    for session in ["a", "b"] {
+        let s = Session::new(session, root.path());
+        r.dispatch(&s, ToolCall::new("call-1", "grep", json!({"text": session.repeat(500)})))
+            .await
+            .unwrap();
+    }
+    let dir = root.path().join(".hands/outputs");
+    assert!(std::fs::read_to_string(dir.join("call-1.txt")).unwrap().starts_with("aaa"));
+    assert!(std::fs::read_to_string(dir.join("call-1-2.txt")).unwrap().starts_with("bbb"));
 }
 
 /// A sandbox provider whose sandbox disappears on command.
@@ -331,7 +358,7 @@ async fn truncation_never_touches_images() {
     assert_eq!(images[0].len(), 200_000, "the image is whole");
     let text = out.joined_text();
     assert!(text.contains("… [truncated, "), "the text was cut");
-    assert!(text.len() < 33_000, "{}", text.len());
+    assert!(text.len() <= 32 * 1024, "{}", text.len());
 }
 
 /// Answers from a script and remembers what it was asked.
@@ -427,4 +454,73 @@ async fn notices_ride_on_the_next_result_once() {
     );
     let out = r.dispatch(&s, ToolCall::new("2", "read_file", json!({"text": "b"}))).await.unwrap();
     assert!(!out.joined_text().contains("[notice]"));
+}
+
+/// Reads a shared version slowly (read-only) or bumps it (mutating).
+struct Versioned {
+    name: &'static str,
+    version: Arc<AtomicUsize>,
+}
+
+impl hands_core::Tool for Versioned {
+    type Args = serde_json::Map<String, Value>;
+
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn description(&self) -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed("Versioned state.")
+    }
+
+    fn annotations(&self) -> hands_core::Annotations {
+        if self.name == "slow_read" {
+            hands_core::Annotations::READ_ONLY
+        } else {
+            hands_core::Annotations::default()
+        }
+    }
+
+    async fn call(&self, _ctx: Context, _args: Self::Args) -> Result<ToolOutput, ToolError> {
+        if self.name == "slow_read" {
+            let seen = self.version.load(Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(150)).await;
+            Ok(ToolOutput::text(format!("version {seen}")))
+        } else {
+            self.version.fetch_add(1, Ordering::SeqCst);
+            Ok(ToolOutput::text("bumped"))
+        }
+    }
+}
+
+// Review finding: a read that started before an edit and finished after it stored the old content,
+// and the next identical read in the turn was served that stale result.
+#[tokio::test]
+async fn a_read_overlapping_an_edit_is_never_served_stale() {
+    let version = Arc::new(AtomicUsize::new(0));
+    let r = Arc::new(
+        Registry::builder(config())
+            .tool(Versioned { name: "slow_read", version: Arc::clone(&version) })
+            .tool(Versioned { name: "bump", version: Arc::clone(&version) })
+            .build(),
+    );
+    let s = Session::new("s", "/tmp");
+    let early = {
+        let (r, s) = (Arc::clone(&r), s.clone());
+        tokio::spawn(async move {
+            r.dispatch(&s, ToolCall::new("1", "slow_read", json!({})).in_turn("t")).await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    r.dispatch(&s, ToolCall::new("2", "bump", json!({})).in_turn("t")).await.unwrap();
+    let old = early.await.unwrap().unwrap();
+    assert_eq!(old.joined_text(), "version 0");
+    let fresh =
+        r.dispatch(&s, ToolCall::new("3", "slow_read", json!({})).in_turn("t")).await.unwrap();
+    assert_eq!(fresh.joined_text(), "version 1");
+    // And a fresh result is cached again once no mutation runs.
+    version.fetch_add(10, Ordering::SeqCst);
+    let cached =
+        r.dispatch(&s, ToolCall::new("4", "slow_read", json!({})).in_turn("t")).await.unwrap();
+    assert_eq!(cached.joined_text(), "version 1");
 }

@@ -1,7 +1,9 @@
 //! Per-turn de-duplication: an identical read-only call (same tool, same arguments by canonical JSON)
 //! within one turn returns the first call's result without running again. Any call of a tool that is
-//! not read-only clears the session's cache before and after it runs, so a read after an edit is
-//! never stale. Error results are not cached. Calls outside a turn are never de-duplicated.
+//! not read-only clears the session's cache before and after it runs, and bumps a generation
+//! counter: a read that was already running when a mutating call started does not store its (maybe
+//! stale) result, so a read after an edit is never stale, even with parallel calls. Error results
+//! are not cached. Calls outside a turn are never de-duplicated.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
@@ -17,7 +19,16 @@ pub struct Dedup;
 
 /// The session's cache: results of read-only calls of the current turn.
 #[derive(Debug, Default)]
-pub struct DedupCache(Mutex<Option<TurnCache>>);
+pub struct DedupCache(Mutex<State>);
+
+#[derive(Debug, Default)]
+struct State {
+    /// Bumped by every mutating call, when it starts and when it ends.
+    generation: u64,
+    /// Mutating calls in flight: nothing is stored while one runs.
+    mutating: usize,
+    cache: Option<TurnCache>,
+}
 
 #[derive(Debug)]
 struct TurnCache {
@@ -26,13 +37,42 @@ struct TurnCache {
 }
 
 impl DedupCache {
-    fn get(&self, turn: &str, key: &str) -> Option<ToolOutput> {
-        let guard = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        guard.as_ref().filter(|c| c.turn == turn).and_then(|c| c.results.get(key).cloned())
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn put(&self, turn: &str, key: String, output: ToolOutput) {
-        let mut guard = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+    /// A mutating call starts: forget everything.
+    fn begin_mutation(&self) {
+        let mut state = self.lock();
+        state.generation += 1;
+        state.mutating += 1;
+        state.cache = None;
+    }
+
+    /// A mutating call ended: forget everything read meanwhile.
+    fn end_mutation(&self) {
+        let mut state = self.lock();
+        state.generation += 1;
+        state.mutating = state.mutating.saturating_sub(1);
+        state.cache = None;
+    }
+
+    fn generation(&self) -> u64 {
+        self.lock().generation
+    }
+
+    fn get(&self, turn: &str, key: &str) -> Option<ToolOutput> {
+        let state = self.lock();
+        state.cache.as_ref().filter(|c| c.turn == turn).and_then(|c| c.results.get(key).cloned())
+    }
+
+    /// Store a result read during `generation`, unless a mutating call started since.
+    fn put(&self, turn: &str, key: String, output: ToolOutput, generation: u64) {
+        let mut state = self.lock();
+        if state.generation != generation || state.mutating > 0 {
+            return;
+        }
+        let guard = &mut state.cache;
         match guard.as_mut() {
             Some(cache) if cache.turn == turn => {
                 cache.results.insert(key, output);
@@ -46,9 +86,9 @@ impl DedupCache {
         }
     }
 
-    /// Forget everything (a mutating call ran).
+    /// Forget everything.
     pub fn clear(&self) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        self.lock().cache = None;
     }
 }
 
@@ -100,10 +140,16 @@ impl Middleware for Dedup {
         Box::pin(async move {
             let cache = req.ctx.session().extension::<DedupCache>();
             if !req.tool.spec().annotations.read_only {
-                cache.clear();
-                let result = next.run(req).await;
-                cache.clear();
-                return result;
+                // Ends the mutation even if this future is dropped (timeout, abort).
+                struct Mutation<'c>(&'c DedupCache);
+                impl Drop for Mutation<'_> {
+                    fn drop(&mut self) {
+                        self.0.end_mutation();
+                    }
+                }
+                cache.begin_mutation();
+                let _mutation = Mutation(&cache);
+                return next.run(req).await;
             }
             let Some(turn) = req.call.turn.clone() else {
                 return next.run(req).await;
@@ -113,11 +159,12 @@ impl Middleware for Dedup {
                 tracing::debug!(tool = %req.call.name, call_id = %req.call.id, "dedup hit");
                 return Ok(hit);
             }
+            let generation = cache.generation();
             let result = next.run(req).await;
             if let Ok(output) = &result
                 && !output.is_error
             {
-                cache.put(&turn, key, output.clone());
+                cache.put(&turn, key, output.clone(), generation);
             }
             result
         })

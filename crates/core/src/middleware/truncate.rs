@@ -5,6 +5,7 @@
 
 use std::io::Write;
 
+use cap_fs_ext::{DirExt as _, FollowSymlinks, OpenOptionsFollowExt as _};
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 
@@ -63,20 +64,25 @@ fn apply(ctx: &Context, mut output: ToolOutput, max_bytes: usize) -> ToolOutput 
         ),
         Err(err) => format!("\nThe full output could not be saved ({err})."),
     };
-    let truncated = cut(&full, max_bytes);
+    // The note counts against the cap too: the model never sees more than `max_bytes`.
+    let truncated = cut(&full, max_bytes.saturating_sub(saved.len()));
     let images = output.content.into_iter().filter(|c| matches!(c, Content::Image { .. }));
     output.content =
         std::iter::once(Content::Text { text: truncated + &saved }).chain(images).collect();
     output
 }
 
-/// Head and tail of `text` within `max_bytes`, cut on UTF-8 boundaries, around the marker.
+/// Head and tail of `text` around the marker, cut on UTF-8 boundaries, the whole at most
+/// `max_bytes` (marker included).
 pub fn cut(text: &str, max_bytes: usize) -> String {
     if text.len() <= max_bytes {
         return text.to_owned();
     }
-    let head_end = floor_boundary(text, max_bytes / 2);
-    let tail_start = ceil_boundary(text, text.len() - (max_bytes - max_bytes / 2));
+    // The marker's longest form: the count of omitted bytes is below text.len().
+    let marker_len = format!("… [truncated, {} more bytes]", text.len()).len();
+    let budget = max_bytes.saturating_sub(marker_len);
+    let head_end = floor_boundary(text, budget / 2);
+    let tail_start = ceil_boundary(text, text.len() - (budget - budget / 2));
     let omitted = tail_start - head_end;
     format!("{}… [truncated, {omitted} more bytes]{}", &text[..head_end], &text[tail_start..])
 }
@@ -106,22 +112,62 @@ fn file_stem(call_id: &str) -> String {
 }
 
 /// Open (creating) `.hands/outputs` beneath `root`, with its self-ignoring `.gitignore`. Opened
-/// through a handle on the root, so that a `.hands` symlinked elsewhere is refused.
+/// through a handle on the root without following symlinks, so that a `.hands` or `outputs`
+/// pointing elsewhere (outside the root, or into `.git/hooks`) is refused.
 pub fn outputs_dir(root: &std::path::Path) -> std::io::Result<Dir> {
     let root = Dir::open_ambient_dir(root, ambient_authority())?;
-    root.create_dir_all(OUTPUTS_DIR)?;
-    let dir = root.open_dir(OUTPUTS_DIR)?;
-    if !dir.exists(".gitignore") {
-        dir.write(".gitignore", "*\n")?;
+    let hands = subdir(&root, ".hands")?;
+    let dir = subdir(&hands, "outputs")?;
+    match dir.symlink_metadata(".gitignore") {
+        Ok(_) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            let mut file = create_new(&dir, ".gitignore")?;
+            file.write_all(b"*\n")?;
+        }
+        Err(err) => return Err(err),
     }
     Ok(dir)
 }
 
+/// `name` inside `parent`, created if missing, never through a symlink.
+fn subdir(parent: &Dir, name: &str) -> std::io::Result<Dir> {
+    match parent.create_dir(name) {
+        Ok(()) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(err) => return Err(err),
+    }
+    parent.open_dir_nofollow(name)
+}
+
+/// Create `name` in `dir`; fails if anything (a file, a symlink) is there already.
+fn create_new(dir: &Dir, name: &str) -> std::io::Result<cap_std::fs::File> {
+    let mut options = cap_std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    options.follow(FollowSymlinks::No);
+    dir.open_with(name, &options)
+}
+
+/// Write `bytes` to a new file named after `stem` with `ext` in `dir` (`stem-2.ext`, … when taken);
+/// returns the name used.
+pub fn save_new(dir: &Dir, stem: &str, ext: &str, bytes: &[u8]) -> std::io::Result<String> {
+    let stem = file_stem(stem);
+    for n in 1..1000 {
+        let name = if n == 1 { format!("{stem}.{ext}") } else { format!("{stem}-{n}.{ext}") };
+        match create_new(dir, &name) {
+            Ok(mut file) => {
+                file.write_all(bytes)?;
+                return Ok(name);
+            }
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(err) => return Err(err),
+        }
+    }
+    Err(std::io::Error::new(std::io::ErrorKind::AlreadyExists, "no free output file name"))
+}
+
 fn spill(ctx: &Context, full: &str) -> std::io::Result<String> {
     let dir = outputs_dir(ctx.root())?;
-    let name = format!("{}.txt", file_stem(ctx.call_id()));
-    let mut file = dir.create(&name)?;
-    file.write_all(full.as_bytes())?;
+    let name = save_new(&dir, ctx.call_id(), "txt", full.as_bytes())?;
     Ok(format!("{OUTPUTS_DIR}/{name}"))
 }
 
@@ -135,12 +181,14 @@ mod tests {
     }
 
     #[test]
-    fn keeps_head_and_tail_with_exact_marker() {
-        let text = "a".repeat(100) + &"b".repeat(100);
-        let out = cut(&text, 20);
-        assert!(out.starts_with(&"a".repeat(10)));
-        assert!(out.ends_with(&"b".repeat(10)));
-        assert!(out.contains("… [truncated, 180 more bytes]"), "{out}");
+    fn keeps_head_and_tail_with_exact_marker_within_the_cap() {
+        let text = "a".repeat(1000) + &"b".repeat(1000);
+        let out = cut(&text, 100);
+        let marker = "… [truncated, 1932 more bytes]";
+        assert_eq!(marker.len(), 32);
+        // 100 - 32 = 68 bytes of text: 34 of head, 34 of tail.
+        assert_eq!(out, format!("{}{marker}{}", "a".repeat(34), "b".repeat(34)));
+        assert!(out.len() <= 100);
     }
 
     #[test]

@@ -1,14 +1,15 @@
 //! The write path shared by write_file and edit_file: first the checks (no `.git` and no
 //! `.hands/config.toml`, not even through a symlinked folder; no symlink as the final component), then an atomic replace — the parent folder is
-//! opened once as a handle, a unique temp file is created in it, written, given the old file's mode,
-//! fsynced, renamed over the target within that same handle, and the folder is fsynced. On any error
-//! the temp file is removed, so the target is either the old or the new content, never a mix.
+//! opened once as a handle, a temp file with a fresh random name is created in it (never replacing
+//! an existing file), written, given the old file's mode, fsynced, renamed over the target within
+//! that same handle, and the folder is fsynced. On any error the temp file is removed, so the target
+//! is either the old or the new content, never a mix.
 
 use std::ffi::OsStr;
 use std::io::{self, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use cap_std::fs::{Dir, Metadata, OpenOptions, PermissionsExt as _};
@@ -166,7 +167,7 @@ pub fn write(ws: &Workspace, path: &RelPath, bytes: &[u8]) -> io::Result<Metadat
         Err(err) if err.kind() == io::ErrorKind::NotFound => None,
         Err(err) => return Err(err),
     };
-    let mut temp = Temp::create(&dir, name)?;
+    let mut temp = Temp::create(&dir)?;
     let result = (|| {
         let file = temp.file();
         file.write_all(bytes)?;
@@ -193,31 +194,38 @@ pub fn write(ws: &Workspace, path: &RelPath, bytes: &[u8]) -> io::Result<Metadat
 /// The new content on its way to its name.
 ///
 /// Preferably an anonymous `O_TMPFILE` inode: a process killed while writing it leaves nothing
-/// behind. It gets a name (`.NAME.hands-tmp`) only for the instant between `linkat` and `rename`;
-/// a stale one from a crash in that instant is replaced by the next write of the same file. Where
-/// the file system has no `O_TMPFILE`, a uniquely named temp file is used instead.
+/// behind. It gets a name only for the instant between `linkat` and `rename`. Where the file system
+/// has no `O_TMPFILE`, a named temp file is used instead. Either way the name is a fresh random
+/// [`temp_name`], never derived from the target's name (a long target name would overflow
+/// NAME_MAX), and an existing file of that name is never touched: the link or create is retried
+/// under another name. So only a name this write created is ever removed.
 enum Temp {
     Anonymous(std::fs::File, Option<PathBuf>),
     Named(std::fs::File, PathBuf),
 }
 
+/// Names tried before giving up when every one is taken (practically never: 64 random bits).
+const NAME_TRIES: usize = 16;
+
 impl Temp {
-    fn create(dir: &Dir, name: &OsStr) -> io::Result<Self> {
+    fn create(dir: &Dir) -> io::Result<Self> {
         let flags = OFlags::WRONLY | OFlags::TMPFILE | OFlags::CLOEXEC;
         match rustix::fs::openat(dir, ".", flags, Mode::from_raw_mode(0o666)) {
             Ok(fd) => return Ok(Self::Anonymous(std::fs::File::from(fd), None)),
             Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL | Errno::NOSYS) => {}
             Err(err) => return Err(err.into()),
         }
-        let temp = PathBuf::from(format!(
-            ".{}.{}.{}.hands-tmp",
-            name.to_string_lossy(),
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
         let mut options = OpenOptions::new();
         options.write(true).create_new(true);
-        Ok(Self::Named(dir.open_with(&temp, &options)?.into_std(), temp))
+        for _ in 0..NAME_TRIES {
+            let temp = temp_name();
+            match dir.open_with(&temp, &options) {
+                Ok(file) => return Ok(Self::Named(file.into_std(), temp)),
+                Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(err) => return Err(err),
+            }
+        }
+        Err(taken())
     }
 
     fn file(&mut self) -> &mut std::fs::File {
@@ -231,15 +239,14 @@ impl Temp {
         match self {
             Self::Named(_, temp) => dir.rename(&*temp, dir, name),
             Self::Anonymous(file, linked) => {
-                let temp = PathBuf::from(format!(".{}.hands-tmp", name.to_string_lossy()));
-                link(file, dir, &temp)?;
+                let temp = link(file, dir)?;
                 *linked = Some(temp.clone());
                 dir.rename(&temp, dir, name)
             }
         }
     }
 
-    /// Remove whatever name the temp file got.
+    /// Remove the name the temp file got from this write, if any.
     fn discard(&self, dir: &Dir) {
         match self {
             Self::Named(_, temp) | Self::Anonymous(_, Some(temp)) => {
@@ -250,26 +257,48 @@ impl Temp {
     }
 }
 
-/// Link the anonymous `file` into `dir` as `temp`, replacing a stale temp of a crashed write.
-fn link(file: &std::fs::File, dir: &Dir, temp: &Path) -> io::Result<()> {
-    for _ in 0..3 {
-        let linked = match rustix::fs::linkat(file, "", dir, temp, AtFlags::EMPTY_PATH) {
+/// A fresh temp name, `.hands-tmp-<16 hex>`: a hash of a process-wide counter, the pid and the
+/// time under a randomly keyed hasher, so that concurrent writers (threads or processes) and a
+/// stale temp of a crashed write practically never collide; a collision only costs a retry.
+fn temp_name() -> PathBuf {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    hasher.write_u32(std::process::id());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    hasher.write_u128(nanos);
+    PathBuf::from(format!("{TEMP_PREFIX}{:016x}", hasher.finish()))
+}
+
+/// How every temp name starts.
+const TEMP_PREFIX: &str = ".hands-tmp-";
+
+fn taken() -> io::Error {
+    io::Error::new(io::ErrorKind::AlreadyExists, "no free temp file name in the folder")
+}
+
+/// Link the anonymous `file` into `dir` under a fresh temp name, and return that name. A name
+/// that exists is left alone and another one is tried.
+fn link(file: &std::fs::File, dir: &Dir) -> io::Result<PathBuf> {
+    for _ in 0..NAME_TRIES {
+        let temp = temp_name();
+        let linked = match rustix::fs::linkat(file, "", dir, &temp, AtFlags::EMPTY_PATH) {
             // Without CAP_DAC_READ_SEARCH, AT_EMPTY_PATH is refused: go through /proc instead.
             Err(Errno::NOENT | Errno::PERM) => {
                 let proc = format!("/proc/self/fd/{}", file.as_raw_fd());
-                rustix::fs::linkat(rustix::fs::CWD, proc, dir, temp, AtFlags::SYMLINK_FOLLOW)
+                rustix::fs::linkat(rustix::fs::CWD, proc, dir, &temp, AtFlags::SYMLINK_FOLLOW)
             }
             other => other,
         };
         match linked {
-            Ok(()) => return Ok(()),
-            Err(Errno::EXIST) => {
-                let _ = dir.remove_file(temp);
-            }
+            Ok(()) => return Ok(temp),
+            Err(Errno::EXIST) => {}
             Err(err) => return Err(err.into()),
         }
     }
-    Err(io::Error::new(io::ErrorKind::AlreadyExists, "another write of this file is in progress"))
+    Err(taken())
 }
 
 /// Make the rename durable: fsync the folder that holds the entry.
@@ -282,7 +311,7 @@ fn sync_dir(dir: &Dir) -> io::Result<()> {
 /// Whether `path` (a relative path through the handle) names a temp file of ours.
 #[cfg(test)]
 fn is_temp(path: &std::path::Path) -> bool {
-    path.to_string_lossy().ends_with(".hands-tmp")
+    path.file_name().is_some_and(|n| n.to_string_lossy().starts_with(TEMP_PREFIX))
 }
 
 #[cfg(test)]
@@ -325,6 +354,46 @@ mod tests {
         let names: Vec<_> =
             std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names, vec![std::ffi::OsString::from("d")]);
+    }
+
+    /// Review finding 3: the temp name was `.NAME.hands-tmp`, so writing `x` removed a user's
+    /// `.x.hands-tmp`; now a file the write did not create is never touched.
+    #[test]
+    fn review_finding_3_a_users_file_named_like_the_old_temp_survives() {
+        let (tmp, ws) = ws();
+        std::fs::write(tmp.path().join(".x.hands-tmp"), "precious").unwrap();
+        let path = ws.resolve("path", "x").unwrap();
+        write(&ws, &path, b"one").unwrap();
+        write(&ws, &path, b"two").unwrap();
+        assert_eq!(std::fs::read(tmp.path().join(".x.hands-tmp")).unwrap(), b"precious");
+        assert_eq!(std::fs::read(tmp.path().join("x")).unwrap(), b"two");
+        let mut names: Vec<_> =
+            std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        names.sort();
+        assert_eq!(names, [".x.hands-tmp", "x"]);
+    }
+
+    /// Review finding 3: a temp name built from a 245–255-byte target name overflowed NAME_MAX.
+    #[test]
+    fn review_finding_3_names_up_to_name_max_can_be_written() {
+        let (tmp, ws) = ws();
+        for len in [245, 250, 255] {
+            let name = "n".repeat(len);
+            let path = ws.resolve("path", &name).unwrap();
+            write(&ws, &path, b"one").unwrap();
+            write(&ws, &path, b"two").unwrap();
+            assert_eq!(std::fs::read(tmp.path().join(&name)).unwrap(), b"two");
+        }
+        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 3);
+    }
+
+    #[test]
+    fn temp_names_are_short_and_fresh() {
+        let a = temp_name();
+        let b = temp_name();
+        assert_ne!(a, b);
+        assert!(is_temp(&a), "{a:?}");
+        assert_eq!(a.as_os_str().len(), TEMP_PREFIX.len() + 16);
     }
 
     #[test]

@@ -89,7 +89,10 @@ fn block_on<F: std::future::Future>(future: F) -> Result<F::Output> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    Ok(runtime.block_on(future))
+    let output = runtime.block_on(future);
+    // A tool that ignored its cancellation may still run on a blocking thread: do not wait for it.
+    runtime.shutdown_background();
+    Ok(output)
 }
 
 /// Arguments from the command line: `{…}` JSON, `-` (JSON on stdin), or `key=value` pairs, where a

@@ -87,6 +87,8 @@ pub struct Loaded {
     pub table: Table,
     /// Dotted key → source ("default", a file path, `env HANDS_…`, `flag -c …`).
     pub sources: BTreeMap<String, String>,
+    /// Settings found but not applied, with why.
+    pub ignored: Vec<String>,
 }
 
 /// Where to look.
@@ -115,10 +117,15 @@ pub fn load(layers: &Layers<'_>) -> Result<Loaded> {
     let defaults = Value::try_from(Settings::default()).context("serialising the defaults")?;
     let Value::Table(mut table) = defaults else { bail!("the defaults are not a table") };
     let mut sources = BTreeMap::new();
+    let mut ignored = Vec::new();
     mark(&table, "", "default", &mut sources);
 
-    let files = [layers.user_file.clone(), Some(layers.root.join(".hands").join("config.toml"))];
-    for path in files.into_iter().flatten() {
+    let files = [
+        (layers.user_file.clone(), false),
+        (Some(layers.root.join(".hands").join("config.toml")), true),
+    ];
+    for (path, is_project) in files {
+        let Some(path) = path else { continue };
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,
@@ -131,9 +138,17 @@ pub fn load(layers: &Layers<'_>) -> Result<Loaded> {
                 err.to_string().trim_end()
             )
         })?;
-        let layer: Table = toml::from_str(&text)
+        let mut layer: Table = toml::from_str(&text)
             .with_context(|| format!("invalid configuration in {}", path.display()))?;
         let source = path.display().to_string();
+        if is_project {
+            for key in drop_user_only(&mut layer) {
+                tracing::warn!(file = %source, key, "ignored: only the user may set this");
+                ignored.push(format!(
+                    "{key} in {source} (the project cannot loosen what the user allows: set it                      in the user file, HANDS_* or -c)"
+                ));
+            }
+        }
         mark(&layer, "", &source, &mut sources);
         merge(&mut table, layer);
     }
@@ -163,7 +178,30 @@ pub fn load(layers: &Layers<'_>) -> Result<Loaded> {
     let settings = Value::Table(table.clone())
         .try_into::<Settings>()
         .map_err(|err| anyhow::anyhow!("invalid configuration: {err}"))?;
-    Ok(Loaded { settings, table, sources })
+    Ok(Loaded { settings, table, sources, ignored })
+}
+
+/// Settings a project's own `.hands/config.toml` may not set: each loosens what the user allows
+/// (asking before changes, writing under `.git/`, which shell runs commands). A repository could
+/// ship them, or a model could write them to escalate its own rights.
+const USER_ONLY: &[&str] = &["approval", "fs.writable_protected", "bash.shell"];
+
+/// Remove the user-only keys from a project layer; returns the ones that were there.
+fn drop_user_only(layer: &mut Table) -> Vec<&'static str> {
+    let mut dropped = Vec::new();
+    for key in USER_ONLY {
+        let removed = match key.split_once('.') {
+            None => layer.remove(*key).is_some(),
+            Some((section, field)) => layer
+                .get_mut(section)
+                .and_then(Value::as_table_mut)
+                .is_some_and(|t| t.remove(field).is_some()),
+        };
+        if removed {
+            dropped.push(*key);
+        }
+    }
+    dropped
 }
 
 /// Set `key` (dotted) to `raw` (a TOML value, or a bare string), checking it on its own first.
@@ -250,6 +288,12 @@ fn known_keys(table: &Table) -> Vec<String> {
 pub fn render(loaded: &Loaded) -> String {
     let mut out = String::new();
     render_table(&loaded.table, "", &loaded.sources, &mut out);
+    for ignored in &loaded.ignored {
+        out.push_str(&format!("\n# ignored: {ignored}"));
+    }
+    if !loaded.ignored.is_empty() {
+        out.push('\n');
+    }
     out
 }
 
@@ -360,6 +404,35 @@ mod tests {
     fn unknown_flag_key_is_refused() {
         let err = load_with(&[], &[], &["fs.nope=1"]).unwrap_err().to_string();
         assert!(err.contains("fs.nope") && err.contains("unknown field `nope`"), "{err}");
+    }
+
+    // Review finding: a project file (which a repository or the model can write) set
+    // fs.writable_protected and so unlocked .git/config for edit_file.
+    #[test]
+    fn the_project_file_cannot_loosen_what_the_user_allows() {
+        let loaded = load_with(
+            &[(
+                "project",
+                "approval = \"auto\"\n[fs]\nwritable_protected = [\".git/config\"]\ngrep_limit = 7\n\
+                 [bash]\nshell = \"/tmp/evil\"\n",
+            )],
+            &[("HANDS_APPROVAL", "ask")],
+            &[],
+        )
+        .unwrap();
+        assert!(loaded.settings.fs.writable_protected.is_empty());
+        assert_eq!(loaded.settings.bash.shell, "bash");
+        assert_eq!(loaded.settings.fs.grep_limit, 7, "other project settings still apply");
+        assert_eq!(loaded.ignored.len(), 3, "{:?}", loaded.ignored);
+        assert!(render(&loaded).contains("# ignored: fs.writable_protected in"));
+        // The user's own file may set them.
+        let loaded = load_with(
+            &[("user", "[fs]\nwritable_protected = [\".git/info/exclude\"]\n")],
+            &[],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(loaded.settings.fs.writable_protected, [".git/info/exclude"]);
     }
 
     #[test]

@@ -29,14 +29,29 @@ fn run(cmd: &mut Command) -> Out {
 }
 
 #[test]
-fn tools_lists_the_six_fs_tools_and_plan_mode_the_read_only_ones() {
+fn tools_lists_the_fs_and_process_tools_and_plan_mode_the_read_only_ones() {
     let tmp = tempfile::tempdir().unwrap();
     let out = run(hands(tmp.path()).args(["tools", "--json", "--root"]).arg(tmp.path()));
     assert_eq!(out.code, 0, "{}", out.stderr);
     let v: Value = serde_json::from_str(&out.stdout).unwrap();
     let names: Vec<&str> =
         v["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["read_file", "write_file", "edit_file", "list_files", "glob", "grep"]);
+    assert_eq!(
+        names,
+        [
+            "read_file",
+            "write_file",
+            "edit_file",
+            "list_files",
+            "glob",
+            "grep",
+            "bash",
+            "spawn_process",
+            "list_processes",
+            "process_output",
+            "stop_process"
+        ]
+    );
     let read = &v["tools"][0];
     assert_eq!(read["inputSchema"]["type"], "object");
     assert_eq!(read["annotations"]["readOnlyHint"], true);
@@ -273,4 +288,34 @@ fn approval_ask_refuses_without_a_terminal_and_asks_on_one() {
             assert!(text.contains("The user declined write_file and said: not this one"), "{text}");
         }
     }
+}
+
+// Review finding: a repository (or the model) could ship `.hands/config.toml` with
+// `fs.writable_protected = [".git/config"]` and then edit .git/config (code execution through
+// core.fsmonitor). Project files cannot set user-only keys.
+#[test]
+fn a_project_config_cannot_unlock_git() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    std::fs::create_dir_all(root.join(".hands")).unwrap();
+    std::fs::write(root.join(".git/config"), "[core]\n\tbare = false\n").unwrap();
+    std::fs::write(
+        root.join(".hands/config.toml"),
+        "approval = \"auto\"\n[fs]\nwritable_protected = [\".git/config\"]\n",
+    )
+    .unwrap();
+    let out = run(hands(root)
+        .args(["call", "edit_file", "path=.git/config", "old_string=bare = false"])
+        .arg("new_string=bare = false\n\tfsmonitor = \"touch pwned\"")
+        .arg("--root")
+        .arg(root));
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(out.stderr.contains("protected"), "{}", out.stderr);
+    assert_eq!(
+        std::fs::read_to_string(root.join(".git/config")).unwrap(),
+        "[core]\n\tbare = false\n"
+    );
+    let out = run(hands(root).args(["config", "show", "--root"]).arg(root));
+    assert!(out.stdout.contains("# ignored: fs.writable_protected"), "{}", out.stdout);
 }

@@ -89,7 +89,7 @@ hf read-file -n hands "$hands call read_file path=big.txt --root corpus" \
 hf startup -n hands "$hands tools" -n true "true"  # "true": the cost of starting any process
 
 echo "== same work? (hands' totals vs the reference's counts)"
-total() { "$hands" call --json "$@" --root corpus | python3 -c 'import json,sys; s=json.load(sys.stdin)["structured"]; print(s.get("total", s.get("total_matches")))'; }
+total() { "$hands" call --json "$@" --root corpus | python3 -c 'import json,sys; s=json.load(sys.stdin)["structuredContent"]; print(s.get("total", s.get("total_matches")))'; }
 echo "   rare literal: hands $(total grep pattern=$needle) lines, rg $(rg -n --hidden --no-require-git $needle corpus | wc -l)"
 echo "   regex:        hands $(total grep 'pattern=fn\s+\w+_mut\(') lines, rg $(rg -n --hidden --no-require-git 'fn\s+\w+_mut\(' corpus | wc -l)"
 echo "   glob *.rs:    hands $(total glob 'pattern=**/*.rs') files, rg $(rg --files --hidden --no-require-git -g '*.rs' corpus | wc -l), fd $(fdfind -e rs --hidden . corpus | wc -l)"

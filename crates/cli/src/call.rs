@@ -155,7 +155,7 @@ fn print(root: &Path, id: &str, output: &ToolOutput, json: bool) -> Result<()> {
             let mut saved = saved.iter();
             for item in items.iter_mut().filter(|i| i["type"] == "image") {
                 if let (Some(path), Value::Object(map)) = (saved.next(), item) {
-                    map.insert("saved_to".into(), Value::String(path.clone()));
+                    map.insert("savedTo".into(), Value::String(path.clone()));
                 }
             }
         }

@@ -8,6 +8,15 @@ use crate::ToolError;
 
 /// Parse `args` for tool `tool`. `null` counts as `{}` (clients send it for argument-less tools).
 pub fn parse<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, ToolError> {
+    parse_with_schema(tool, args, &Value::Null)
+}
+
+/// [`parse`], with the tool's input `schema` so that a missing field's error says its type too.
+pub fn parse_with_schema<T: DeserializeOwned>(
+    tool: &str,
+    args: Value,
+    schema: &Value,
+) -> Result<T, ToolError> {
     let args = if args.is_null() { Value::Object(Default::default()) } else { args };
     if !args.is_object() {
         return Err(ToolError::model(format!(
@@ -25,11 +34,38 @@ pub fn parse<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, ToolErro
             format!(" field `{path}`:")
         };
         ToolError::model(format!(
-            "Invalid arguments for {tool}:{at} {}. Fix the arguments (see the tool's schema) and \
+            "Invalid arguments for {tool}:{at} {}{}. Fix the arguments (see the tool's schema) and \
              call it again.",
-            explain(&inner)
+            explain(&inner),
+            missing_type(&inner, schema)
         ))
     })
+}
+
+/// For "missing field `x`": ` (x is a string: <its description>)` from the schema.
+fn missing_type(message: &str, schema: &Value) -> String {
+    let Some(name) = message.strip_prefix("missing field `").and_then(|r| r.split('`').next())
+    else {
+        return String::new();
+    };
+    let Some(property) = schema.get("properties").and_then(|p| p.get(name)) else {
+        return String::new();
+    };
+    let ty = match property.get("type") {
+        Some(Value::String(t)) => t.clone(),
+        Some(Value::Array(types)) => types
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|t| *t != "null")
+            .collect::<Vec<_>>()
+            .join(" or "),
+        _ => return String::new(),
+    };
+    let article = if ty.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" };
+    match property.get("description").and_then(Value::as_str) {
+        Some(description) => format!(" (`{name}` is {article} {ty}: {description})"),
+        None => format!(" (`{name}` is {article} {ty})"),
+    }
 }
 
 /// serde's messages name Rust types (`u64`, `usize`); say it in JSON terms too.
@@ -87,6 +123,14 @@ mod tests {
     fn missing_field_is_named() {
         let m = message(json!({"offset": 3}));
         assert!(m.contains("missing field `path`"), "{m}");
+    }
+
+    #[test]
+    fn missing_field_says_its_type_from_the_schema() {
+        let schema = serde_json::json!({"properties": {"path": {"type": "string", "description": "Where."}}});
+        let err =
+            parse_with_schema::<Args>("read_file", json!({}), &schema).unwrap_err().to_string();
+        assert!(err.contains("missing field `path` (`path` is a string: Where.)"), "{err}");
     }
 
     #[test]

@@ -3,7 +3,8 @@
 use serde::Serialize;
 use serde_json::Value;
 
-/// One block of a result.
+/// One block of a result. Serialises as MCP content (`{"type":"image","data":<base64>,
+/// "mimeType":…}`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum Content {
@@ -12,23 +13,31 @@ pub enum Content {
         /// The text.
         text: String,
     },
-    /// An image (raw bytes; front ends encode base64 where the protocol wants it).
+    /// An image (raw bytes here; base64 when serialised).
     Image {
         /// The image's bytes.
-        #[serde(skip)]
+        #[serde(serialize_with = "base64_bytes")]
         data: Vec<u8>,
         /// Its MIME type, e.g. `image/png`.
+        #[serde(rename = "mimeType")]
         mime_type: String,
     },
 }
 
-/// What a tool call produced.
+fn base64_bytes<S: serde::Serializer>(data: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
+    use base64::Engine as _;
+    serializer.serialize_str(&base64::engine::general_purpose::STANDARD.encode(data))
+}
+
+/// What a tool call produced. Serialises as MCP's `CallToolResult` (`content`,
+/// `structuredContent`, `isError`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ToolOutput {
     /// Text and image blocks, in order.
     pub content: Vec<Content>,
     /// Machine-readable result, for tools with a natural structure.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "structuredContent", skip_serializing_if = "Option::is_none")]
     pub structured: Option<Value>,
     /// True when the call failed in a way the model can act on.
     pub is_error: bool,
@@ -78,5 +87,29 @@ impl ToolOutput {
             })
             .collect();
         texts.join("\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serialises_as_mcp_call_tool_result() {
+        let out = ToolOutput::image(vec![1, 2, 3], "image/png")
+            .with_text("hi")
+            .with_structured(serde_json::json!({"n": 1}));
+        let value = serde_json::to_value(&out).unwrap();
+        assert_eq!(
+            value,
+            serde_json::json!({
+                "content": [
+                    {"type": "image", "data": "AQID", "mimeType": "image/png"},
+                    {"type": "text", "text": "hi"}
+                ],
+                "structuredContent": {"n": 1},
+                "isError": false
+            })
+        );
     }
 }

@@ -119,7 +119,8 @@ impl<T: Tool> DynTool for Erased<T> {
 
     fn call_json(&self, ctx: Context, args: Value) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let typed = args::parse::<T::Args>(&self.spec.name, args)?;
+            let typed =
+                args::parse_with_schema::<T::Args>(&self.spec.name, args, &self.spec.input_schema)?;
             self.tool.call(ctx, typed).await
         })
     }

@@ -2,8 +2,9 @@
 //! `.hands/config.toml`, not even through a symlinked folder; no symlink as the final component), then an atomic replace — the parent folder is
 //! opened once as a handle, a temp file with a fresh random name is created in it (never replacing
 //! an existing file), written, given the old file's mode, fsynced, renamed over the target within
-//! that same handle, and the folder is fsynced. On any error the temp file is removed, so the target
-//! is either the old or the new content, never a mix.
+//! that same handle, and the folder is fsynced. On any error, or when the call is cancelled before
+//! the rename, the temp file is removed, so the target is either the old or the new content, never a
+//! mix, and a stopped call never writes afterwards.
 
 use std::ffi::OsStr;
 use std::io::{self, Write};
@@ -13,7 +14,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use cap_std::fs::{Dir, Metadata, OpenOptions, PermissionsExt as _};
-use hands_core::ToolError;
+use hands_core::{CancellationToken, ToolError};
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 
@@ -152,7 +153,19 @@ pub fn parent_dir(ws: &Workspace, path: &RelPath) -> io::Result<Dir> {
 
 /// Replace `path` with `bytes` atomically, creating missing parent folders, keeping an existing
 /// file's mode. Returns the new file's metadata.
-pub fn write(ws: &Workspace, path: &RelPath, bytes: &[u8]) -> io::Result<Metadata> {
+///
+/// `cancel` is the call's token (timeout or abort): it is checked between chunks of the write and
+/// once more right before the rename, so that a write whose call was already answered as stopped
+/// never lands afterwards. A cancelled write discards its temp file and fails with [`Cancelled`].
+pub fn write(
+    ws: &Workspace,
+    path: &RelPath,
+    bytes: &[u8],
+    cancel: &CancellationToken,
+) -> io::Result<Metadata> {
+    let stopped =
+        || -> io::Result<()> { if cancel.is_cancelled() { Err(Cancelled.into()) } else { Ok(()) } };
+    stopped()?;
     let parent = path.parent();
     if !parent.is_root() {
         ws.dir().create_dir_all(parent.for_open())?;
@@ -170,12 +183,17 @@ pub fn write(ws: &Workspace, path: &RelPath, bytes: &[u8]) -> io::Result<Metadat
     let mut temp = Temp::create(&dir)?;
     let result = (|| {
         let file = temp.file();
-        file.write_all(bytes)?;
+        for chunk in bytes.chunks(CHUNK) {
+            stopped()?;
+            file.write_all(chunk)?;
+        }
         if let Some(old) = &old {
             file.set_permissions(std::fs::Permissions::from_mode(old.permissions().mode()))?;
         }
         file.sync_all()?;
         let meta = Metadata::from_just_metadata(file.metadata()?);
+        // The last moment to stop: after the rename the new content is there.
+        stopped()?;
         temp.commit(&dir, name)?;
         Ok(meta)
     })();
@@ -189,6 +207,33 @@ pub fn write(ws: &Workspace, path: &RelPath, bytes: &[u8]) -> io::Result<Metadat
             Err(err)
         }
     }
+}
+
+/// Bytes written between two looks at the cancellation token.
+const CHUNK: usize = 1024 * 1024;
+
+/// The error of a write stopped by its call's cancellation (inside an `io::Error`).
+#[derive(Debug, thiserror::Error)]
+#[error("the write was stopped (timeout or abort) before it landed")]
+pub struct Cancelled;
+
+impl From<Cancelled> for io::Error {
+    fn from(err: Cancelled) -> Self {
+        io::Error::new(io::ErrorKind::Interrupted, err)
+    }
+}
+
+/// The model-facing error of a failed [`write`] of `path` by `tool`: a cancelled write says that
+/// nothing was written; anything else is the workspace's I/O message.
+pub fn write_error(ws: &Workspace, tool: &str, path: &RelPath, err: &io::Error) -> ToolError {
+    if err.get_ref().is_some_and(|inner| inner.is::<Cancelled>()) {
+        return ToolError::model(format!(
+            "{tool} was stopped (timeout or abort) before the write landed; nothing was written \
+             to {}.",
+            path.display()
+        ));
+    }
+    ws.io_error("written", path, err)
 }
 
 /// The new content on its way to its name.
@@ -320,6 +365,10 @@ mod tests {
 
     use super::*;
 
+    fn live() -> CancellationToken {
+        CancellationToken::new()
+    }
+
     fn ws() -> (tempfile::TempDir, Workspace) {
         let tmp = tempfile::tempdir().unwrap();
         let ws = Workspace::open(tmp.path()).unwrap();
@@ -330,11 +379,11 @@ mod tests {
     fn writes_create_parents_and_keep_mode() {
         let (tmp, ws) = ws();
         let path = ws.resolve("path", "a/b/c.sh").unwrap();
-        write(&ws, &path, b"one").unwrap();
+        write(&ws, &path, b"one", &live()).unwrap();
         let real = tmp.path().join("a/b/c.sh");
         assert_eq!(std::fs::read(&real).unwrap(), b"one");
         std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o755)).unwrap();
-        write(&ws, &path, b"two").unwrap();
+        write(&ws, &path, b"two", &live()).unwrap();
         assert_eq!(std::fs::read(&real).unwrap(), b"two");
         assert_eq!(std::fs::metadata(&real).unwrap().permissions().mode() & 0o777, 0o755);
         let leftovers: Vec<_> = std::fs::read_dir(tmp.path().join("a/b"))
@@ -350,7 +399,7 @@ mod tests {
         std::fs::create_dir(tmp.path().join("d")).unwrap();
         // The target is a directory: the rename fails, the temp must go.
         let path = ws.resolve("path", "d").unwrap();
-        assert!(write(&ws, &path, b"x").is_err());
+        assert!(write(&ws, &path, b"x", &live()).is_err());
         let names: Vec<_> =
             std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names, vec![std::ffi::OsString::from("d")]);
@@ -363,8 +412,8 @@ mod tests {
         let (tmp, ws) = ws();
         std::fs::write(tmp.path().join(".x.hands-tmp"), "precious").unwrap();
         let path = ws.resolve("path", "x").unwrap();
-        write(&ws, &path, b"one").unwrap();
-        write(&ws, &path, b"two").unwrap();
+        write(&ws, &path, b"one", &live()).unwrap();
+        write(&ws, &path, b"two", &live()).unwrap();
         assert_eq!(std::fs::read(tmp.path().join(".x.hands-tmp")).unwrap(), b"precious");
         assert_eq!(std::fs::read(tmp.path().join("x")).unwrap(), b"two");
         let mut names: Vec<_> =
@@ -380,8 +429,8 @@ mod tests {
         for len in [245, 250, 255] {
             let name = "n".repeat(len);
             let path = ws.resolve("path", &name).unwrap();
-            write(&ws, &path, b"one").unwrap();
-            write(&ws, &path, b"two").unwrap();
+            write(&ws, &path, b"one", &live()).unwrap();
+            write(&ws, &path, b"two", &live()).unwrap();
             assert_eq!(std::fs::read(tmp.path().join(&name)).unwrap(), b"two");
         }
         assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 3);

@@ -127,8 +127,8 @@ fn edit(ctx: &Context, config: &FsConfig, args: &EditFileArgs) -> Result<ToolOut
             human_size(config.write_max_bytes as u64)
         )));
     }
-    let meta = atomic::write(&ws, &path, result.as_bytes())
-        .map_err(|err| ws.io_error("written", &path, &err))?;
+    let meta = atomic::write(&ws, &path, result.as_bytes(), ctx.cancel_token())
+        .map_err(|err| atomic::write_error(&ws, "edit_file", &path, &err))?;
     ctx.session()
         .extension::<Ledger>()
         .record(&path, Seen::new(&meta, Some(content_hash(result.as_bytes()))));

@@ -89,8 +89,8 @@ fn write(ctx: &Context, config: &FsConfig, args: &WriteFileArgs) -> Result<ToolO
     {
         guard(&ws, &path, &ledger, meta)?;
     }
-    let meta =
-        atomic::write(&ws, &path, bytes).map_err(|err| ws.io_error("written", &path, &err))?;
+    let meta = atomic::write(&ws, &path, bytes, ctx.cancel_token())
+        .map_err(|err| atomic::write_error(&ws, "write_file", &path, &err))?;
     ledger.record(&path, Seen::new(&meta, Some(content_hash(bytes))));
     let action = if existing.is_some() { "updated" } else { "created" };
     let lines = line_count(&args.content);
@@ -157,6 +157,27 @@ mod tests {
         assert_eq!(line_count("a\n"), 1);
         assert_eq!(line_count("a\nb"), 2);
         assert_eq!(line_count("a\r\nb\r\n"), 2);
+    }
+
+    /// Review finding 2: with the call's token cancelled (timeout or abort), nothing is written and
+    /// the error says so.
+    #[test]
+    fn review_finding_2_a_cancelled_call_writes_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("old.txt"), "old").unwrap();
+        let session = hands_core::Session::one_shot(tmp.path());
+        let token = hands_core::CancellationToken::new();
+        token.cancel();
+        let ctx = Context::new(&session, "c1", None).with_cancel(token);
+        let config = FsConfig::default();
+        for path in ["new.txt", "old.txt"] {
+            let args = WriteFileArgs { path: path.into(), content: "x".repeat(3 << 20) };
+            let err = write(&ctx, &config, &args).unwrap_err().to_string();
+            assert!(err.contains("nothing was written"), "{err}");
+        }
+        assert!(!tmp.path().join("new.txt").exists());
+        assert_eq!(std::fs::read(tmp.path().join("old.txt")).unwrap(), b"old");
+        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
     }
 
     #[tokio::test]

@@ -102,6 +102,30 @@ async fn review_finding_1_hands_config_is_protected_like_git() {
     p.ok("write_file", json!({"path": ".hands/skills/x/SKILL.md", "content": "x"})).await;
 }
 
+/// Review finding 2: a write_file that timed out must not land afterwards. The limit (1 ms) fires
+/// long before 15 MB are written and fsynced; the call is answered as timed out, and the file must
+/// not appear later (nor an existing one change).
+#[tokio::test]
+async fn review_finding_2_a_timed_out_write_never_lands() {
+    let mut core = hands_core::CoreConfig::default();
+    core.timeouts.tools.insert("write_file".into(), 1);
+    let p = Project::with_configs(core, hands_fs::FsConfig::default()).one_shot();
+    let content = "x".repeat(15 * 1024 * 1024);
+    let out = p.call("write_file", json!({"path": "big.txt", "content": content})).await;
+    assert!(out.is_error, "{}", out.joined_text());
+    assert!(out.joined_text().contains("timed out"), "{}", out.joined_text());
+    p.put("old.txt", "old");
+    let out = p.call("write_file", json!({"path": "old.txt", "content": content})).await;
+    assert!(out.is_error, "{}", out.joined_text());
+    // Give a write that ignored the token every chance to land.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert!(!p.path("big.txt").exists(), "the timed-out write landed afterwards");
+    assert_eq!(p.get("old.txt"), b"old");
+    let names: Vec<_> =
+        std::fs::read_dir(p.tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names, ["old.txt"], "temp files left behind");
+}
+
 #[tokio::test]
 async fn symlinks_are_not_written_through() {
     let p = Project::new();

@@ -19,9 +19,12 @@ impl Project {
     }
 
     pub fn with_config(config: FsConfig) -> Self {
+        Self::with_configs(CoreConfig::default(), config)
+    }
+
+    pub fn with_configs(core: CoreConfig, config: FsConfig) -> Self {
         let tmp = tempfile::tempdir().unwrap();
-        let registry =
-            hands_fs::register(Registry::builder(CoreConfig::default()), &config).build();
+        let registry = hands_fs::register(Registry::builder(core), &config).build();
         let session = Session::new("test", tmp.path());
         Self { tmp, registry, session }
     }

@@ -110,9 +110,24 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Call { tool, args, json } => {
+            stop_leftovers();
             let registry = build_registry(&loaded)?;
             call::run(&registry, &root, &tool, &args, json)
         }
+    }
+}
+
+/// Stop what a crashed hands left running (its records say what), before starting anything new.
+fn stop_leftovers() {
+    let Some(dir) = hands_exec::records_dir() else { return };
+    let report = hands_exec::reap_leftovers(&dir);
+    if report.stopped > 0 || report.survivors > 0 {
+        tracing::warn!(
+            stopped = report.stopped,
+            survivors = report.survivors,
+            reused_pids = report.reused_pids,
+            "stopped processes left running by a hands that is gone"
+        );
     }
 }
 

@@ -1,7 +1,7 @@
 //! list_files: a tree of a folder with sizes, read through the root's directory handle.
 //!
-//! Flow: resolve and open the folder through the handle, then read it level by level (folders
-//! first, then files, each by name) down to `depth`. Symlinks are shown with their target and never
+//! Flow: resolve and open the folder through the handle, then read it depth first (folders first,
+//! then files, each by name) down to `depth` (at most 64), with an explicit stack, not recursion. Symlinks are shown with their target and never
 //! followed; node_modules, .git and dist are shown as one collapsed line; past the entry cap the
 //! rest is only counted.
 
@@ -15,7 +15,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::walk::is_excluded;
-use crate::{FsConfig, RelPath, Workspace};
+use crate::{FsConfig, Workspace};
 
 /// Arguments of list_files.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -64,6 +64,9 @@ impl Tool for ListFiles {
     }
 }
 
+/// Levels listed at most, whatever `depth` asks: each level holds one folder handle open.
+const MAX_DEPTH: usize = 64;
+
 /// Entries counted at most in a collapsed folder.
 const COUNT_CAP: usize = 10_000;
 
@@ -98,10 +101,11 @@ fn run(ctx: &Context, config: &FsConfig, args: &ListFilesArgs) -> Result<ToolOut
         )));
     }
     let dir = ws.dir().open_dir(rel.for_open()).map_err(|e| ws.io_error("listed", &rel, &e))?;
-    let depth = args.depth.unwrap_or(config.list_depth).max(1);
+    let asked = args.depth.unwrap_or(config.list_depth).max(1);
+    let depth = asked.min(MAX_DEPTH);
     let mut tree = Tree { config, ctx, lines: Vec::new(), omitted: 0 };
     tree.lines.push(format!("{}/", rel.display()));
-    tree.walk(&dir, &rel, depth, 1).map_err(|e| ws.io_error("listed", &rel, &e))?;
+    tree.walk(dir, depth).map_err(|e| ws.io_error("listed", &rel, &e))?;
     if ctx.is_cancelled() {
         return Err(crate::walk::cancelled("list_files"));
     }
@@ -116,95 +120,117 @@ fn run(ctx: &Context, config: &FsConfig, args: &ListFilesArgs) -> Result<ToolOut
             tree.omitted, config.list_max_entries
         ));
     }
+    if asked > depth {
+        text.push_str(&format!(
+            "\n(depth is capped at {MAX_DEPTH}; list a deeper folder with `path` to go further.)"
+        ));
+    }
     Ok(ToolOutput::text(text))
 }
 
+/// One folder being listed: its handle, the entries not yet shown, and its level.
+struct Frame {
+    dir: Dir,
+    entries: std::vec::IntoIter<Entry>,
+    level: usize,
+}
+
 impl Tree<'_> {
-    fn walk(
-        &mut self,
-        dir: &Dir,
-        rel: &RelPath,
-        depth: usize,
-        level: usize,
-    ) -> std::io::Result<()> {
-        if self.ctx.is_cancelled() {
-            return Ok(());
-        }
-        let entries = read_entries(dir)?;
-        let indent = "  ".repeat(level);
-        for entry in entries {
-            let name = entry.name.to_string_lossy();
-            let shown = self.lines.len() <= self.config.list_max_entries;
-            match &entry.kind {
-                Kind::Dir if is_excluded(&self.config.excluded_dirs, &entry.name) => {
-                    if shown {
-                        let count = dir.read_dir(&entry.name).map_or_else(
-                            |_| "…".to_owned(),
-                            |it| match it.take(COUNT_CAP + 1).count() {
-                                n if n > COUNT_CAP => format!("{COUNT_CAP}+ entries"),
-                                n => format!("{n} entries"),
-                            },
-                        );
-                        self.lines.push(format!("{indent}{name}/  (collapsed: {count})"));
-                    } else {
-                        self.omitted += 1;
-                    }
-                }
-                Kind::Dir => {
-                    let sub = dir.open_dir(&entry.name);
-                    if level >= depth {
-                        if shown {
-                            let count = sub
-                                .as_ref()
-                                .ok()
-                                .and_then(|d| d.entries().ok())
-                                .map(|it| it.take(COUNT_CAP + 1).count());
-                            let note = match count {
-                                Some(0) => "  (empty)".to_owned(),
-                                Some(n) if n > COUNT_CAP => format!("  ({COUNT_CAP}+ entries)"),
-                                Some(n) => format!("  ({n} entries)"),
-                                None => String::new(),
-                            };
-                            self.lines.push(format!("{indent}{name}/{note}"));
-                        } else {
-                            self.omitted += 1;
-                        }
-                        continue;
-                    }
-                    if shown {
-                        self.lines.push(format!("{indent}{name}/"));
-                    } else {
-                        self.omitted += 1;
-                    }
-                    match sub {
-                        Ok(sub) => {
-                            // An unreadable subfolder is noted, not fatal for the listing.
-                            if let Err(err) =
-                                self.walk(&sub, &rel.join(&entry.name), depth, level + 1)
-                            {
-                                self.lines.push(format!("{indent}  (cannot read: {err})"));
-                            }
-                        }
-                        Err(err) => self.lines.push(format!("{indent}  (cannot open: {err})")),
-                    }
-                }
-                Kind::File(size) => {
-                    if shown {
-                        self.lines.push(format!("{indent}{name}  {}", human_size(*size)));
-                    } else {
-                        self.omitted += 1;
-                    }
-                }
-                Kind::Link(target) => {
-                    if shown {
-                        self.lines.push(format!("{indent}{name} -> {target}"));
-                    } else {
-                        self.omitted += 1;
-                    }
-                }
+    /// List `dir` (the level-1 folder) down to `depth`, depth first, with an explicit stack of
+    /// open folders instead of recursion: a tree thousands of folders deep cannot overflow the
+    /// thread's stack, and `depth` (at most [`MAX_DEPTH`]) bounds the handles held open.
+    fn walk(&mut self, dir: Dir, depth: usize) -> std::io::Result<()> {
+        let entries = read_entries(&dir)?.into_iter();
+        let mut stack = vec![Frame { dir, entries, level: 1 }];
+        while let Some(frame) = stack.last_mut() {
+            if self.ctx.is_cancelled() {
+                return Ok(());
+            }
+            let Some(entry) = frame.entries.next() else {
+                stack.pop();
+                continue;
+            };
+            let level = frame.level;
+            if let Some(sub) = self.show(&frame.dir, &entry, level, depth) {
+                stack.push(sub);
             }
         }
         Ok(())
+    }
+
+    /// Add the line of `entry` (in `dir`, at `level`), and return the folder to enter next, if any.
+    fn show(&mut self, dir: &Dir, entry: &Entry, level: usize, depth: usize) -> Option<Frame> {
+        let indent = "  ".repeat(level);
+        let name = entry.name.to_string_lossy();
+        match &entry.kind {
+            Kind::Dir if is_excluded(&self.config.excluded_dirs, &entry.name) => {
+                self.emit(|| {
+                    let count = dir.read_dir(&entry.name).map_or_else(
+                        |_| "…".to_owned(),
+                        |it| match it.take(COUNT_CAP + 1).count() {
+                            n if n > COUNT_CAP => format!("{COUNT_CAP}+ entries"),
+                            n => format!("{n} entries"),
+                        },
+                    );
+                    format!("{indent}{name}/  (collapsed: {count})")
+                });
+                None
+            }
+            Kind::Dir if level >= depth => {
+                self.emit(|| {
+                    let count = dir
+                        .open_dir(&entry.name)
+                        .ok()
+                        .and_then(|d| d.entries().ok())
+                        .map(|it| it.take(COUNT_CAP + 1).count());
+                    let note = match count {
+                        Some(0) => "  (empty)".to_owned(),
+                        Some(n) if n > COUNT_CAP => format!("  ({COUNT_CAP}+ entries)"),
+                        Some(n) => format!("  ({n} entries)"),
+                        None => String::new(),
+                    };
+                    format!("{indent}{name}/{note}")
+                });
+                None
+            }
+            Kind::Dir => {
+                self.emit(|| format!("{indent}{name}/"));
+                // An unreadable subfolder is noted, not fatal for the listing.
+                let sub = match dir.open_dir(&entry.name) {
+                    Ok(sub) => sub,
+                    Err(err) => {
+                        self.lines.push(format!("{indent}  (cannot open: {err})"));
+                        return None;
+                    }
+                };
+                match read_entries(&sub) {
+                    Ok(entries) => {
+                        Some(Frame { dir: sub, entries: entries.into_iter(), level: level + 1 })
+                    }
+                    Err(err) => {
+                        self.lines.push(format!("{indent}  (cannot read: {err})"));
+                        None
+                    }
+                }
+            }
+            Kind::File(size) => {
+                self.emit(|| format!("{indent}{name}  {}", human_size(*size)));
+                None
+            }
+            Kind::Link(target) => {
+                self.emit(|| format!("{indent}{name} -> {target}"));
+                None
+            }
+        }
+    }
+
+    /// Show a line while under the entry cap, else only count it.
+    fn emit(&mut self, line: impl FnOnce() -> String) {
+        if self.lines.len() <= self.config.list_max_entries {
+            self.lines.push(line());
+        } else {
+            self.omitted += 1;
+        }
     }
 }
 

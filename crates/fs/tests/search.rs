@@ -83,6 +83,41 @@ async fn list_files_collapses_excluded_and_shows_symlinks() {
     assert!(text.find("src/").unwrap() < text.find(".gitignore").unwrap(), "{text}");
 }
 
+/// `levels` folders `d/d/d/…` under `root`, made through handles (the path is longer than PATH_MAX).
+fn nest(root: &Path, levels: usize) {
+    let mut dir = cap_std::fs::Dir::open_ambient_dir(root, cap_std::ambient_authority()).unwrap();
+    for _ in 0..levels {
+        dir.create_dir("d").unwrap();
+        dir = dir.open_dir("d").unwrap();
+    }
+    dir.write("leaf.txt", "x").unwrap();
+}
+
+/// Review finding 4: list_files walked recursively, so 3000 nested folders with a huge `depth`
+/// overflowed the stack and aborted the process. The walk is iterative and depth is capped at 64.
+#[tokio::test]
+async fn review_finding_4_list_files_on_3000_nested_folders() {
+    let tmp = tempfile::tempdir().unwrap();
+    nest(tmp.path(), 3000);
+    let out = call(tmp.path(), "list_files", json!({"depth": 100_000})).await;
+    assert!(!out.is_error, "{}", out.joined_text());
+    let text = out.joined_text();
+    let folders = text.lines().filter(|l| l.trim() == "d/").count();
+    assert_eq!(folders, 63, "{text}");
+    assert!(text.lines().any(|l| l.trim() == "d/  (1 entries)"), "{text}");
+    assert!(text.contains("depth is capped at 64"), "{text}");
+    // Within the cap nothing is said about it.
+    let out = call(tmp.path(), "list_files", json!({"depth": 64})).await;
+    assert!(!out.joined_text().contains("capped"), "{}", out.joined_text());
+    // Deep trees under the cap come out whole, in order, and down to the leaf.
+    let small = tempfile::tempdir().unwrap();
+    nest(small.path(), 5);
+    let out = call(small.path(), "list_files", json!({"depth": 10})).await;
+    let expected =
+        "./\n  d/\n    d/\n      d/\n        d/\n          d/\n            leaf.txt  1 B";
+    assert_eq!(out.joined_text(), expected);
+}
+
 #[tokio::test]
 async fn list_files_caps_entries_and_refuses_files() {
     let tmp = tempfile::tempdir().unwrap();

@@ -50,7 +50,7 @@ pub struct GrepArgs {
     /// Match without regard to case (default false).
     #[serde(default)]
     pub case_insensitive: bool,
-    /// Lines of context to show before and after each match (default 0).
+    /// Lines of context to show before and after each match (default 0, at most 100).
     #[serde(default)]
     pub context: Option<usize>,
     /// `content` (default), `files` or `count`.
@@ -163,6 +163,9 @@ struct FileHits {
     /// Stored lines (content mode), in line order, at most `keep` matches.
     lines: Vec<Line>,
 }
+
+/// Context lines shown at most on each side of a match, whatever `context` asks.
+const MAX_CONTEXT: usize = 100;
 
 /// What every search needs, shared by the threads.
 struct Plan<'a> {
@@ -278,7 +281,7 @@ impl Sink for Collector<'_> {
             return Ok(true);
         }
         let number = ctx.line_number().unwrap_or(0);
-        let after_last = number <= self.last_stored_match + self.plan.context as u64;
+        let after_last = number <= self.last_stored_match.saturating_add(self.plan.context as u64);
         if self.stored_matches < self.plan.keep || after_last {
             let text = cut_line(ctx.bytes(), None, self.plan.max_chars);
             self.hits.lines.push(Line { number, text, is_match: false });
@@ -322,12 +325,12 @@ fn cut_line(bytes: &[u8], matcher: Option<&RegexMatcher>, max: usize) -> String 
     let first = match_start.saturating_sub(max / 5);
     let total = text.chars().count();
     let first = first.min(total.saturating_sub(max));
-    let mut out = String::with_capacity(max * 4 + 8);
+    let mut out = String::with_capacity(text.len().min(max.saturating_mul(4)) + 8);
     if first > 0 {
         out.push('…');
     }
     out.extend(text.chars().skip(first).take(max));
-    if first + max < total {
+    if first.saturating_add(max) < total {
         out.push('…');
     }
     out
@@ -351,7 +354,7 @@ fn run(ctx: &Context, config: &FsConfig, args: &GrepArgs) -> Result<ToolOutput, 
     let offset = args.offset.unwrap_or(0);
     let plan = Plan {
         mode: args.output_mode,
-        context: args.context.unwrap_or(0),
+        context: args.context.unwrap_or(0).min(MAX_CONTEXT),
         keep: offset.saturating_add(limit),
         max_chars: config.grep_max_line_chars.max(16),
         matcher: &matcher,
@@ -488,7 +491,8 @@ fn render(
         )
     } else {
         let shown_end = end.min(total_results);
-        let mut f = format!("(showing {}-{shown_end} of {total_results} {noun}", offset + 1);
+        let first = offset.saturating_add(1);
+        let mut f = format!("(showing {first}-{shown_end} of {total_results} {noun}");
         if plan.mode == OutputMode::Count {
             f.push_str(&format!(", {total_matches} matching lines"));
         } else if plan.mode == OutputMode::Content {
@@ -529,17 +533,21 @@ fn render_content(
             }
             index += 1;
         }
-        index = file_start + usize::try_from(hits.matches).unwrap_or(usize::MAX);
+        index = file_start.saturating_add(usize::try_from(hits.matches).unwrap_or(usize::MAX));
         if selected.is_empty() {
             continue;
         }
         let context = plan.context as u64;
-        let near = |n: u64| selected.iter().any(|&s| n + context >= s && n <= s + context);
+        let near = |n: u64| {
+            selected
+                .iter()
+                .any(|&s| n.saturating_add(context) >= s && n <= s.saturating_add(context))
+        };
         let mut previous: Option<u64> = None;
         for line in hits.lines.iter().filter(|l| near(l.number)) {
             let breaks = match previous {
                 None => context > 0 && !first_group,
-                Some(p) => line.number > p + 1,
+                Some(p) => line.number > p.saturating_add(1),
             };
             if breaks {
                 text.push_str("--\n");

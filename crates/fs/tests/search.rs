@@ -286,6 +286,52 @@ async fn grep_context_lines_and_group_separators() {
     );
 }
 
+/// Review finding 5: `context`, `limit` and `offset` at usize::MAX panicked with an overflow.
+/// Context is clamped to 100 lines; the page arithmetic saturates.
+#[tokio::test]
+async fn review_finding_5_grep_huge_context_limit_and_offset_do_not_panic() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lines: Vec<String> =
+        (1..=300).map(|i| if i == 150 { "hit".to_owned() } else { format!("l{i}") }).collect();
+    write(tmp.path(), "f.txt", &(lines.join("\n") + "\n"));
+    write(tmp.path(), "g.txt", "hit\nhit\n");
+    let max = usize::MAX;
+    for path in [".", "f.txt"] {
+        for mode in ["content", "files", "count"] {
+            for (context, limit, offset) in [
+                (max, None, None),
+                (0, Some(max), None),
+                (0, None, Some(max)),
+                (max, Some(max), Some(max)),
+            ] {
+                let args = json!({"pattern": "hit", "path": path, "output_mode": mode,
+                    "context": context, "limit": limit, "offset": offset});
+                let out = call(tmp.path(), "grep", args.clone()).await;
+                assert!(!out.is_error, "{args}: {}", out.joined_text());
+            }
+        }
+    }
+    // Clamped context: 100 lines either side of line 150.
+    let out =
+        call(tmp.path(), "grep", json!({"pattern": "hit", "path": "f.txt", "context": max})).await;
+    let text = out.joined_text();
+    assert!(text.starts_with("f.txt-50-l50\n"), "{}", &text[..100]);
+    assert!(text.contains("f.txt:150:hit\n") && text.contains("f.txt-250-l250\n"), "{text}");
+    assert!(!text.contains("f.txt-49-") && !text.contains("f.txt-251-"), "{text}");
+    let out = call(tmp.path(), "grep", json!({"pattern": "hit", "limit": max})).await;
+    assert!(
+        out.joined_text().contains("showing 1-3 of 3 matching lines in 2 files)"),
+        "{}",
+        out.joined_text()
+    );
+    let out = call(tmp.path(), "grep", json!({"pattern": "hit", "offset": max})).await;
+    assert!(
+        out.joined_text().contains("is past the end: there are 3 matching lines"),
+        "{}",
+        out.joined_text()
+    );
+}
+
 #[tokio::test]
 async fn grep_paging_is_consistent() {
     let tmp = tempfile::tempdir().unwrap();

@@ -500,6 +500,28 @@ impl Tool for StopProcess {
 mod tests {
     use super::*;
 
+    fn example(md: &str) -> serde_json::Value {
+        let json = md.split("```json").nth(1).and_then(|s| s.split("```").next()).unwrap();
+        serde_json::from_str(json.trim()).unwrap()
+    }
+
+    #[test]
+    fn the_description_examples_parse() {
+        hands_core::args::parse::<ListArgs>(
+            "list_processes",
+            example(include_str!("list_processes.md")),
+        )
+        .unwrap();
+        let a: OutputArgs =
+            hands_core::args::parse("process_output", example(include_str!("process_output.md")))
+                .unwrap();
+        assert_eq!((a.id.as_str(), a.tail), ("p1", Some(50)));
+        let a: StopArgs =
+            hands_core::args::parse("stop_process", example(include_str!("stop_process.md")))
+                .unwrap();
+        assert_eq!(a.id, "p1");
+    }
+
     #[test]
     fn tail_lines_takes_the_last_n() {
         assert_eq!(tail_lines("a\nb\nc\n", 2), "b\nc");

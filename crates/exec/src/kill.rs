@@ -8,7 +8,7 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use rustix::process::{Pid, Signal, kill_process, kill_process_group};
+use rustix::process::{Pid, PidfdFlags, Signal, kill_process_group, pidfd_open, pidfd_send_signal};
 
 use crate::procfs::{self, ProcInfo, Target};
 use crate::reap;
@@ -19,14 +19,24 @@ const MAX_ROUNDS: usize = 50;
 /// How often the grace period checks whether everything is gone.
 const POLL: Duration = Duration::from_millis(40);
 
-fn send(pid: i32, sig: Signal) {
-    if let Some(pid) = Pid::from_raw(pid) {
-        let _ = kill_process(pid, sig);
+/// Signal one scanned process, through a pidfd, and only if the pid still names the process that
+/// was scanned (same start time): a pid freed since the scan may already be reused, even as the
+/// thread id of one of our own threads, which `kill` would turn into a signal to hands itself.
+/// A pidfd cannot be opened on a thread that is not a process leader.
+fn send(p: &ProcInfo, sig: Signal) {
+    if p.pid == procfs::own_pid() {
+        return;
+    }
+    let Some(pid) = Pid::from_raw(p.pid) else { return };
+    let Ok(fd) = pidfd_open(pid, PidfdFlags::empty()) else { return };
+    if procfs::start_time(p.pid) == Some(p.start) {
+        let _ = pidfd_send_signal(&fd, sig);
     }
 }
 
 fn send_group(group: Option<i32>, sig: Signal) {
-    if let Some(pid) = group.and_then(Pid::from_raw) {
+    let own_group = rustix::process::getpgrp().as_raw_nonzero().get();
+    if let Some(pid) = group.filter(|&g| g != own_group).and_then(Pid::from_raw) {
         let _ = kill_process_group(pid, sig);
     }
 }
@@ -39,8 +49,8 @@ pub(crate) fn stop(target: &Target, grace: Duration) -> StopReport {
     send_group(target.group, Signal::TERM);
     send_group(target.group, Signal::CONT);
     for p in &first {
-        send(p.pid, Signal::TERM);
-        send(p.pid, Signal::CONT);
+        send(p, Signal::TERM);
+        send(p, Signal::CONT);
     }
     report.terminated = first.len();
     if first.is_empty() {
@@ -51,7 +61,9 @@ pub(crate) fn stop(target: &Target, grace: Duration) -> StopReport {
     while !live.is_empty() && Instant::now() < deadline {
         std::thread::sleep(POLL.min(deadline.saturating_duration_since(Instant::now())));
         reap::request_reap();
-        live = procfs::find(target);
+        // Concurrent stops share a scan that is at most one poll old.
+        let since = Instant::now().checked_sub(POLL).unwrap_or_else(Instant::now);
+        live = procfs::find_since(target, since);
     }
     report.killed = kill_rounds(target, live).len();
     reap::request_reap();
@@ -70,18 +82,18 @@ fn kill_rounds(target: &Target, mut live: Vec<ProcInfo>) -> HashSet<i32> {
         // our kill. A group signal reaches every member atomically with respect to fork.
         send_group(target.group, Signal::STOP);
         for p in &live {
-            send(p.pid, Signal::STOP);
+            send(p, Signal::STOP);
         }
         let mut all = live;
         for p in procfs::find(target) {
             if !all.iter().any(|a| a.pid == p.pid) {
-                send(p.pid, Signal::STOP);
+                send(&p, Signal::STOP);
                 all.push(p);
             }
         }
         send_group(target.group, Signal::KILL);
         for p in &all {
-            send(p.pid, Signal::KILL);
+            send(p, Signal::KILL);
             killed.insert(p.pid);
         }
         std::thread::sleep(Duration::from_millis(10));

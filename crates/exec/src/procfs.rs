@@ -4,8 +4,11 @@
 //! One [`scan`] reads every process once; callers pick the ones they own from it. Only processes of
 //! our own uid are considered for markers, and hands' own pid is never part of a result.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
 
 /// Environment variable naming the hands instance (`<pid>.<start time>`) that started a process.
 pub(crate) const OWNER_VAR: &str = "HANDS_OWNER";
@@ -148,20 +151,72 @@ impl Target {
     }
 }
 
-/// Live processes that belong to `target`: members of its group or session, processes carrying
-/// its markers, and (transitively) live children of those, which catches a descendant that both
-/// left the group and cleared its environment while its parent still lives.
-pub(crate) fn find(target: &Target) -> Vec<ProcInfo> {
+/// One scan of /proc: every live process with its markers, shared by concurrent callers.
+#[derive(Debug)]
+struct Scan {
+    began: Instant,
+    procs: Vec<(ProcInfo, Option<Arc<Markers>>)>,
+}
+
+/// The last scan, and the markers of every process seen, by (pid, start time): a process's
+/// markers are read once, not at every scan of a grace period.
+struct Cache {
+    last: Option<Arc<Scan>>,
+    markers: BTreeMap<(i32, u64), Option<Arc<Markers>>>,
+}
+
+static CACHE: Mutex<Cache> = Mutex::new(Cache { last: None, markers: BTreeMap::new() });
+
+/// A scan that began at or after `since` (the cached one when it is recent enough). Callers that
+/// queue behind a running scan reuse its result when it is fresh enough for them.
+fn scan_since(since: Instant) -> Arc<Scan> {
+    let mut cache = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(last) = &cache.last
+        && last.began >= since
+    {
+        return Arc::clone(last);
+    }
+    let began = Instant::now();
     let me = own_pid();
-    let procs: Vec<ProcInfo> = all().into_iter().filter(|p| p.pid != me && !p.is_dead()).collect();
+    let mut seen = BTreeMap::new();
+    let mut procs = Vec::new();
+    for p in all() {
+        if p.pid == me || p.is_dead() {
+            continue;
+        }
+        let key = (p.pid, p.start);
+        let markers = match cache.markers.remove(&key) {
+            Some(m) => m,
+            None => markers(p.pid).map(Arc::new),
+        };
+        seen.insert(key, markers.clone());
+        procs.push((p, markers));
+    }
+    cache.markers = seen;
+    let scan = Arc::new(Scan { began, procs });
+    cache.last = Some(Arc::clone(&scan));
+    scan
+}
+
+/// Live processes that belong to `target` now (a fresh scan).
+pub(crate) fn find(target: &Target) -> Vec<ProcInfo> {
+    find_since(target, Instant::now())
+}
+
+/// Live processes that belong to `target`, from a scan begun at or after `since`: members of its
+/// group or session, processes carrying its markers, and (transitively) live children of those,
+/// which catches a descendant that both left the group and cleared its environment while its
+/// parent still lives.
+pub(crate) fn find_since(target: &Target, since: Instant) -> Vec<ProcInfo> {
+    let scan = scan_since(since);
     let mut found: Vec<ProcInfo> = Vec::new();
     let mut rest = Vec::new();
-    for p in procs {
+    for (p, m) in &scan.procs {
         let in_group = target.group.is_some_and(|g| p.pgrp == g || p.sid == g);
-        if in_group || markers(p.pid).is_some_and(|m| target.marks(&m)) {
-            found.push(p);
+        if in_group || m.as_deref().is_some_and(|m| target.marks(m)) {
+            found.push(p.clone());
         } else {
-            rest.push(p);
+            rest.push(p.clone());
         }
     }
     // Children of found processes, to a fixed point (bounded by the number of processes).

@@ -9,6 +9,18 @@ use std::time::Duration;
 use process_support::Env;
 use serde_json::json;
 
+/// Call list_processes until a result carries a notice (at most 10 s).
+async fn until_notice(env: &Env) -> String {
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let (text, _) = env.ok("list_processes", json!({})).await;
+        if text.contains("[notice]") {
+            return text;
+        }
+    }
+    panic!("no notice arrived within 10 s");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_exit_of_a_long_run_rides_on_the_next_tool_result() {
     let env = Env::new();
@@ -20,9 +32,8 @@ async fn the_exit_of_a_long_run_rides_on_the_next_tool_result() {
     assert_eq!(s["type"], "long-run");
     assert!(s["first_output"].as_str().unwrap().contains("begin"), "{s}");
     assert!(text.contains("reported with a later tool result"), "{text}");
-    tokio::time::sleep(Duration::from_millis(2_500)).await;
     // Any tool will do: the notice is appended to its result.
-    let (text, _) = env.ok("list_processes", json!({})).await;
+    let text = until_notice(&env).await;
     let notice = text.split("[notice] ").nth(1).unwrap_or_else(|| panic!("no notice in {text}"));
     assert!(notice.contains("p1 (tests: `"), "{notice}");
     assert!(notice.contains("exited with code 4 after"), "{notice}");
@@ -43,8 +54,8 @@ async fn a_long_run_over_its_limit_is_stopped_and_announced() {
         )
         .await;
     let pid = s["pid"].as_u64().unwrap();
-    tokio::time::sleep(Duration::from_millis(2_000)).await;
-    let (text, list) = env.ok("list_processes", json!({})).await;
+    let text = until_notice(&env).await;
+    let (_, list) = env.ok("list_processes", json!({})).await;
     assert!(text.contains("[notice] Background process p1"), "{text}");
     assert!(text.contains("timed out after 0.8s and was stopped"), "{text}");
     assert_eq!(list["processes"][0]["status"], "stopped");

@@ -66,6 +66,55 @@ async fn near_miss_shows_the_region_and_changes_nothing() {
     assert_eq!(p.get("main.rs"), content.as_bytes());
 }
 
+/// Review finding 6: the near-miss search was roughly cubic — a 40,000-line file and a 20,000-line
+/// old_string took ~50 s of CPU. It now works within a fixed budget; each of these inputs must be
+/// answered in well under 2 s (debug build) with a sensible error, and the file left alone.
+#[tokio::test]
+async fn review_finding_6_near_miss_search_is_bounded() {
+    let p = Project::new();
+    let same = "    let value = compute(alpha, beta, gamma);\n";
+    let distinct: String =
+        (0..40_000).map(|i| format!("    let v{i} = compute({i}, beta);\n")).collect();
+    let cases: Vec<(&str, String, String)> = vec![
+        // Every file line equals every old line but the last: whitespace and anchor searches
+        // both see a candidate at every start.
+        ("same", same.repeat(40_000), format!("{}    different tail\n", same.repeat(19_999))),
+        // Same lines with other indentation: the whitespace-insensitive search grows long windows.
+        ("indented", same.repeat(40_000), format!("{}x\n", same.trim_start().repeat(19_999))),
+        // Distinct lines, none verbatim in old_string: the strided fuzzy scan.
+        (
+            "fuzzy",
+            distinct.clone(),
+            (0..20_000).map(|i| format!("    let w{i} = compute({i}, delta);\n")).collect(),
+        ),
+    ];
+    for (name, content, old) in cases {
+        p.put("big.rs", &content);
+        let started = std::time::Instant::now();
+        let err = p
+            .err("edit_file", json!({"path": "big.rs", "old_string": old, "new_string": "z"}))
+            .await;
+        let took = started.elapsed();
+        assert!(took < std::time::Duration::from_secs(2), "{name}: took {took:?}");
+        assert!(err.contains("was not found in big.rs; nothing was changed"), "{name}: {err}");
+        assert!(
+            err.contains("closest region is lines") || err.contains("No close region was found"),
+            "{name}: {}",
+            &err[..err.len().min(500)]
+        );
+        assert_eq!(p.get("big.rs"), content.as_bytes(), "{name}");
+    }
+    // A 20,000-line old_string with one line off still finds its region, and never says 100%.
+    let old: String =
+        distinct.lines().skip(10_000).take(20_000).map(|l| format!("{l}\n")).collect();
+    let old =
+        old.replace("let v29999 = compute(29999, beta);", "let v29999 = compute(29999, BETA);");
+    p.put("big.rs", &distinct);
+    let err =
+        p.err("edit_file", json!({"path": "big.rs", "old_string": old, "new_string": "z"})).await;
+    assert!(err.contains("closest region is lines 10001-30000 (99% similar"), "{}", &err[..300]);
+}
+
 #[tokio::test]
 async fn several_matches_list_their_lines_and_replace_all_takes_them() {
     let p = Project::new();

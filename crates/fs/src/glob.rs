@@ -116,30 +116,43 @@ fn run(ctx: &Context, config: &FsConfig, args: &GlobArgs) -> Result<ToolOutput, 
     let root = ws.root().to_path_buf();
     let base = root.join(start.as_path());
     let spec = WalkSpec { start: start.clone(), include_ignored: args.include_ignored };
-    let builder = walk::builder(&root, &spec, config);
-    let states = walk::run(&builder, ctx.cancel_token(), ThreadHits::default, |hits, entry| {
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            return ignore::WalkState::Continue;
-        }
-        let path = entry.path();
-        let Ok(under_base) = path.strip_prefix(&base) else { return ignore::WalkState::Continue };
-        if !glob.is_match(under_base) {
-            return ignore::WalkState::Continue;
-        }
-        hits.total += 1;
-        let mtime =
-            entry.metadata().ok().and_then(|m| m.modified().ok()).unwrap_or(SystemTime::UNIX_EPOCH);
-        let newest = Reverse(mtime);
-        // Only build the path string when the hit can enter the heap.
-        if hits.best.len() >= limit && hits.best.peek().is_some_and(|worst| worst.newest < newest) {
-            return ignore::WalkState::Continue;
-        }
-        hits.best.push(Hit { newest, path: walk::relative(path, &root) });
-        if hits.best.len() > limit {
-            hits.best.pop();
-        }
-        ignore::WalkState::Continue
-    });
+    let states = walk::run_spec(
+        &root,
+        &spec,
+        config,
+        ctx.cancel_token(),
+        ThreadHits::default,
+        |hits, entry| {
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                return ignore::WalkState::Continue;
+            }
+            let path = entry.path();
+            let Ok(under_base) = path.strip_prefix(&base) else {
+                return ignore::WalkState::Continue;
+            };
+            if !glob.is_match(under_base) {
+                return ignore::WalkState::Continue;
+            }
+            hits.total += 1;
+            let mtime = entry
+                .metadata()
+                .ok()
+                .and_then(|m| m.modified().ok())
+                .unwrap_or(SystemTime::UNIX_EPOCH);
+            let newest = Reverse(mtime);
+            // Only build the path string when the hit can enter the heap.
+            if hits.best.len() >= limit
+                && hits.best.peek().is_some_and(|worst| worst.newest < newest)
+            {
+                return ignore::WalkState::Continue;
+            }
+            hits.best.push(Hit { newest, path: walk::relative(path, &root) });
+            if hits.best.len() > limit {
+                hits.best.pop();
+            }
+            ignore::WalkState::Continue
+        },
+    );
     if ctx.is_cancelled() {
         return Err(walk::cancelled("glob"));
     }

@@ -47,6 +47,10 @@ pub struct GrepArgs {
     /// File or folder to search, relative to the project root (default: the root).
     #[serde(default)]
     pub path: Option<String>,
+    /// Also search files that .gitignore/.ignore exclude (default false). node_modules, .git and
+    /// dist are always excluded. A `path` that is itself ignored is searched anyway.
+    #[serde(default)]
+    pub include_ignored: bool,
     /// Match without regard to case (default false).
     #[serde(default)]
     pub case_insensitive: bool,
@@ -369,7 +373,9 @@ fn run(ctx: &Context, config: &FsConfig, args: &GrepArgs) -> Result<ToolOutput, 
             }
             vec![state]
         }
-        Start::Dir(rel) => search_tree(ctx, config, &ws, rel, include.as_ref(), &plan),
+        Start::Dir(rel) => {
+            search_tree(ctx, config, &ws, rel, include.as_ref(), args.include_ignored, &plan)
+        }
     };
     if ctx.is_cancelled() {
         return Err(walk::cancelled("grep"));
@@ -383,14 +389,16 @@ fn search_tree(
     ws: &Workspace,
     start: &crate::RelPath,
     include: Option<&FileGlob>,
+    include_ignored: bool,
     plan: &Plan<'_>,
 ) -> Vec<ThreadHits> {
     let root = ws.root().to_path_buf();
     let base = root.join(start.as_path());
-    let spec = WalkSpec { start: start.clone(), include_ignored: false };
-    let builder = walk::builder(&root, &spec, config);
-    walk::run(
-        &builder,
+    let spec = WalkSpec { start: start.clone(), include_ignored };
+    walk::run_spec(
+        &root,
+        &spec,
+        config,
         ctx.cancel_token(),
         || ThreadHits::new(plan),
         |state, entry| {
@@ -482,7 +490,8 @@ fn render(
     let footer = if total_matches == 0 {
         format!(
             "No matches for {pattern:?}. (Searched without node_modules, .git, dist and \
-             gitignored files; try case_insensitive=true or a broader pattern.)"
+             gitignored files; try case_insensitive=true, a broader pattern, or \
+             include_ignored=true.)"
         )
     } else if offset >= total_results {
         format!(

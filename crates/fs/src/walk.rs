@@ -4,9 +4,13 @@
 //!
 //! The walk always starts at the root (with no ignore files read above it) and is narrowed to the
 //! `path` subtree by `filter_entry`, so that the root's `.gitignore` applies to a subfolder search too.
+//! A `path` that is itself ignored (or lies in an ignored folder) is still searched, as rg does: the
+//! `ignore` crate applies ignore rules before `filter_entry`, so when `filter_entry` never saw the
+//! start folder, the walk is run again rooted at it.
 
 use std::ffi::OsStr;
 use std::path::{Component, Path};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use globset::{GlobBuilder, GlobMatcher};
@@ -129,11 +133,53 @@ pub(crate) fn threads(config: &FsConfig) -> usize {
     }
 }
 
-/// A walker over `spec` under `root`: hidden files included, symlinks never followed, ignore files
-/// honoured without a git repository (unless `include_ignored`), and `config.excluded_dirs` never
-/// entered.
-pub(crate) fn builder(root: &Path, spec: &WalkSpec, config: &FsConfig) -> WalkBuilder {
-    let mut builder = WalkBuilder::new(root);
+/// Walk `spec` under `root` in parallel (see [`run`] for `init` and `visit`); entries' paths are
+/// `root` joined with their path from the root either way. When the start folder was pruned by
+/// ignore rules, the walk is repeated rooted at the start folder, where only the ignore files from
+/// there down apply (and `config.excluded_dirs` are still never entered below it).
+pub(crate) fn run_spec<S, I, V>(
+    root: &Path,
+    spec: &WalkSpec,
+    config: &FsConfig,
+    cancel: &CancellationToken,
+    init: I,
+    visit: V,
+) -> Vec<S>
+where
+    S: Send,
+    I: Fn() -> S + Sync,
+    V: Fn(&mut S, DirEntry) -> WalkState + Sync,
+{
+    let saw_start = Arc::new(AtomicBool::new(false));
+    let walk = builder(root, root, spec, config, &saw_start);
+    let mut states = run(&walk, cancel, &init, &visit);
+    let excluded = spec
+        .start
+        .as_path()
+        .components()
+        .any(|c| is_excluded(&config.excluded_dirs, c.as_os_str()));
+    let pruned = !spec.start.is_root() && !saw_start.load(Ordering::Relaxed);
+    if pruned && !spec.include_ignored && !excluded && !cancel.is_cancelled() {
+        let base = root.join(spec.start.as_path());
+        let here = WalkSpec { start: RelPath::default(), include_ignored: false };
+        let walk = builder(&base, &base, &here, config, &saw_start);
+        states.extend(run(&walk, cancel, &init, &visit));
+    }
+    states
+}
+
+/// A walker from `from` over `spec` (whose start is relative to `root`): hidden files included,
+/// symlinks never followed, ignore files honoured without a git repository (unless
+/// `include_ignored`), and `config.excluded_dirs` never entered. `saw_start` is set when
+/// `filter_entry` meets the start folder, which it does unless ignore rules pruned it first.
+fn builder(
+    from: &Path,
+    root: &Path,
+    spec: &WalkSpec,
+    config: &FsConfig,
+    saw_start: &Arc<AtomicBool>,
+) -> WalkBuilder {
+    let mut builder = WalkBuilder::new(from);
     builder
         .hidden(false)
         .follow_links(false)
@@ -147,6 +193,7 @@ pub(crate) fn builder(root: &Path, spec: &WalkSpec, config: &FsConfig) -> WalkBu
     let excluded: Arc<[String]> = config.excluded_dirs.clone().into();
     let root = root.to_path_buf();
     let start = spec.start.clone();
+    let saw_start = Arc::clone(saw_start);
     builder.filter_entry(move |entry| {
         if entry.depth() == 0 {
             return true;
@@ -159,6 +206,9 @@ pub(crate) fn builder(root: &Path, spec: &WalkSpec, config: &FsConfig) -> WalkBu
             return true;
         }
         let Ok(rel) = entry.path().strip_prefix(&root) else { return false };
+        if rel == start.as_path() {
+            saw_start.store(true, Ordering::Relaxed);
+        }
         rel.starts_with(start.as_path()) || (is_dir && start.as_path().starts_with(rel))
     });
     builder
@@ -172,12 +222,7 @@ pub(crate) fn is_excluded(excluded: &[String], name: &OsStr) -> bool {
 /// Run `builder` in parallel: each thread gets a state from `init`, `visit` is called for every
 /// entry (errors are skipped, as rg does with a warning), and the states come back at the end. The
 /// walk stops early when `cancel` fires.
-pub(crate) fn run<S, I, V>(
-    builder: &WalkBuilder,
-    cancel: &CancellationToken,
-    init: I,
-    visit: V,
-) -> Vec<S>
+fn run<S, I, V>(builder: &WalkBuilder, cancel: &CancellationToken, init: I, visit: V) -> Vec<S>
 where
     S: Send,
     I: Fn() -> S + Sync,

@@ -23,8 +23,8 @@ pub struct Workspace {
 }
 
 /// A path inside the workspace, relative to the root, normalised (no `.`, no `..`). Empty for the
-/// root itself.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// root itself (which is also the default).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RelPath(PathBuf);
 
 impl RelPath {

@@ -64,6 +64,59 @@ async fn grep_skips_excluded_folders_and_gitignored_files() {
     assert_eq!(out.structured.unwrap()["files"], json!([".hidden/h.js", "src/app.js"]));
 }
 
+/// Review finding 7: grep could not search a folder named explicitly when it is gitignored
+/// (`path=build` with `build/` in .gitignore found nothing; rg finds it). It now does, keeps root
+/// rules for subfolders that are not ignored, and has `include_ignored` like glob.
+#[tokio::test]
+async fn review_finding_7_grep_searches_a_named_ignored_folder() {
+    let tmp = excluded_tree();
+    let r = tmp.path();
+    write(r, "build/out.txt", "needle\n");
+    write(r, "build/deep/more.txt", "needle\n");
+    write(r, "build/node_modules/m.js", "needle\n");
+    write(r, "src/gen.log", "needle\n");
+    write(r, ".gitignore", "ignored/\nbuild/\n*.log\n");
+    let files = |out: ToolOutput| out.structured.unwrap()["files"].clone();
+    let grep = |args: Value| call(r, "grep", args);
+    let out = grep(json!({"pattern": "needle", "output_mode": "files", "path": "build"})).await;
+    assert_eq!(files(out), json!(["build/deep/more.txt", "build/out.txt"]));
+    let out =
+        grep(json!({"pattern": "needle", "output_mode": "files", "path": "build/deep"})).await;
+    assert_eq!(files(out), json!(["build/deep/more.txt"]));
+    let out = grep(json!({"pattern": "needle", "path": "build", "include": "*.txt"})).await;
+    assert!(
+        out.joined_text().starts_with("build/deep/more.txt:1:needle\nbuild/out.txt:1:needle\n")
+    );
+    // Root rules still apply to a subfolder search that is not ignored.
+    let out = grep(json!({"pattern": "needle", "output_mode": "files", "path": "src"})).await;
+    assert_eq!(files(out), json!(["src/app.js"]));
+    // The whole tree: ignored folders stay out unless include_ignored.
+    let out = grep(json!({"pattern": "needle", "output_mode": "files"})).await;
+    assert_eq!(files(out), json!([".hidden/h.js", "src/app.js"]));
+    let out =
+        grep(json!({"pattern": "needle", "output_mode": "files", "include_ignored": true})).await;
+    assert_eq!(
+        files(out),
+        json!([
+            ".hidden/h.js",
+            "build/deep/more.txt",
+            "build/out.txt",
+            "ignored/gen.js",
+            "src/app.js",
+            "src/gen.log"
+        ])
+    );
+    // glob shares the walk.
+    let out = call(r, "glob", json!({"pattern": "*.txt", "path": "build"})).await;
+    let mut got = paths(&out);
+    got.sort();
+    assert_eq!(got, ["build/deep/more.txt", "build/out.txt"]);
+    // An always-excluded folder named explicitly stays excluded.
+    let out =
+        grep(json!({"pattern": "needle", "output_mode": "files", "path": "node_modules"})).await;
+    assert_eq!(out.structured.unwrap()["total_files"], 0);
+}
+
 #[tokio::test]
 async fn list_files_collapses_excluded_and_shows_symlinks() {
     let tmp = excluded_tree();

@@ -110,6 +110,8 @@ pub struct GrepResult {
     pub offset: usize,
     /// True when there are results after this page.
     pub truncated: bool,
+    /// Files not searched because a line is longer than grep holds in memory (64 MiB).
+    pub skipped_long_lines: u64,
 }
 
 /// The grep tool.
@@ -191,6 +193,8 @@ struct ThreadHits {
     kept: usize,
     total_matches: u64,
     total_files: u64,
+    /// Files skipped because a line did not fit in the searcher's heap limit.
+    too_long: u64,
 }
 
 impl ThreadHits {
@@ -202,6 +206,7 @@ impl ThreadHits {
             kept: 0,
             total_matches: 0,
             total_files: 0,
+            too_long: 0,
         }
     }
 
@@ -243,6 +248,7 @@ fn searcher(plan: &Plan<'_>) -> Searcher {
     SearcherBuilder::new()
         .line_number(plan.mode == OutputMode::Content)
         .binary_detection(BinaryDetection::quit(b'\0'))
+        .heap_limit(Some(HEAP_LIMIT))
         .before_context(context)
         .after_context(context)
         .build()
@@ -294,14 +300,28 @@ impl Sink for Collector<'_> {
     }
 }
 
-/// Search one open file; `None` when it has no match (or could not be read, or is binary).
+/// What the search of one file gave.
+enum Searched {
+    /// At least one match.
+    Hits(FileHits),
+    /// No match, or the file could not be read, or it is binary.
+    Nothing,
+    /// A line is longer than [`HEAP_LIMIT`]: the file was skipped (its matches do not count).
+    TooLong,
+}
+
+/// Memory one searcher may hold for a file: its longest line (with context) must fit, or the file
+/// is skipped and counted, so that a single-line file of hundreds of MB is not read into memory.
+const HEAP_LIMIT: usize = 64 * 1024 * 1024;
+
+/// Search one open file.
 fn search_one(
     plan: &Plan<'_>,
     searcher: &mut Searcher,
     matcher: &RegexMatcher,
     file: &std::fs::File,
     store: bool,
-) -> Option<FileHits> {
+) -> Searched {
     let mut sink = Collector {
         plan,
         matcher,
@@ -310,8 +330,13 @@ fn search_one(
         stored_matches: 0,
         last_stored_match: 0,
     };
-    searcher.search_file(matcher, file, &mut sink).ok()?;
-    (sink.hits.matches > 0).then_some(sink.hits)
+    match searcher.search_file(matcher, file, &mut sink) {
+        // grep-searcher's only way to say so (line_buffer::alloc_error).
+        Err(err) if err.to_string().contains("configured allocation limit") => Searched::TooLong,
+        Err(_) => Searched::Nothing,
+        Ok(()) if sink.hits.matches > 0 => Searched::Hits(sink.hits),
+        Ok(()) => Searched::Nothing,
+    }
 }
 
 /// A line without its terminator, lossily decoded, at most `max` characters: cut around the first
@@ -368,8 +393,10 @@ fn run(ctx: &Context, config: &FsConfig, args: &GrepArgs) -> Result<ToolOutput, 
         Start::File(rel) => {
             let mut state = ThreadHits::new(&plan);
             let file = ws.open_read(rel).map_err(|e| ws.io_error("searched", rel, &e))?.into_std();
-            if let Some(hits) = search_one(&plan, &mut state.searcher, &matcher, &file, true) {
-                state.add(&plan, rel.display(), hits);
+            match search_one(&plan, &mut state.searcher, &matcher, &file, true) {
+                Searched::Hits(hits) => state.add(&plan, rel.display(), hits),
+                Searched::TooLong => state.too_long += 1,
+                Searched::Nothing => {}
             }
             vec![state]
         }
@@ -421,8 +448,10 @@ fn search_tree(
             let shown = rel.to_string_lossy();
             let store = state.wants(plan, &shown);
             let ThreadHits { searcher, matcher, .. } = state;
-            if let Some(hits) = search_one(plan, searcher, matcher, &file, store) {
-                state.add(plan, shown.into_owned(), hits);
+            match search_one(plan, searcher, matcher, &file, store) {
+                Searched::Hits(hits) => state.add(plan, shown.into_owned(), hits),
+                Searched::TooLong => state.too_long += 1,
+                Searched::Nothing => {}
             }
             ignore::WalkState::Continue
         },
@@ -439,6 +468,7 @@ fn render(
 ) -> ToolOutput {
     let total_matches: u64 = states.iter().map(|s| s.total_matches).sum();
     let total_files: u64 = states.iter().map(|s| s.total_files).sum();
+    let too_long: u64 = states.iter().map(|s| s.too_long).sum();
     let mut files: Vec<(String, FileHits)> = states.into_iter().flat_map(|s| s.files).collect();
     files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     let total_results = match plan.mode {
@@ -456,6 +486,7 @@ fn render(
         total_files,
         offset,
         truncated: total_results > end,
+        skipped_long_lines: too_long,
     };
     match plan.mode {
         OutputMode::Content => {
@@ -514,6 +545,14 @@ fn render(
         f
     };
     text.push_str(&footer);
+    if too_long > 0 {
+        text.push_str(&format!(
+            "\n({too_long} file{} skipped: lines too long (over 64 MiB); search {} with a \
+             command through bash if needed.)",
+            if too_long == 1 { "" } else { "s" },
+            if too_long == 1 { "it" } else { "them" }
+        ));
+    }
     let structured = serde_json::to_value(&result).unwrap_or(serde_json::Value::Null);
     ToolOutput::text(text).with_structured(structured)
 }

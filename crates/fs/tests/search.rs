@@ -385,6 +385,28 @@ async fn review_finding_5_grep_huge_context_limit_and_offset_do_not_panic() {
     );
 }
 
+/// Review finding 8: a 400 MB single-line file took 426 MB of memory. The searcher's heap is
+/// limited (64 MiB), so a file with a longer line is skipped and counted in the footer.
+#[tokio::test]
+async fn review_finding_8_grep_skips_files_with_lines_too_long() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut huge = vec![b'a'; 80 * 1024 * 1024];
+    huge.extend_from_slice(b"needle");
+    fs::write(tmp.path().join("huge.txt"), &huge).unwrap();
+    drop(huge);
+    write(tmp.path(), "small.txt", "a needle\n");
+    let out = call(tmp.path(), "grep", json!({"pattern": "needle"})).await;
+    assert!(!out.is_error, "{}", out.joined_text());
+    let text = out.joined_text();
+    assert!(text.starts_with("small.txt:1:a needle\n"), "{text}");
+    assert!(text.contains("1 file skipped: lines too long"), "{text}");
+    let s = out.structured.unwrap();
+    assert_eq!((s["total_files"].as_u64(), s["skipped_long_lines"].as_u64()), (Some(1), Some(1)));
+    // Named as the single file to search, too.
+    let out = call(tmp.path(), "grep", json!({"pattern": "needle", "path": "huge.txt"})).await;
+    assert!(out.joined_text().contains("1 file skipped: lines too long"), "{}", out.joined_text());
+}
+
 #[tokio::test]
 async fn grep_paging_is_consistent() {
     let tmp = tempfile::tempdir().unwrap();

@@ -167,10 +167,10 @@ fn run(ctx: &Context, config: &FsConfig, args: &GlobArgs) -> Result<ToolOutput, 
 fn render(pattern: &str, start: &crate::RelPath, paths: Vec<String>, total: usize) -> ToolOutput {
     let truncated = total > paths.len();
     let text = if paths.is_empty() {
+        let place = if start.is_root() { "the project root".to_owned() } else { start.display() };
         format!(
-            "No files match {pattern:?} under {}. (node_modules, .git and dist are never searched; \
-             set include_ignored=true to search gitignored files too.)",
-            start.display()
+            "No files match {pattern:?} under {place}. (node_modules, .git and dist are never \
+             searched; set include_ignored=true to search gitignored files too.)"
         )
     } else {
         let mut text = paths.join("\n");
@@ -219,5 +219,16 @@ mod tests {
         let out = render("*.zz", &root, vec![], 0);
         assert!(!out.is_error);
         assert!(out.joined_text().starts_with("No files match"));
+    }
+
+    /// Review finding 9: the no-match message named the root `.`; it says "the project root", and
+    /// a subfolder by its path.
+    #[test]
+    fn review_finding_9_no_match_names_the_project_root() {
+        let ws = crate::Workspace::open(std::path::Path::new(".")).unwrap();
+        let out = render("*.zz", &ws.resolve("path", ".").unwrap(), vec![], 0);
+        assert!(out.joined_text().starts_with("No files match \"*.zz\" under the project root."));
+        let out = render("*.zz", &ws.resolve("path", "src").unwrap(), vec![], 0);
+        assert!(out.joined_text().starts_with("No files match \"*.zz\" under src."));
     }
 }

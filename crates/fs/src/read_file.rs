@@ -107,7 +107,9 @@ fn read(ctx: &Context, config: &FsConfig, args: &ReadFileArgs) -> Result<ToolOut
             };
             return Err(ToolError::model(format!(
                 "{} is named like an image but its content is not a PNG, JPEG, GIF or WebP image \
-                 (it looks like {looks}, {}).",
+                 (it looks like {looks}, {}). If it should be an image, it is broken: recreate or \
+                 download it again. To see what it holds, run `file {0}` or `head -c 200 {0}` \
+                 through bash.",
                 path.display(),
                 human_size(size)
             )));

@@ -156,6 +156,16 @@ async fn a_text_file_named_png_is_an_error() {
     assert!(err.contains("not a PNG, JPEG, GIF or WebP image"), "{err}");
 }
 
+/// Review finding 9: the error for a non-image named `.png` says what to do next.
+#[tokio::test]
+async fn review_finding_9_a_fake_png_error_says_what_to_do() {
+    let p = Project::new();
+    p.put("img/fake.png", "just text\n");
+    let err = p.err("read_file", json!({"path": "img/fake.png"})).await;
+    assert!(err.contains("recreate or download it again"), "{err}");
+    assert!(err.contains("`file img/fake.png`"), "{err}");
+}
+
 #[tokio::test]
 async fn images_over_the_cap_are_refused() {
     let p = Project::with_config(hands_fs::FsConfig { image_max_bytes: 10, ..Default::default() });

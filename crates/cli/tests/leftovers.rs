@@ -1,0 +1,104 @@
+//! hands killed with SIGKILL while a daemon of its session runs: the next `hands` start stops the
+//! leftover (its record says what it was), and leaves a recorded PID that now names another process
+//! alone.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Pids of live processes whose environment contains `needle`.
+fn marked(needle: &str) -> Vec<u32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else { continue };
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let zombie = stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z'));
+        if !zombie && environ.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+fn hands(state: &Path, root: &Path) -> Command {
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("hands"));
+    cmd.env("HANDS_STATE_DIR", state).env("HOME", root).arg("--root").arg(root);
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd
+}
+
+#[test]
+fn the_next_hands_stops_what_a_killed_one_left_running() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    let root = tmp.path().join("proj");
+    std::fs::create_dir_all(&root).unwrap();
+    let needle = format!("HANDS_STATE_DIR={}", state.display());
+
+    // A daemon that never becomes ready keeps `hands call spawn_process` waiting: kill hands then.
+    let mut first = hands(&state, &root)
+        .args(["call", "spawn_process", "type=daemon", "command=sleep 1000", "ready_pattern=never"])
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while marked(&needle).len() < 2 && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let records = std::fs::read_dir(state.join("processes")).unwrap().count();
+    assert_eq!(records, 1, "the daemon was recorded");
+    first.kill().unwrap(); // SIGKILL: no chance to clean up
+    first.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let left = marked(&needle);
+    assert!(!left.is_empty(), "the daemon outlived the killed hands (as it would after a crash)");
+
+    // Any next hands start stops it and deletes the record.
+    let out = hands(&state, &root).args(["call", "list_files"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(marked(&needle), Vec::<u32>::new(), "leftovers survived the next start");
+    assert_eq!(std::fs::read_dir(state.join("processes")).unwrap().count(), 0);
+}
+
+#[test]
+fn a_recorded_pid_that_was_reused_is_left_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    let root = tmp.path().join("proj");
+    std::fs::create_dir_all(&root).unwrap();
+    let needle = format!("HANDS_STATE_DIR={}", state.display());
+    let mut first = hands(&state, &root)
+        .args(["call", "spawn_process", "type=daemon", "command=sleep 1000", "ready_pattern=never"])
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while marked(&needle).len() < 2 && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    first.kill().unwrap();
+    first.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+
+    // Pretend the recorded pid now belongs to an unrelated process: change its start time, and
+    // give the leftover another session marker so that only the pid check could find it.
+    let dir = state.join("processes");
+    let record_path = std::fs::read_dir(&dir).unwrap().next().unwrap().unwrap().path();
+    let mut record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&record_path).unwrap()).unwrap();
+    record["start"] = serde_json::json!(record["start"].as_u64().unwrap() + 12345);
+    record["session"] = serde_json::json!("some-other-session");
+    record["marker"] = serde_json::json!("some-other-session/p1");
+    record["owner"] = serde_json::json!("some-other-owner");
+    std::fs::write(&record_path, serde_json::to_vec(&record).unwrap()).unwrap();
+    let survivors_before = marked(&needle);
+
+    let out = hands(&state, &root).args(["call", "list_files"]).output().unwrap();
+    assert!(out.status.success());
+    let after = marked(&needle);
+    assert_eq!(after, survivors_before, "a process whose start time does not match was touched");
+    // Clean up for real.
+    for pid in after {
+        let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+    }
+}

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Benchmark of the process tools: per-call overhead of bash inside one process vs spawning
+# `bash -c true` directly, and the drain throughput and peak RSS of a 1 GiB output flood.
+# Usage: bash bench/exec.sh [N calls, default 300] [MiB, default 1024]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo run --quiet --release -p hands-exec --example bench_exec -- "${1:-300}" "${2:-1024}"

@@ -173,7 +173,7 @@ async fn run(
     let mut leftovers = 0;
     let drain_wait = match end {
         End::Exited => {
-            if !proc.pids().is_empty() {
+            if proc.has_leftovers() {
                 leftovers = proc.stop("left running", grace).await.terminated;
             }
             Duration::from_secs(1)

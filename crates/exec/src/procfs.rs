@@ -91,6 +91,57 @@ pub(crate) fn all() -> Vec<ProcInfo> {
     .collect()
 }
 
+/// Pids of `pid`'s children, from `/proc/<pid>/task/*/children` (no scan of all of /proc).
+/// `None` when the kernel does not offer those files.
+pub(crate) fn children(pid: i32) -> Option<Vec<i32>> {
+    let tasks = fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut kids = Vec::new();
+    let mut any = false;
+    for task in tasks.flatten() {
+        let Ok(text) = fs::read_to_string(task.path().join("children")) else { continue };
+        any = true;
+        kids.extend(text.split_whitespace().filter_map(|k| k.parse::<i32>().ok()));
+    }
+    any.then_some(kids)
+}
+
+/// Every live descendant of hands, walking the children files down from our own pid. hands is a
+/// child subreaper, so every process a supervised child left behind — even one that escaped its
+/// group or cleared its environment — is in this tree while hands lives. `None` when the children
+/// files are missing (then callers fall back to a full scan).
+pub(crate) fn descendants_of_me() -> Option<Vec<ProcInfo>> {
+    let mut queue = children(own_pid())?;
+    let mut found = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    while let Some(pid) = queue.pop() {
+        if !seen.insert(pid) {
+            continue;
+        }
+        let Some(info) = stat(pid) else { continue };
+        if let Some(kids) = children(pid) {
+            queue.extend(kids);
+        }
+        if !info.is_dead() {
+            found.push(info);
+        }
+    }
+    Some(found)
+}
+
+/// True when something of `target` besides `except` may still be alive: a quick check of hands'
+/// own process tree (a full scan only when the kernel has no children files).
+pub(crate) fn any_left(target: &Target, except: i32) -> bool {
+    let Some(tree) = descendants_of_me() else {
+        return find(target).iter().any(|p| p.pid != except);
+    };
+    tree.iter().filter(|p| p.pid != except).any(|p| {
+        target.group.is_some_and(|g| p.pgrp == g || p.sid == g)
+            || markers(p.pid).is_some_and(|m| target.marks(&m))
+        // A descendant of a marked process that cleared its environment is still in the
+        // group or under a marked parent; the full stop finds it, so one hit is enough here.
+    })
+}
+
 /// The hands markers in a process's environment.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Markers {

@@ -53,7 +53,12 @@ pub(crate) fn reap_orphans() -> usize {
     let Some(own_sid) = procfs::stat(me).map(|s| s.sid) else { return 0 };
     let guard = tracked();
     let mut reaped = 0;
-    for p in procfs::all() {
+    // Our children come from the children files when the kernel has them (no scan of all /proc).
+    let candidates = match procfs::children(me) {
+        Some(kids) => kids.into_iter().filter_map(procfs::stat).collect(),
+        None => procfs::all(),
+    };
+    for p in candidates {
         if p.ppid != me || !p.is_dead() || p.sid == own_sid {
             continue;
         }

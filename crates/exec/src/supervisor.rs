@@ -283,6 +283,13 @@ impl Proc {
         procfs::find(&self.target(with_group)).into_iter().map(|p| p.pid.unsigned_abs()).collect()
     }
 
+    /// True when a descendant of this process may still be alive (the main process excluded):
+    /// a quick walk of hands' own process tree rather than a scan of every process.
+    pub fn has_leftovers(&self) -> bool {
+        let with_group = !self.shared.life().reaped;
+        procfs::any_left(&self.target(with_group), self.pid as i32)
+    }
+
     /// Path of the log file relative to the root, for background processes.
     pub fn log_path(&self) -> Option<String> {
         self.log_path.clone()
@@ -437,12 +444,10 @@ impl Supervisor {
             // Held across the fork so that the orphan reaper never sees the child untracked.
             let mut guard = reap::tracked();
             let started = spawn::start(&self.config.bash.shell, program, &spec.cwd, &markers)?;
-            reap::track(&mut guard, started.child.id() as i32);
+            reap::track(&mut guard, started.pid as i32);
             started
         };
-        let pid = started.child.id();
-        // std's Child neither waits nor kills on drop; the pidfd watcher reaps it.
-        drop(started.child);
+        let pid = started.pid;
         let shared = Arc::new(Shared {
             output: Mutex::new(HeadTail::new(spec.head, spec.tail)),
             log: Mutex::new(log),
@@ -664,8 +669,9 @@ async fn watch_exit(shared: Arc<Shared>, pid: i32, marked: Target) {
         shared2.reap_main(pid, &mut life);
         drop(life);
         // A descendant that closed its output may live on: then the record stays for `stop` (or
-        // for the next hands, should this one crash).
-        if procfs::find(&marked).is_empty() {
+        // for the next hands, should this one crash). Only background processes have records.
+        let has_record = shared2.record.lock().unwrap_or_else(PoisonError::into_inner).is_some();
+        if has_record && procfs::find(&marked).is_empty() {
             remove_record(&shared2);
         }
     })

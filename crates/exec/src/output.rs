@@ -4,7 +4,6 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::path::Path;
 
 /// Head + tail of a byte stream with an exact total.
 #[derive(Debug)]
@@ -110,15 +109,20 @@ pub(crate) struct CappedLog {
 }
 
 impl CappedLog {
-    pub fn create(path: &Path, max: u64) -> std::io::Result<Self> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-            let ignore = dir.join(".gitignore");
-            if !ignore.exists() {
-                std::fs::write(ignore, "*\n")?;
+    /// A new log `<stem>.log` (or `<stem>-2.log`, … when taken by another session) in `dir`,
+    /// created without following symlinks; returns it with the name used.
+    pub fn create(dir: &cap_std::fs::Dir, stem: &str, max: u64) -> std::io::Result<(Self, String)> {
+        for n in 1..1000 {
+            let name = if n == 1 { format!("{stem}.log") } else { format!("{stem}-{n}.log") };
+            match hands_core::middleware::truncate::create_new(dir, &name) {
+                Ok(file) => {
+                    return Ok((Self { file: Some(file.into_std()), written: 0, max }, name));
+                }
+                Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(err) => return Err(err),
             }
         }
-        Ok(Self { file: Some(File::create(path)?), written: 0, max })
+        Err(std::io::Error::new(std::io::ErrorKind::AlreadyExists, "no free log file name"))
     }
 
     pub fn write(&mut self, bytes: &[u8]) {
@@ -188,15 +192,31 @@ mod tests {
 
     #[test]
     fn log_stops_at_its_cap_with_a_marker() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("logs/p1.log");
-        let mut log = CappedLog::create(&path, 10).unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let dir = hands_core::middleware::truncate::hands_subdir(root.path(), "processes").unwrap();
+        let (mut log, name) = CappedLog::create(&dir, "p1", 10).unwrap();
+        assert_eq!(name, "p1.log");
         log.write(b"12345");
         log.write(b"678901234");
         log.write(b"more");
+        let path = root.path().join(".hands/processes/p1.log");
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.starts_with("1234567890\n… [log stopped at 10 bytes"), "{text}");
         assert!(!text.contains("more"));
-        assert_eq!(std::fs::read_to_string(dir.path().join("logs/.gitignore")).unwrap(), "*\n");
+        let ignore = root.path().join(".hands/processes/.gitignore");
+        assert_eq!(std::fs::read_to_string(ignore).unwrap(), "*\n");
+        // Another session's p1 gets its own file.
+        let (_, second) = CappedLog::create(&dir, "p1", 10).unwrap();
+        assert_eq!(second, "p1-2.log");
+    }
+
+    #[test]
+    fn a_processes_folder_symlinked_elsewhere_is_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join(".hands")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.path().join(".hands/processes")).unwrap();
+        assert!(hands_core::middleware::truncate::hands_subdir(root.path(), "processes").is_err());
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
     }
 }

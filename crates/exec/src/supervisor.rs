@@ -433,9 +433,10 @@ impl Supervisor {
             None => spawn::Program::Inline(&spec.command),
         };
         let (log, log_path) = if spec.log {
-            let rel = format!(".hands/processes/{id}.log");
-            let log = CappedLog::create(&spec.cwd.join(&rel), self.config.processes.log_max_bytes)?;
-            (Some(log), Some(rel))
+            // Through a handle on the root, never following a symlinked `.hands/processes`.
+            let dir = hands_core::middleware::truncate::hands_subdir(&spec.cwd, "processes")?;
+            let (log, name) = CappedLog::create(&dir, &id, self.config.processes.log_max_bytes)?;
+            (Some(log), Some(format!(".hands/processes/{name}")))
         } else {
             (None, None)
         };

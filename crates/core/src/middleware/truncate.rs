@@ -115,9 +115,15 @@ fn file_stem(call_id: &str) -> String {
 /// through a handle on the root without following symlinks, so that a `.hands` or `outputs`
 /// pointing elsewhere (outside the root, or into `.git/hooks`) is refused.
 pub fn outputs_dir(root: &std::path::Path) -> std::io::Result<Dir> {
+    hands_subdir(root, "outputs")
+}
+
+/// Open (creating) `.hands/<name>` beneath `root`, never through a symlink, with a `.gitignore`
+/// that ignores the folder's contents. For hands' own files in a project (outputs, process logs).
+pub fn hands_subdir(root: &std::path::Path, name: &str) -> std::io::Result<Dir> {
     let root = Dir::open_ambient_dir(root, ambient_authority())?;
     let hands = subdir(&root, ".hands")?;
-    let dir = subdir(&hands, "outputs")?;
+    let dir = subdir(&hands, name)?;
     match dir.symlink_metadata(".gitignore") {
         Ok(_) => {}
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
@@ -140,7 +146,7 @@ fn subdir(parent: &Dir, name: &str) -> std::io::Result<Dir> {
 }
 
 /// Create `name` in `dir`; fails if anything (a file, a symlink) is there already.
-fn create_new(dir: &Dir, name: &str) -> std::io::Result<cap_std::fs::File> {
+pub fn create_new(dir: &Dir, name: &str) -> std::io::Result<cap_std::fs::File> {
     let mut options = cap_std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     options.follow(FollowSymlinks::No);

@@ -45,6 +45,8 @@ pub struct ToolSpec {
     pub annotations: Annotations,
     /// Under `approval = "ask"`, calls wait for the user's yes.
     pub needs_approval: bool,
+    /// Identical calls within a turn may be served from the dedup cache.
+    pub cacheable: bool,
 }
 
 /// A tool: a small type with typed arguments.
@@ -73,6 +75,13 @@ pub trait Tool: Send + Sync + 'static {
     /// not read-only. Session tools that only change the conversation's state say no.
     fn needs_approval(&self) -> bool {
         !self.annotations().read_only
+    }
+
+    /// Whether identical calls within a turn may be answered from the dedup cache. By default:
+    /// every read-only tool. A read-only tool whose answer changes by itself (a process's new
+    /// output, the process list) says no.
+    fn cacheable(&self) -> bool {
+        self.annotations().read_only
     }
 
     /// Run the tool. `ctx` carries the root, the session, and the call's cancellation token.
@@ -107,6 +116,7 @@ impl<T: Tool> Erased<T> {
             output_schema: tool.output_schema(),
             annotations: tool.annotations(),
             needs_approval: tool.needs_approval(),
+            cacheable: tool.cacheable(),
         };
         Self { tool, spec }
     }

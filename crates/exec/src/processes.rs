@@ -2,9 +2,9 @@
 //! and the per-session [`Notes`] they share with spawn_process (read cursors, URL and port found at
 //! readiness, when each process ended).
 //!
-//! list_processes and process_output change nothing, yet they are not marked read-only: the
-//! registry serves identical read-only calls within a turn from its dedup cache, and these two
-//! must answer anew each time (new output arrives, a process exits). They need no approval.
+//! list_processes and process_output are read-only (no approval), but not cacheable: the registry
+//! serves identical read-only calls within a turn from its dedup cache, and these two must answer
+//! anew each time (new output arrives, a process exits).
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -291,11 +291,11 @@ impl Tool for ListProcesses {
     }
 
     fn annotations(&self) -> Annotations {
-        // Not read-only for the dedup cache's sake; see the module header.
-        Annotations { read_only: false, destructive: false, idempotent: true, open_world: false }
+        Annotations::READ_ONLY
     }
 
-    fn needs_approval(&self) -> bool {
+    /// The list changes by itself (processes end): never answered from the dedup cache.
+    fn cacheable(&self) -> bool {
         false
     }
 
@@ -358,12 +358,12 @@ impl Tool for ProcessOutput {
     }
 
     fn annotations(&self) -> Annotations {
-        // Changes nothing but the read cursor, yet must never be served from the dedup cache:
-        // identical calls in one turn see new output. See the module header.
-        Annotations { read_only: false, destructive: false, idempotent: false, open_world: false }
+        // Changes nothing but this session's read cursor.
+        Annotations { read_only: true, destructive: false, idempotent: false, open_world: false }
     }
 
-    fn needs_approval(&self) -> bool {
+    /// Identical calls in one turn see new output: never answered from the dedup cache.
+    fn cacheable(&self) -> bool {
         false
     }
 

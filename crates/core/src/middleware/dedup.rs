@@ -3,7 +3,8 @@
 //! not read-only clears the session's cache before and after it runs, and bumps a generation
 //! counter: a read that was already running when a mutating call started does not store its (maybe
 //! stale) result, so a read after an edit is never stale, even with parallel calls. Error results
-//! are not cached. Calls outside a turn are never de-duplicated.
+//! are not cached. Calls outside a turn, and of read-only tools whose answer changes by itself
+//! (`Tool::cacheable` false: a process's output), are never de-duplicated.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
@@ -151,7 +152,7 @@ impl Middleware for Dedup {
                 let _mutation = Mutation(&cache);
                 return next.run(req).await;
             }
-            let Some(turn) = req.call.turn.clone() else {
+            let Some(turn) = req.call.turn.clone().filter(|_| req.tool.spec().cacheable) else {
                 return next.run(req).await;
             };
             let key = key(&req.call.name, &req.call.args);

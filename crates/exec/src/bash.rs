@@ -80,7 +80,10 @@ impl Tool for Bash {
 
     async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {
         let timeout = validate(&self.config, &args)?;
-        if self.config.bash.dev_server_shortcut && devserver::is_dev_server(&args.command) {
+        // Daemons are background processes: with those disabled the command runs in the
+        // foreground like any other (until it exits or times out).
+        let shortcut = self.config.bash.dev_server_shortcut && self.config.background_processes;
+        if shortcut && devserver::is_dev_server(&args.command) {
             return daemon::start_or_reuse(&ctx, &self.config, &args.command).await;
         }
         run(&ctx, &self.config, &args.command, timeout).await

@@ -606,6 +606,24 @@ impl Script {
     }
 }
 
+/// A session dropped without `close()` (a front end that forgot, a panic that unwound) must not
+/// leave its processes running: kill the groups that are still ours. Only groups whose leader is
+/// not reaped yet are signalled — until it is reaped, the group id cannot name anyone else.
+/// Descendants that escaped their group are left to the records (the next hands stops them).
+impl Drop for Supervisor {
+    fn drop(&mut self) {
+        let procs = std::mem::take(&mut *self.procs.lock().unwrap_or_else(PoisonError::into_inner));
+        for proc in procs {
+            let life = proc.shared.life();
+            if life.exit.is_none() && !life.reaped {
+                if let Some(pid) = rustix::process::Pid::from_raw(proc.pid as i32) {
+                    let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+                }
+            }
+        }
+    }
+}
+
 impl Drop for Script {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);

@@ -23,6 +23,7 @@ mod record;
 mod spawn;
 mod spawn_process;
 pub mod supervisor;
+mod watch;
 
 pub use bash::Bash;
 pub use config::{BashConfig, ExecConfig, ProcessConfig};

@@ -9,20 +9,20 @@
 //! waits the grace period, SIGKILLs what is left (freezing fork loops first), reaps, and verifies
 //! that nothing marked survives.
 
-use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use hands_core::{CancellationToken, Session};
-use rustix::process::{Pid, WaitId, WaitIdOptions, WaitIdStatus, WaitOptions};
+use rustix::process::{Pid, WaitOptions};
 use tokio::sync::watch;
 
 use crate::ExecConfig;
 use crate::output::{CappedLog, HeadTail};
 use crate::procfs::{self, Target};
 use crate::record::{self, Record};
+use crate::watch::{Script, reap_on_sigchld, spawn_drain, watch_exit};
 use crate::{kill, reap, spawn};
 
 /// Commands longer than this go through a script file: one exec argument is limited to 128 KiB.
@@ -130,32 +130,32 @@ impl Snapshot {
 
 /// Life of the main process, under one lock so that reaping and stopping never race.
 #[derive(Debug, Default)]
-struct Life {
-    exit: Option<Exit>,
-    reaped: bool,
-    stopping: bool,
-    stop_reason: Option<String>,
+pub(crate) struct Life {
+    pub(crate) exit: Option<Exit>,
+    pub(crate) reaped: bool,
+    pub(crate) stopping: bool,
+    pub(crate) stop_reason: Option<String>,
 }
 
 /// State shared with the drain thread and the exit watcher.
 #[derive(Debug)]
-struct Shared {
-    output: Mutex<HeadTail>,
-    log: Mutex<Option<CappedLog>>,
-    progress: watch::Sender<u64>,
-    drained: watch::Sender<bool>,
-    exited: watch::Sender<bool>,
-    life: Mutex<Life>,
-    record: Mutex<Option<PathBuf>>,
+pub(crate) struct Shared {
+    pub(crate) output: Mutex<HeadTail>,
+    pub(crate) log: Mutex<Option<CappedLog>>,
+    pub(crate) progress: watch::Sender<u64>,
+    pub(crate) drained: watch::Sender<bool>,
+    pub(crate) exited: watch::Sender<bool>,
+    pub(crate) life: Mutex<Life>,
+    pub(crate) record: Mutex<Option<PathBuf>>,
 }
 
 impl Shared {
-    fn life(&self) -> std::sync::MutexGuard<'_, Life> {
+    pub(crate) fn life(&self) -> std::sync::MutexGuard<'_, Life> {
         self.life.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Reap the main process if it has exited and nobody else will; true once it is reaped.
-    fn reap_main(&self, pid: i32, life: &mut Life) -> bool {
+    pub(crate) fn reap_main(&self, pid: i32, life: &mut Life) -> bool {
         if life.reaped {
             return true;
         }
@@ -335,7 +335,7 @@ impl Proc {
     }
 }
 
-fn remove_record(shared: &Shared) {
+pub(crate) fn remove_record(shared: &Shared) {
     if let Some(path) = shared.record.lock().unwrap_or_else(PoisonError::into_inner).take() {
         let _ = std::fs::remove_file(path);
     }
@@ -588,24 +588,6 @@ impl Supervisor {
     }
 }
 
-/// A long command written to a temp file, removed when the drain ends.
-#[derive(Debug)]
-struct Script(PathBuf);
-
-impl Script {
-    fn write(command: &str) -> std::io::Result<Self> {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, Ordering::SeqCst);
-        let path = std::env::temp_dir().join(format!("hands-cmd-{}-{n}.sh", procfs::own_pid()));
-        let mut file =
-            std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path)?;
-        file.write_all(command.as_bytes())?;
-        Ok(Self(path))
-    }
-}
-
 /// A session dropped without `close()` (a front end that forgot, a panic that unwound) must not
 /// leave its processes running: kill the groups that are still ours. Only groups whose leader is
 /// not reaped yet are signalled — until it is reaped, the group id cannot name anyone else.
@@ -615,137 +597,12 @@ impl Drop for Supervisor {
         let procs = std::mem::take(&mut *self.procs.lock().unwrap_or_else(PoisonError::into_inner));
         for proc in procs {
             let life = proc.shared.life();
-            if life.exit.is_none() && !life.reaped {
-                if let Some(pid) = rustix::process::Pid::from_raw(proc.pid as i32) {
-                    let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-                }
+            if life.exit.is_none()
+                && !life.reaped
+                && let Some(pid) = rustix::process::Pid::from_raw(proc.pid as i32)
+            {
+                let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
             }
         }
-    }
-}
-
-impl Drop for Script {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-/// Read the pipe until every writer is gone, on a thread of its own so that a fast writer never
-/// waits for the async runtime.
-fn spawn_drain(shared: Arc<Shared>, pipe: OwnedFd, script: Option<Script>) -> std::io::Result<()> {
-    std::thread::Builder::new().name("hands-drain".into()).spawn(move || {
-        let mut buf = vec![0u8; 256 * 1024];
-        loop {
-            match rustix::io::read(&pipe, &mut buf) {
-                Ok(0) => break,
-                Ok(n) => {
-                    let chunk = &buf[..n];
-                    let total = {
-                        let mut out = shared.output.lock().unwrap_or_else(PoisonError::into_inner);
-                        out.push(chunk);
-                        out.total()
-                    };
-                    if let Some(log) =
-                        shared.log.lock().unwrap_or_else(PoisonError::into_inner).as_mut()
-                    {
-                        log.write(chunk);
-                    }
-                    shared.progress.send_replace(total);
-                }
-                Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => {}
-                Err(_) => break,
-            }
-        }
-        drop(script);
-        shared.drained.send_replace(true);
-        shared.progress.send_modify(|_| {});
-    })?;
-    Ok(())
-}
-
-/// Observe the exit of the main process without a thread: a pidfd becomes readable when the
-/// process exits. The status is read with `WNOWAIT`; the zombie is reaped once the output is
-/// drained (or by `stop`), so that the group id stays ours while anything may signal it.
-async fn watch_exit(shared: Arc<Shared>, pid: i32, marked: Target) {
-    let exit = match observe_exit(pid).await {
-        Some(exit) => exit,
-        None => return,
-    };
-    {
-        let mut life = shared.life();
-        life.exit.get_or_insert(exit);
-    }
-    shared.exited.send_replace(true);
-    shared.progress.send_modify(|_| {});
-    let mut drained = shared.drained.subscribe();
-    let _ = drained.wait_for(|d| *d).await;
-    let shared2 = Arc::clone(&shared);
-    let _ = tokio::task::spawn_blocking(move || {
-        let mut life = shared2.life();
-        if life.stopping || life.reaped {
-            return;
-        }
-        shared2.reap_main(pid, &mut life);
-        drop(life);
-        // A descendant that closed its output may live on: then the record stays for `stop` (or
-        // for the next hands, should this one crash). Only background processes have records.
-        let has_record = shared2.record.lock().unwrap_or_else(PoisonError::into_inner).is_some();
-        if has_record && procfs::find(&marked).is_empty() {
-            remove_record(&shared2);
-        }
-    })
-    .await;
-}
-
-/// The exit status of `pid` (not reaped), through a pidfd, or a blocking waitid as a fallback.
-async fn observe_exit(pid: i32) -> Option<Exit> {
-    let raw = Pid::from_raw(pid)?;
-    let peek = WaitIdOptions::EXITED | WaitIdOptions::NOWAIT;
-    let to_exit = |status: WaitIdStatus| Exit {
-        code: status.exit_status(),
-        signal: status.terminating_signal(),
-    };
-    match rustix::process::pidfd_open(raw, rustix::process::PidfdFlags::NONBLOCK) {
-        Ok(fd) => {
-            // Deprecated because a borrowed raw fd could be closed under the reactor; ours is an
-            // OwnedFd that the AsyncFd owns until it is dropped, which is the sound case (the
-            // replacement, `register_with_interest`, is `unsafe` and this crate denies unsafe).
-            #[allow(deprecated)]
-            let afd =
-                tokio::io::unix::AsyncFd::with_interest(fd, tokio::io::Interest::READABLE).ok()?;
-            loop {
-                let mut guard = afd.readable().await.ok()?;
-                match rustix::process::waitid(
-                    WaitId::PidFd(afd.get_ref().as_fd()),
-                    peek | WaitIdOptions::NOHANG,
-                ) {
-                    Ok(Some(status)) => return Some(to_exit(status)),
-                    Ok(None) => guard.clear_ready(),
-                    // ECHILD: `stop` reaped it first and recorded the status.
-                    Err(_) => return None,
-                }
-            }
-        }
-        Err(_) => tokio::task::spawn_blocking(move || {
-            rustix::process::waitid(WaitId::Pid(raw), peek).ok().flatten().map(to_exit)
-        })
-        .await
-        .ok()
-        .flatten(),
-    }
-}
-
-/// Reap orphans whenever a child dies, until the session closes.
-async fn reap_on_sigchld(closed: CancellationToken) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let Ok(mut sigchld) = signal(SignalKind::child()) else { return };
-    loop {
-        tokio::select! {
-            got = sigchld.recv() => if got.is_none() { return },
-            () = closed.cancelled() => return,
-        }
-        // Let a burst of deaths settle into one scan.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let _ = tokio::task::spawn_blocking(reap::request_reap).await;
     }
 }

@@ -106,3 +106,28 @@ fn a_recorded_pid_that_was_reused_is_left_alone() {
         let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
     }
 }
+
+#[test]
+fn a_one_shot_call_stops_its_daemon_when_it_exits_and_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    let root = tmp.path().join("proj");
+    std::fs::create_dir_all(&root).unwrap();
+    let needle = format!("HANDS_STATE_DIR={}", state.display());
+    let out = hands(&state, &root)
+        .args([
+            "call",
+            "spawn_process",
+            "type=daemon",
+            "command=echo up; sleep 1000",
+            "ready_pattern=up",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("Started daemon p1"), "{text}");
+    assert!(text.contains("stopped as hands exits"), "{text}");
+    assert_eq!(marked(&needle), Vec::<u32>::new(), "the daemon outlived hands call");
+    assert_eq!(std::fs::read_dir(state.join("processes")).unwrap().count(), 0, "record left");
+}

@@ -233,7 +233,16 @@ pub(crate) async fn launch(
     if !matches!(outcome, Outcome::Exited(_)) {
         watch(ctx.session().clone(), Arc::clone(&proc), Arc::clone(&notes), request.limit, grace);
     }
-    Ok(render(&proc, &notes, &outcome, &checks, request.limit))
+    let mut output = render(&proc, &notes, &outcome, &checks, request.limit);
+    if ctx.session().is_one_shot() && proc.status() == Status::Running {
+        // A `hands call` is a session of one call: its processes end when it exits.
+        output = output.with_text(
+            "Note: this one-shot `hands call` session ends now, so the process is stopped as hands \
+             exits. Run hands as a server (`hands mcp`, `hands serve`) for processes that outlive \
+             a call.",
+        );
+    }
+    Ok(output)
 }
 
 fn refuse_over_limit(supervisor: &Supervisor, config: &ExecConfig) -> Result<(), ToolError> {

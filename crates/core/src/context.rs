@@ -2,18 +2,45 @@
 //! call's cancellation token (a child of the session's, fired by abort or by the timeout middleware).
 
 use std::path::Path;
+use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
 use crate::{Mode, Session};
 
+/// One progress report of a long call (MCP `notifications/progress`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    /// Work done so far (bytes, files, seconds — grows with each report).
+    pub progress: f64,
+    /// The total, when known.
+    pub total: Option<f64>,
+    /// What is happening, for people.
+    pub message: Option<String>,
+}
+
+/// Where a call's progress reports go (set by front ends that can forward them).
+pub type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
+
 /// The context of one tool call. Cheap to clone, so that tools can move it into blocking tasks.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Context {
     session: Session,
     call_id: String,
     turn: Option<String>,
     cancel: CancellationToken,
+    progress: Option<ProgressSink>,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("session", &self.session)
+            .field("call_id", &self.call_id)
+            .field("turn", &self.turn)
+            .field("progress", &self.progress.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Context {
@@ -24,6 +51,26 @@ impl Context {
             session: session.clone(),
             call_id: call_id.into(),
             turn,
+            progress: None,
+        }
+    }
+
+    /// The same context reporting progress to `sink`.
+    #[must_use]
+    pub fn with_progress(mut self, sink: Option<ProgressSink>) -> Self {
+        self.progress = sink;
+        self
+    }
+
+    /// True when somebody listens to progress reports (tools may skip the work of making them).
+    pub fn wants_progress(&self) -> bool {
+        self.progress.is_some()
+    }
+
+    /// Report progress of this call (ignored when nobody listens).
+    pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        if let Some(sink) = &self.progress {
+            sink(Progress { progress, total, message });
         }
     }
 

@@ -29,10 +29,10 @@ mod tool;
 
 pub use call::ToolCall;
 pub use config::CoreConfig;
-pub use context::Context;
+pub use context::{Context, Progress, ProgressSink};
 pub use error::{DispatchError, ToolError};
 pub use output::{Content, ToolOutput};
-pub use registry::{Conditions, PLAN_MODE_TOOLS, Registry, RegistryBuilder};
+pub use registry::{CallOptions, Conditions, PLAN_MODE_TOOLS, Registry, RegistryBuilder};
 pub use sandbox::{LocalProvider, Sandbox, SandboxProvider};
 pub use schema::schema_for;
 pub use session::{Mode, Session};

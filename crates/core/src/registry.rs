@@ -59,6 +59,15 @@ impl Conditions {
     }
 }
 
+/// What a front end adds to one call.
+#[derive(Clone, Default)]
+pub struct CallOptions {
+    /// Where the call's progress reports go.
+    pub progress: Option<crate::ProgressSink>,
+    /// Cancels this call alone.
+    pub cancel: Option<crate::CancellationToken>,
+}
+
 /// Builds a [`Registry`].
 pub struct RegistryBuilder {
     config: CoreConfig,
@@ -166,6 +175,17 @@ impl Registry {
         session: &Session,
         call: ToolCall,
     ) -> Result<ToolOutput, DispatchError> {
+        self.dispatch_with(session, call, CallOptions::default()).await
+    }
+
+    /// [`Registry::dispatch`] with what a front end adds to one call: where its progress reports
+    /// go, and a token that cancels this call alone (MCP's `notifications/cancelled`).
+    pub async fn dispatch_with(
+        &self,
+        session: &Session,
+        call: ToolCall,
+        options: CallOptions,
+    ) -> Result<ToolOutput, DispatchError> {
         let name = canonical(&call.name);
         let Some(tool) = self.tools.get(name) else {
             return Ok(ToolOutput::error(self.unknown(&call.name, session.mode())));
@@ -181,9 +201,27 @@ impl Registry {
             }));
         }
         let call = ToolCall { name: name.to_owned(), ..call };
-        let ctx = Context::new(session, call.id.clone(), call.turn.clone());
+        let ctx = Context::new(session, call.id.clone(), call.turn.clone())
+            .with_progress(options.progress);
+        let token = ctx.cancel_token().clone();
         let req = Request { ctx, call: &call, tool: tool.as_ref() };
-        match Next::new(&self.chain, &self.endpoint).run(req).await {
+        let run = Next::new(&self.chain, &self.endpoint).run(req);
+        let result = match options.cancel {
+            None => run.await,
+            Some(cancel) => {
+                // Cancelling the request fires the call's own token; the chain then answers
+                // "aborted" with whatever the tool had.
+                tokio::pin!(run);
+                tokio::select! {
+                    result = &mut run => result,
+                    () = cancel.cancelled() => {
+                        token.cancel();
+                        run.await
+                    }
+                }
+            }
+        };
+        match result {
             Ok(output) => Ok(with_notices(session, output)),
             Err(ToolError::RespondToModel(message)) => Ok(ToolOutput::error(message)),
             Err(ToolError::Fatal(message)) => Err(DispatchError::Fatal(message)),

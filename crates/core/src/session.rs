@@ -6,7 +6,7 @@ use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
@@ -53,7 +53,7 @@ struct Inner {
     project: String,
     root: PathBuf,
     one_shot: bool,
-    mode: RwLock<Mode>,
+    mode: tokio::sync::watch::Sender<Mode>,
     /// The current abort generation: `abort` fires it and installs a fresh one.
     cancel: Mutex<CancellationToken>,
     /// Fired once, when the session closes.
@@ -112,7 +112,7 @@ impl Session {
             project,
             root,
             one_shot,
-            mode: RwLock::new(Mode::Build),
+            mode: tokio::sync::watch::Sender::new(Mode::Build),
             cancel: Mutex::new(closed.child_token()),
             closed,
             extensions: Mutex::new(HashMap::new()),
@@ -144,13 +144,18 @@ impl Session {
 
     /// The current mode.
     pub fn mode(&self) -> Mode {
-        *self.0.mode.read().unwrap_or_else(PoisonError::into_inner)
+        *self.0.mode.borrow()
     }
 
     /// Switch mode; returns the previous one (front ends announce a changed tool list).
     pub fn set_mode(&self, mode: Mode) -> Mode {
-        let mut guard = self.0.mode.write().unwrap_or_else(PoisonError::into_inner);
-        std::mem::replace(&mut *guard, mode)
+        self.0.mode.send_replace(mode)
+    }
+
+    /// Changes of mode, for front ends that announce a changed tool list (MCP's
+    /// `notifications/tools/list_changed`).
+    pub fn mode_changes(&self) -> tokio::sync::watch::Receiver<Mode> {
+        self.0.mode.subscribe()
     }
 
     /// The token that aborts every call in flight now (a child of it is given to each call).
@@ -300,9 +305,12 @@ mod tests {
     #[test]
     fn mode_switches() {
         let s = Session::new("a", "/tmp");
+        let mut changes = s.mode_changes();
         assert_eq!(s.mode(), Mode::Build);
         assert_eq!(s.set_mode(Mode::Plan), Mode::Build);
         assert_eq!(s.mode(), Mode::Plan);
+        assert!(changes.has_changed().unwrap());
+        assert_eq!(*changes.borrow_and_update(), Mode::Plan);
         assert_eq!("plan".parse::<Mode>(), Ok(Mode::Plan));
         assert!("chaos".parse::<Mode>().is_err());
     }

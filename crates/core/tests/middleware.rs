@@ -524,3 +524,80 @@ async fn a_read_overlapping_an_edit_is_never_served_stale() {
         r.dispatch(&s, ToolCall::new("4", "slow_read", json!({})).in_turn("t")).await.unwrap();
     assert_eq!(cached.joined_text(), "version 1");
 }
+
+/// Reports progress three times.
+struct Steps;
+
+impl hands_core::Tool for Steps {
+    type Args = serde_json::Map<String, Value>;
+
+    fn name(&self) -> &'static str {
+        "steps"
+    }
+
+    fn description(&self) -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed("Steps.")
+    }
+
+    fn annotations(&self) -> hands_core::Annotations {
+        hands_core::Annotations::READ_ONLY
+    }
+
+    async fn call(&self, ctx: Context, _args: Self::Args) -> Result<ToolOutput, ToolError> {
+        for i in 1..=3 {
+            ctx.progress(f64::from(i), Some(3.0), Some(format!("step {i}")));
+        }
+        Ok(ToolOutput::text("done"))
+    }
+}
+
+#[tokio::test]
+async fn progress_reports_reach_the_front_end_sink() {
+    let r = Registry::builder(config()).tool(Steps).build();
+    let s = Session::new("s", "/tmp");
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink: hands_core::ProgressSink = {
+        let seen = Arc::clone(&seen);
+        Arc::new(move |p: hands_core::Progress| seen.lock().unwrap().push((p.progress, p.message)))
+    };
+    let options = hands_core::CallOptions { progress: Some(sink), cancel: None };
+    let out = r.dispatch_with(&s, ToolCall::new("1", "steps", json!({})), options).await.unwrap();
+    assert_eq!(out.joined_text(), "done");
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 3);
+    assert_eq!(seen[2], (3.0, Some("step 3".to_owned())));
+    // Without a sink nothing breaks.
+    assert!(!r.dispatch(&s, ToolCall::new("2", "steps", json!({}))).await.unwrap().is_error);
+}
+
+#[tokio::test]
+async fn cancelling_one_request_aborts_that_call_only() {
+    let saw_cancel = Arc::new(AtomicUsize::new(0));
+    let mut cfg = config();
+    cfg.timeouts.tools.clear();
+    let r = Arc::new(
+        Registry::builder(cfg).tool(Sleep { saw_cancel: Arc::clone(&saw_cancel) }).build(),
+    );
+    let s = Session::new("s", "/tmp");
+    let cancel = hands_core::CancellationToken::new();
+    let doomed = {
+        let (r, s, cancel) = (Arc::clone(&r), s.clone(), cancel.clone());
+        tokio::spawn(async move {
+            let options = hands_core::CallOptions { progress: None, cancel: Some(cancel) };
+            r.dispatch_with(&s, ToolCall::new("a", "sleep", json!({"ms": 60_000})), options).await
+        })
+    };
+    let other = {
+        let (r, s) = (Arc::clone(&r), s.clone());
+        tokio::spawn(async move {
+            r.dispatch(&s, ToolCall::new("b", "sleep", json!({"ms": 300}))).await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    cancel.cancel();
+    let out = tokio::time::timeout(Duration::from_secs(5), doomed).await.unwrap().unwrap().unwrap();
+    assert!(out.is_error && out.joined_text().contains("aborted"), "{}", out.joined_text());
+    let out = other.await.unwrap().unwrap();
+    assert_eq!(out.joined_text(), "slept", "the other call was not touched");
+    assert_eq!(saw_cancel.load(Ordering::SeqCst), 1);
+}

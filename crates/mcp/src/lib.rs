@@ -1,0 +1,3 @@
+//! MCP for hands: the server that exposes a [`hands_core::Registry`] over stdio and Streamable
+//! HTTP, the client that brings other MCP servers' tools in as hands tools, and the sandbox
+//! proxies (bwrap, remote) that run tools in an inner hands and recover when it is gone.

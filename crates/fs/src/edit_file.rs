@@ -89,7 +89,7 @@ fn edit(ctx: &Context, config: &FsConfig, args: &EditFileArgs) -> Result<ToolOut
              new text in new_string.",
         ));
     }
-    let ws = Workspace::for_root(ctx.root())?;
+    let ws = Workspace::of(ctx)?;
     let path = ws.resolve("path", &args.path)?;
     atomic::check_writable(&ws, &path, config, "edit")?;
     let text = load(&ws, &path, config)?;

@@ -100,7 +100,7 @@ struct ThreadHits {
 }
 
 fn run(ctx: &Context, config: &FsConfig, args: &GlobArgs) -> Result<ToolOutput, ToolError> {
-    let ws = crate::Workspace::for_root(ctx.root())?;
+    let ws = crate::Workspace::of(ctx)?;
     let glob = FileGlob::new("pattern", &args.pattern)?;
     let start = match walk::start(&ws, "path", args.path.as_deref())? {
         Start::Dir(rel) => rel,

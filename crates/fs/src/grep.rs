@@ -366,7 +366,7 @@ fn cut_line(bytes: &[u8], matcher: Option<&RegexMatcher>, max: usize) -> String 
 }
 
 fn run(ctx: &Context, config: &FsConfig, args: &GrepArgs) -> Result<ToolOutput, ToolError> {
-    let ws = Workspace::for_root(ctx.root())?;
+    let ws = Workspace::of(ctx)?;
     let matcher = RegexMatcherBuilder::new()
         .case_insensitive(args.case_insensitive)
         .line_terminator(Some(b'\n'))

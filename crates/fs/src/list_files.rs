@@ -90,7 +90,7 @@ struct Entry {
 }
 
 fn run(ctx: &Context, config: &FsConfig, args: &ListFilesArgs) -> Result<ToolOutput, ToolError> {
-    let ws = Workspace::for_root(ctx.root())?;
+    let ws = Workspace::of(ctx)?;
     let rel = ws.resolve("path", args.path.as_deref().unwrap_or("."))?;
     let meta = ws.dir().metadata(rel.for_open()).map_err(|e| ws.io_error("listed", &rel, &e))?;
     if !meta.is_dir() {

@@ -68,7 +68,7 @@ impl Tool for ReadFile {
 }
 
 fn read(ctx: &Context, config: &FsConfig, args: &ReadFileArgs) -> Result<ToolOutput, ToolError> {
-    let ws = Workspace::for_root(ctx.root())?;
+    let ws = Workspace::of(ctx)?;
     let path = ws.resolve("path", &args.path)?;
     let io_err = |err: io::Error| ws.io_error("read", &path, &err);
     let mut file = ws.open_read(&path).map_err(io_err)?;

@@ -91,6 +91,33 @@ impl Workspace {
         })
     }
 
+    /// The workspace of the call's session, opened once per session and reused while its handle
+    /// is still the directory at the root path: same device and inode, and not deleted (a root
+    /// removed and re-created — a fresh clone at the same path — is opened again).
+    pub fn of(ctx: &hands_core::Context) -> Result<Self, ToolError> {
+        let cache = ctx.session().extension::<Cached>();
+        let mut slot = cache.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(ws) = slot.as_ref()
+            && ws.root.as_path() == ctx.root()
+            && ws.still_at_root()
+        {
+            return Ok(ws.clone());
+        }
+        let ws = Self::for_root(ctx.root())?;
+        *slot = Some(ws.clone());
+        Ok(ws)
+    }
+
+    /// True while the handle is the live directory found at the root path.
+    fn still_at_root(&self) -> bool {
+        use cap_std::fs::MetadataExt as _;
+        use std::os::unix::fs::MetadataExt as _;
+        let (Ok(held), Ok(now)) = (self.dir.dir_metadata(), std::fs::metadata(&*self.root)) else {
+            return false;
+        };
+        held.nlink() > 0 && held.dev() == now.dev() && held.ino() == now.ino()
+    }
+
     /// Open the root of `ctx`, as a model-facing error if that fails.
     pub fn for_root(root: &Path) -> Result<Self, ToolError> {
         Self::open(root).map_err(|err| {
@@ -200,6 +227,10 @@ impl Workspace {
         }
     }
 }
+
+/// A session's opened workspace.
+#[derive(Default)]
+struct Cached(std::sync::Mutex<Option<Workspace>>);
 
 /// cap-std reports an escape as PermissionDenied with this text; EXDEV comes from openat2.
 fn escapes(err: &io::Error) -> bool {

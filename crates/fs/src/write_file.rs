@@ -63,7 +63,7 @@ impl Tool for WriteFile {
 }
 
 fn write(ctx: &Context, config: &FsConfig, args: &WriteFileArgs) -> Result<ToolOutput, ToolError> {
-    let ws = Workspace::for_root(ctx.root())?;
+    let ws = Workspace::of(ctx)?;
     let path = ws.resolve("path", &args.path)?;
     atomic::check_writable(&ws, &path, config, "write")?;
     let bytes = args.content.as_bytes();

@@ -13,7 +13,7 @@ for tool in node npm cargo; do
     command -v "$tool" >/dev/null || { echo "missing: $tool" >&2; exit 1; }
 done
 target="${CARGO_TARGET_DIR:-target}"
-cargo build --quiet --release -p hands -p hands-mcp --example bench_roundtrip --example mcp_floor
+cargo build --quiet --release -p hands -p hands-mcp --example bench_roundtrip --example mcp_floor --example bench_http
 node_dir="bench/node"
 ref="$node_dir/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
 if [[ ! -f "$ref" ]]; then
@@ -37,3 +37,14 @@ print(f"hands median / floor median : {hands['median_us'] / floor['median_us']:.
 print(f"hands calls/s / reference   : {hands['calls_per_s'] / ref['calls_per_s']:.1f}x (target >= 5x; floor/reference = {floor['calls_per_s'] / ref['calls_per_s']:.1f}x)")
 print(f"hands start-up              : {hands['startup_ms']:.1f} ms (target <= 20 ms; reference {ref['startup_ms']:.0f} ms)")
 PY
+
+echo "== HTTP: 64 concurrent clients x ${HTTP_CALLS:-1000} calls against hands serve"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$target/release/hands" serve --listen "127.0.0.1:$port" --root "$root" 2>/dev/null &
+server=$!
+trap 'kill $server 2>/dev/null; rm -rf "$root"' EXIT
+for _ in $(seq 50); do
+    curl -sf "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break
+    sleep 0.1
+done
+"$target/release/examples/bench_http" "http://127.0.0.1:$port/mcp" 64 "${HTTP_CALLS:-1000}"

@@ -1,3 +1,9 @@
 //! MCP for hands: the server that exposes a [`hands_core::Registry`] over stdio and Streamable
 //! HTTP, the client that brings other MCP servers' tools in as hands tools, and the sandbox
 //! proxies (bwrap, remote) that run tools in an inner hands and recover when it is gone.
+
+mod client;
+pub use client::{
+    CONNECT_TIMEOUT, DEFAULT_CALL_TIMEOUT_MS, McpClients, McpServerConfig, McpServersConfig,
+    ServerStatus, tool_name,
+};

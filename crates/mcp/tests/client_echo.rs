@@ -1,0 +1,174 @@
+//! The MCP client against a real MCP server over stdio (the `echo_server` example as a child
+//! process): tools come in as `mcp__echo__…`, calls round-trip text and `isError`, a server that
+//! cannot start is reported without stopping the others, and a killed server is restarted.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use hands_core::{CoreConfig, Registry, Session, ToolCall};
+use hands_mcp::{McpClients, McpServerConfig, McpServersConfig};
+use serde_json::json;
+
+fn echo_server() -> PathBuf {
+    // target/debug/deps/client_echo-… → target/debug/examples/echo_server
+    let exe = std::env::current_exe().unwrap();
+    let path = exe.parent().unwrap().parent().unwrap().join("examples").join("echo_server");
+    assert!(
+        path.exists(),
+        "build the example first: cargo build -p hands-mcp --example echo_server"
+    );
+    path
+}
+
+fn config(entries: &[(&str, McpServerConfig)]) -> McpServersConfig {
+    McpServersConfig(entries.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect())
+}
+
+fn stdio(command: impl Into<String>, args: &[&str]) -> McpServerConfig {
+    McpServerConfig {
+        command: Some(command.into()),
+        args: args.iter().map(|s| (*s).to_owned()).collect(),
+        ..McpServerConfig::default()
+    }
+}
+
+fn registry(clients: &McpClients) -> Registry {
+    clients.register(Registry::builder(CoreConfig::default())).build()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn remote_tools_appear_and_calls_round_trip() {
+    let echo = echo_server().display().to_string();
+    let clients = McpClients::connect_blocking(&config(&[("echo", stdio(echo, &[]))]), 120_000);
+    assert_eq!(clients.status()[0].error, None);
+    let registry = registry(&clients);
+    let names: Vec<String> =
+        registry.list(hands_core::Mode::Build).iter().map(|s| s.name.clone()).collect();
+    for name in ["mcp__echo__echo", "mcp__echo__fail", "mcp__echo__sleep", "mcp_list", "mcp_call"] {
+        assert!(names.contains(&name.to_owned()), "{name} missing from {names:?}");
+    }
+    let spec = registry.get("mcp__echo__echo").unwrap().spec().clone();
+    assert!(spec.description.starts_with("Say the text back."), "{}", spec.description);
+    assert_eq!(spec.input_schema["properties"]["text"]["type"], "string");
+    // The server claims readOnlyHint; a remote hint is not trusted.
+    assert!(!spec.annotations.read_only && spec.annotations.open_world && spec.needs_approval);
+
+    let tmp = tempfile::tempdir().unwrap();
+    let session = Session::one_shot(tmp.path());
+    let call = |name: &str, args| ToolCall::new(format!("c-{name}"), name, args);
+    let out = registry
+        .dispatch(&session, call("mcp__echo__echo", json!({"text": "héllo"})))
+        .await
+        .unwrap();
+    assert!(!out.is_error);
+    assert_eq!(out.joined_text(), "héllo");
+
+    let out = registry.dispatch(&session, call("mcp__echo__fail", json!({}))).await.unwrap();
+    assert!(out.is_error);
+    assert_eq!(out.joined_text(), "this tool always fails");
+
+    let out = registry
+        .dispatch(
+            &session,
+            call(
+                "mcp_call",
+                json!({"server": "echo", "tool": "echo", "arguments": {"text": "via mcp_call"}}),
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.joined_text(), "via mcp_call");
+
+    let out = registry
+        .dispatch(&session, call("mcp_call", json!({"server": "nope", "tool": "echo"})))
+        .await
+        .unwrap();
+    assert!(out.is_error && out.joined_text().contains("No MCP server named `nope`"), "{out:?}");
+
+    let out = registry.dispatch(&session, call("mcp_list", json!({}))).await.unwrap();
+    let text = out.joined_text();
+    assert!(text.contains("echo: 5 tools") && text.contains("as mcp__echo__sleep"), "{text}");
+    assert_eq!(out.structured.unwrap()["servers"][0]["tools"][0]["name"], "echo");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_that_cannot_start_is_reported_not_fatal() {
+    let echo = echo_server().display().to_string();
+    let started = std::time::Instant::now();
+    let clients = McpClients::connect_blocking(
+        &config(&[
+            ("broken", stdio("/nonexistent/mcp-server", &[])),
+            ("quits", stdio("sh", &["-c", "exit 3"])),
+            ("echo", stdio(echo, &[])),
+        ]),
+        120_000,
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "a failing server must not hold the start"
+    );
+    let status = clients.status();
+    let by_name = |n: &str| status.iter().find(|s| s.name == n).unwrap();
+    let broken = by_name("broken").error.clone().unwrap();
+    assert!(broken.contains("cannot start `/nonexistent/mcp-server`"), "{broken}");
+    assert!(by_name("quits").error.is_some());
+    assert_eq!(by_name("echo").error, None);
+
+    let registry = registry(&clients);
+    let tmp = tempfile::tempdir().unwrap();
+    let session = Session::one_shot(tmp.path());
+    let out = registry
+        .dispatch(&session, ToolCall::new("c1", "mcp__echo__echo", json!({"text": "still here"})))
+        .await
+        .unwrap();
+    assert_eq!(out.joined_text(), "still here");
+    let out =
+        registry.dispatch(&session, ToolCall::new("c2", "mcp_list", json!({}))).await.unwrap();
+    assert!(
+        out.joined_text().contains("broken: unavailable (cannot start"),
+        "{}",
+        out.joined_text()
+    );
+    let out = registry
+        .dispatch(
+            &session,
+            ToolCall::new("c3", "mcp_call", json!({"server": "broken", "tool": "x"})),
+        )
+        .await
+        .unwrap();
+    assert!(out.is_error, "{out:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_killed_server_is_restarted_and_the_call_retried() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("starts.log");
+    let echo = echo_server().display().to_string();
+    let clients = McpClients::connect_blocking(
+        &config(&[("echo", stdio(echo, &[log.to_str().unwrap()]))]),
+        120_000,
+    );
+    let registry = registry(&clients);
+    let session = Session::one_shot(tmp.path());
+    let pid = |n: &str| ToolCall::new(n, "mcp__echo__pid", json!({}));
+    let first = registry.dispatch(&session, pid("p1")).await.unwrap().joined_text();
+    assert_eq!(Some(first.parse::<u32>().unwrap()), clients.pid("echo").await);
+
+    let killed = std::process::Command::new("kill").args(["-9", &first]).status().unwrap();
+    assert!(killed.success());
+    // Right after the kill (the client may not have noticed yet) and once more later.
+    let second = registry.dispatch(&session, pid("p2")).await.unwrap();
+    assert!(!second.is_error, "{second:?}");
+    assert_ne!(second.joined_text(), first, "a new process answers");
+
+    let starts = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(starts.lines().count(), 2, "{starts}");
+}
+
+#[test]
+fn no_servers_means_no_mcp_tools() {
+    let clients = McpClients::connect_blocking(&McpServersConfig::default(), 120_000);
+    let registry = registry(&clients);
+    assert!(registry.get("mcp_list").is_none() && registry.get("mcp_call").is_none());
+}

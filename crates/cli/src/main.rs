@@ -3,6 +3,7 @@
 
 mod approve;
 mod call;
+mod serve;
 mod settings;
 mod tools;
 
@@ -47,6 +48,25 @@ enum Command {
         /// Print the whole result as JSON (content, structured output, is_error).
         #[arg(long)]
         json: bool,
+    },
+    /// Serve the tools over MCP on stdin/stdout (one session; ends on stdin EOF).
+    Mcp {
+        /// The mode the session starts in.
+        #[arg(long, default_value = "build")]
+        mode: Mode,
+    },
+    /// Serve the tools over MCP Streamable HTTP at /mcp (one session per MCP session).
+    Serve {
+        /// Address to listen on; anything but loopback needs a token.
+        #[arg(long, default_value = "127.0.0.1:7777", value_name = "ADDR")]
+        listen: std::net::SocketAddr,
+        /// Bearer token required at /mcp (default: setting server.token, env
+        /// HANDS_SERVER__TOKEN).
+        #[arg(long, value_name = "T")]
+        token: Option<String>,
+        /// The mode new sessions start in.
+        #[arg(long, default_value = "build")]
+        mode: Mode,
     },
     /// Show the configuration.
     Config {
@@ -114,6 +134,20 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let registry = build_registry(&loaded)?;
             call::run(&registry, &root, &tool, &args, json)
         }
+        Command::Mcp { mode } => {
+            stop_leftovers();
+            let registry = build_registry(&loaded)?;
+            serve::stdio(registry, &root, mode)
+        }
+        Command::Serve { listen, token, mode } => {
+            stop_leftovers();
+            let registry = build_registry(&loaded)?;
+            let mut config = loaded.settings.server.clone();
+            if token.is_some() {
+                config.token = token;
+            }
+            serve::http(registry, &root, mode, listen, &config)
+        }
     }
 }
 
@@ -137,5 +171,6 @@ fn build_registry(loaded: &settings::Loaded) -> Result<Registry> {
     let builder =
         Registry::builder(loaded.settings.core()).conditions(Conditions::from_process(config_json));
     let builder = hands_fs::register(builder, &loaded.settings.fs);
-    Ok(hands_exec::register(builder, &loaded.settings.exec()).build())
+    let builder = hands_exec::register(builder, &loaded.settings.exec());
+    Ok(hands_agent::register(builder).build())
 }

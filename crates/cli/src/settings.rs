@@ -12,6 +12,7 @@ use hands_core::CoreConfig;
 use hands_core::config::{Approval, OutputConfig, RecoveryConfig, TimeoutConfig};
 use hands_exec::{BashConfig, ExecConfig, ProcessConfig};
 use hands_fs::FsConfig;
+use hands_mcp::ServerConfig;
 use serde::{Deserialize, Serialize};
 use toml::{Table, Value};
 
@@ -37,6 +38,8 @@ pub struct Settings {
     pub bash: BashConfig,
     /// `[processes]`
     pub processes: ProcessConfig,
+    /// `[server]`: who may talk to `hands serve`.
+    pub server: ServerConfig,
 }
 
 impl Default for Settings {
@@ -52,6 +55,7 @@ impl Default for Settings {
             fs: FsConfig::default(),
             bash: BashConfig::default(),
             processes: ProcessConfig::default(),
+            server: ServerConfig::default(),
         }
     }
 }
@@ -184,7 +188,16 @@ pub fn load(layers: &Layers<'_>) -> Result<Loaded> {
 /// Settings a project's own `.hands/config.toml` may not set: each loosens what the user allows
 /// (asking before changes, writing under `.git/`, which shell runs commands). A repository could
 /// ship them, or a model could write them to escalate its own rights.
-const USER_ONLY: &[&str] = &["approval", "fs.writable_protected", "bash.shell"];
+/// The server's allow-lists open `hands serve` to other hosts and web pages, and a token a
+/// repository chose would be known to whoever wrote it.
+const USER_ONLY: &[&str] = &[
+    "approval",
+    "fs.writable_protected",
+    "bash.shell",
+    "server.allowed_hosts",
+    "server.allowed_origins",
+    "server.token",
+];
 
 /// Remove the user-only keys from a project layer; returns the ones that were there.
 fn drop_user_only(layer: &mut Table) -> Vec<&'static str> {
@@ -307,7 +320,10 @@ fn render_table(table: &Table, prefix: &str, sources: &BTreeMap<String, String>,
         }
         let source = sources.get(&dotted).map_or("default", String::as_str);
         let key_text = toml_key(key);
-        out.push_str(&format!("{key_text} = {value}  # {source}\n"));
+        // A secret is shown as set, never printed.
+        let shown =
+            if dotted == "server.token" { "\"<set>\"".to_owned() } else { value.to_string() };
+        out.push_str(&format!("{key_text} = {shown}  # {source}\n"));
     }
     for (dotted, inner) in subtables {
         let header: Vec<String> = dotted.split('.').map(toml_key).collect();

@@ -2,6 +2,14 @@
 //! HTTP, the client that brings other MCP servers' tools in as hands tools, and the sandbox
 //! proxies (bwrap, remote) that run tools in an inner hands and recover when it is gone.
 
+mod http;
+mod server;
+mod stdio;
+
+pub use http::{HttpError, ServerConfig, router, serve_http};
+pub use server::{McpServer, PAGE_SIZE, ServerFactory};
+pub use stdio::{StdioError, serve_stdio, shutdown_signal};
+
 mod client;
 pub use client::{
     CONNECT_TIMEOUT, DEFAULT_CALL_TIMEOUT_MS, McpClients, McpServerConfig, McpServersConfig,

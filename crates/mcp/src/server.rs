@@ -1,0 +1,368 @@
+//! The MCP server: a hand-written rmcp [`ServerHandler`] over a [`Registry`]. One [`McpServer`]
+//! serves one connection and owns one [`Session`]; `tools/list` comes from the session's mode,
+//! `tools/call` goes through [`Registry::dispatch_with`] with the request's cancellation token and,
+//! when the client asked for it, a rate-limited progress sink. A mode change is announced with
+//! `notifications/tools/list_changed`; under `approval = "ask"` the user is asked by elicitation.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use hands_core::approval::{ApprovalRequest, Approver, ApproverHandle, Decision};
+use hands_core::{
+    BoxFuture, CallOptions, CancellationToken, DispatchError, Mode, Progress, ProgressSink,
+    Registry, Session, ToolCall, ToolSpec,
+};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequestParams,
+    ElicitationAction, Implementation, InitializeRequestParams, InitializeResult, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities,
+    ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
+use serde_json::{Value, json};
+
+/// Tools per `tools/list` page.
+pub const PAGE_SIZE: usize = 100;
+
+/// At most one progress notification per call in this interval.
+const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
+
+const INSTRUCTIONS: &str = "hands runs coding tools in one project root: read, search and edit \
+files, run shell commands and background processes. Paths are relative to the root. Tool \
+failures come back as results with isError and say what to do next. enter_plan_mode restricts \
+the tools to read-only research until exit_plan_mode.";
+
+/// What every connection of one server process shares: the registry, the root, the starting mode,
+/// and the tool lists of both modes converted once.
+pub struct ServerFactory {
+    registry: Arc<Registry>,
+    root: PathBuf,
+    mode: Mode,
+    build_tools: Vec<Tool>,
+    plan_tools: Vec<Tool>,
+    /// Sessions of the connections alive now, closed together at shutdown.
+    live: Mutex<HashMap<String, Session>>,
+}
+
+impl ServerFactory {
+    /// A factory serving `registry` over `root`; new sessions start in `mode`.
+    pub fn new(registry: Arc<Registry>, root: impl Into<PathBuf>, mode: Mode) -> Arc<Self> {
+        let convert = |mode| registry.list(mode).into_iter().map(mcp_tool).collect();
+        Arc::new(Self {
+            build_tools: convert(Mode::Build),
+            plan_tools: convert(Mode::Plan),
+            registry,
+            root: root.into(),
+            mode,
+            live: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// A server for one new connection, with its own session.
+    pub fn connection(self: &Arc<Self>) -> McpServer {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let id = format!("mcp-{}-{n}-{nanos:x}", std::process::id());
+        let session = Session::new(id, self.root.clone());
+        session.set_mode(self.mode);
+        self.live().insert(session.id().to_owned(), session.clone());
+        McpServer { factory: Arc::clone(self), session }
+    }
+
+    /// Close every live connection's session (at shutdown: their processes are stopped).
+    pub async fn close_all(&self) {
+        let sessions: Vec<Session> = self.live().drain().map(|(_, s)| s).collect();
+        for session in sessions {
+            session.close().await;
+        }
+    }
+
+    fn live(&self) -> std::sync::MutexGuard<'_, HashMap<String, Session>> {
+        self.live.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn tools(&self, mode: Mode) -> &[Tool] {
+        match mode {
+            Mode::Build => &self.build_tools,
+            Mode::Plan => &self.plan_tools,
+        }
+    }
+}
+
+/// The handler of one MCP connection. Dropping it closes its session (every process stopped).
+pub struct McpServer {
+    factory: Arc<ServerFactory>,
+    session: Session,
+}
+
+impl McpServer {
+    /// This connection's session.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// Announce tool-list changes whenever the session's mode changes, until the session closes
+    /// or the peer is gone.
+    fn watch_mode(&self, peer: Peer<RoleServer>) {
+        let mut changes = self.session.mode_changes();
+        let closed = self.session.closed_token().clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    changed = changes.changed() => {
+                        if changed.is_err() { break }
+                        changes.borrow_and_update();
+                        if peer.notify_tool_list_changed().await.is_err() { break }
+                    }
+                    () = closed.cancelled() => break,
+                }
+            }
+        });
+    }
+}
+
+impl Drop for McpServer {
+    fn drop(&mut self) {
+        self.factory.live().remove(self.session.id());
+        if self.session.is_closed() {
+            return;
+        }
+        let session = self.session.clone();
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move { session.close().await });
+        }
+    }
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build(),
+        )
+        .with_server_info(Implementation::new("hands", env!("CARGO_PKG_VERSION")))
+        .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        if request.capabilities.elicitation.is_some() {
+            let approver = ElicitationApprover { peer: context.peer.clone() };
+            self.session.insert_extension(ApproverHandle(Arc::new(approver)));
+        }
+        context.peer.set_peer_info(request.clone());
+        self.watch_mode(context.peer.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tools = self.factory.tools(self.session.mode());
+        let start = match request.and_then(|r| r.cursor) {
+            None => 0,
+            Some(cursor) => {
+                cursor.parse::<usize>().ok().filter(|n| *n <= tools.len()).ok_or_else(|| {
+                    ErrorData::invalid_params(format!("invalid cursor {cursor:?}"), None)
+                })?
+            }
+        };
+        let end = (start + PAGE_SIZE).min(tools.len());
+        let mut result = ListToolsResult::with_all_items(tools[start..end].to_vec());
+        if end < tools.len() {
+            result.next_cursor = Some(end.to_string());
+        }
+        Ok(result)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let registry = &self.factory.registry;
+        if registry.get(&request.name).is_none() {
+            let offered: Vec<&str> = registry
+                .list(self.session.mode())
+                .into_iter()
+                .map(|spec| spec.name.as_str())
+                .collect();
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool `{}`; available: {}", request.name, offered.join(", ")),
+                None,
+            ));
+        }
+        let token = request
+            .meta
+            .as_ref()
+            .and_then(|meta| meta.get_progress_token())
+            .or_else(|| context.meta.get_progress_token());
+        let (sink, forwarder) = match token {
+            Some(token) => {
+                let (sink, forwarder) = progress_sink(context.peer.clone(), token);
+                (Some(sink), Some(forwarder))
+            }
+            None => (None, None),
+        };
+        let args =
+            request.arguments.map_or_else(|| Value::Object(Default::default()), Value::Object);
+        let call =
+            ToolCall::new(format!("mcp-{}", self.session.next_call_id()), request.name, args);
+        let options = CallOptions { progress: sink, cancel: Some(context.ct.clone()) };
+        let result = registry.dispatch_with(&self.session, call, options).await;
+        if let Some(forwarder) = forwarder {
+            // Let the last reports go out before the result; the sink is gone with the call.
+            let _ = tokio::time::timeout(Duration::from_millis(200), forwarder).await;
+        }
+        match result {
+            Ok(output) => Ok(CallToolResponse::Complete(to_call_tool_result(&output)?)),
+            Err(DispatchError::Fatal(message)) => Err(ErrorData::internal_error(message, None)),
+        }
+    }
+}
+
+/// A registry spec as an MCP tool.
+fn mcp_tool(spec: &ToolSpec) -> Tool {
+    let a = spec.annotations;
+    let mut value = json!({
+        "name": spec.name,
+        "description": spec.description,
+        "inputSchema": object_schema(&spec.input_schema),
+        "annotations": {
+            "readOnlyHint": a.read_only,
+            "destructiveHint": a.destructive,
+            "idempotentHint": a.idempotent,
+            "openWorldHint": a.open_world,
+        },
+    });
+    if let Some(output) = &spec.output_schema {
+        value["outputSchema"] = object_schema(output);
+    }
+    serde_json::from_value(value).unwrap_or_else(|err| {
+        // Every field above has the type rmcp expects; only a schema that is not an object could
+        // fail, and object_schema makes it one.
+        tracing::error!(tool = %spec.name, %err, "tool spec does not convert to MCP");
+        Tool::new(spec.name.clone(), spec.description.clone(), Arc::new(Default::default()))
+    })
+}
+
+/// MCP requires an object schema; a tool without arguments may derive `true` or a non-object.
+fn object_schema(schema: &Value) -> Value {
+    match schema {
+        Value::Object(map) if map.get("type").is_none_or(|t| t == "object") => schema.clone(),
+        _ => json!({"type": "object"}),
+    }
+}
+
+fn to_call_tool_result(output: &hands_core::ToolOutput) -> Result<CallToolResult, ErrorData> {
+    let value = serde_json::to_value(output)
+        .map_err(|err| ErrorData::internal_error(format!("result to JSON: {err}"), None))?;
+    serde_json::from_value(value)
+        .map_err(|err| ErrorData::internal_error(format!("result to MCP: {err}"), None))
+}
+
+/// A sink that turns a call's progress reports into `notifications/progress`, at most one per
+/// [`PROGRESS_INTERVAL`] and always increasing; the returned task sends them and ends when the
+/// sink is dropped.
+fn progress_sink(
+    peer: Peer<RoleServer>,
+    token: ProgressToken,
+) -> (ProgressSink, tokio::task::JoinHandle<()>) {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Progress>();
+    let last: Mutex<Option<(Instant, f64)>> = Mutex::new(None);
+    let sink: ProgressSink = Arc::new(move |progress: Progress| {
+        let mut last = last.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = Instant::now();
+        if let Some((at, value)) = *last
+            && (now.duration_since(at) < PROGRESS_INTERVAL || progress.progress <= value)
+        {
+            return;
+        }
+        *last = Some((now, progress.progress));
+        let _ = tx.send(progress);
+    });
+    let task = tokio::spawn(async move {
+        while let Some(progress) = rx.recv().await {
+            let mut param = ProgressNotificationParam::new(token.clone(), progress.progress);
+            param.total = progress.total;
+            param.message = progress.message;
+            if peer.notify_progress(param).await.is_err() {
+                break;
+            }
+        }
+    });
+    (sink, task)
+}
+
+/// Asks the user through MCP elicitation: accept approves (unless the form says otherwise),
+/// decline and cancel deny, with the user's words when they gave any.
+struct ElicitationApprover {
+    peer: Peer<RoleServer>,
+}
+
+impl Approver for ElicitationApprover {
+    fn approve<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Decision> {
+        Box::pin(async move {
+            let params = json!({
+                "mode": "form",
+                "message": format!("hands wants to run {}. Allow it?", request.summary),
+                "requestedSchema": {
+                    "type": "object",
+                    "properties": {
+                        "approve": {"type": "boolean", "title": "Allow", "default": true},
+                        "comment": {
+                            "type": "string",
+                            "title": "Comment",
+                            "description": "Optional: why not, or what to do instead"
+                        }
+                    }
+                }
+            });
+            let params: ElicitRequestParams = match serde_json::from_value(params) {
+                Ok(params) => params,
+                Err(err) => return Decision::Deny(Some(format!("cannot ask the user: {err}"))),
+            };
+            tokio::select! {
+                answer = self.peer.create_elicitation(params) => match answer {
+                    Ok(result) => {
+                        let comment = result
+                            .content
+                            .as_ref()
+                            .and_then(|c| c.get("comment"))
+                            .and_then(Value::as_str)
+                            .map(str::trim)
+                            .filter(|c| !c.is_empty())
+                            .map(str::to_owned);
+                        let approved = result
+                            .content
+                            .as_ref()
+                            .and_then(|c| c.get("approve"))
+                            .and_then(Value::as_bool)
+                            .unwrap_or(true);
+                        match result.action {
+                            ElicitationAction::Accept if approved => Decision::Approve,
+                            _ => Decision::Deny(comment),
+                        }
+                    }
+                    Err(err) => Decision::Deny(Some(format!("the user could not be asked: {err}"))),
+                },
+                () = cancel.cancelled() => Decision::Deny(Some("aborted".into())),
+            }
+        })
+    }
+}

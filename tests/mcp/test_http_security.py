@@ -7,6 +7,7 @@ import http.client
 import json
 import os
 import secrets
+import time
 
 import pytest
 
@@ -26,9 +27,23 @@ def post(port: int, body: bytes, headers: dict[str, str] | None = None, path: st
     try:
         conn.request("POST", path, body=body, headers={**BASE_HEADERS, **(headers or {})})
         resp = conn.getresponse()
-        # read at most a little of an SSE stream: the first event carries the answer
-        data = resp.read1(1 << 20) if "event-stream" in (resp.getheader("Content-Type") or "") else resp.read()
-        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, data
+        headers = {k.lower(): v for k, v in resp.getheaders()}
+        if "event-stream" not in headers.get("content-type", ""):
+            return resp.status, headers, resp.read()
+        # an SSE stream stays open: read until an event carries a response (a message with an id)
+        data = b""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                chunk = resp.read1(1 << 16)
+            except (TimeoutError, OSError):
+                break
+            if not chunk:
+                break
+            data += chunk
+            if any("id" in m for m in messages(headers, data)):
+                break
+        return resp.status, headers, data
     finally:
         conn.close()
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import http.client
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -196,16 +195,6 @@ def children_of_marker(marker: str, hands: Path) -> list[tuple[int, str]]:
             continue
         out.append((pid, cmd))
     return out
-
-
-def require_tool(name: str) -> str:
-    path = shutil.which(name)
-    if not path:
-        msg = f"{name} is not on PATH"
-        if os.environ.get("CI"):
-            pytest.fail(msg)
-        pytest.skip(msg)
-    return path
 
 
 # --- MCP client sessions over either transport -------------------------------------------------------

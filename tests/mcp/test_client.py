@@ -175,16 +175,21 @@ async def test_background_processes(connect, transport, hands):
             {"command": "echo READY-now; exec sleep 1000", "type": "daemon", "ready_pattern": "READY", "name": "sleeper"},
         )
         sc = r.structured_content or {}
-        pid_text = text_of(r)
         proc_id = sc.get("id")
-        assert proc_id, f"spawn_process returns the process id: {pid_text!r}"
+        assert proc_id, f"spawn_process returns the process id: {text_of(r)!r}"
         assert sc.get("status") == "running"
 
         kids = await wait_until(lambda: children_of_marker(conn.token_env, hands), 5)
         assert any("sleep 1000" in cmd for _, cmd in kids), kids
 
+        def entry(result) -> dict:
+            procs = (result.structured_content or {}).get("processes", [])
+            found = [p for p in procs if p.get("id") == proc_id]
+            assert len(found) == 1, f"list_processes does not show {proc_id}: {text_of(result)!r}"
+            return found[0]
+
         r = await call_ok(s, "list_processes", {})
-        assert proc_id in text_of(r) + str(r.structured_content), "list_processes shows the spawned process"
+        assert entry(r)["status"] == "running", entry(r)
 
         r = await call_ok(s, "process_output", {"id": proc_id})
         assert "READY-now" in text_of(r)
@@ -193,8 +198,7 @@ async def test_background_processes(connect, transport, hands):
         await wait_until(lambda: not children_of_marker(conn.token_env, hands), 10)
 
         r = await call_ok(s, "list_processes", {})
-        listing = text_of(r) + str(r.structured_content)
-        assert "running" not in listing.split(proc_id, 1)[-1].split("\n", 1)[0] or "stopped" in listing, listing
+        assert entry(r)["status"] != "running", entry(r)
 
 
 async def test_image_content(connect, transport, root: Path):

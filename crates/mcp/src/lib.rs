@@ -15,3 +15,5 @@ pub use client::{
     CONNECT_TIMEOUT, DEFAULT_CALL_TIMEOUT_MS, McpClients, McpServerConfig, McpServersConfig,
     ServerStatus, tool_name,
 };
+
+pub mod sandbox;

@@ -1,0 +1,85 @@
+//! Sandbox backends behind core's [`SandboxProvider`]: `local` (tools run in this process),
+//! `bwrap` (an inner `hands mcp` under bubblewrap, proxied over MCP stdio) and `remote` (a
+//! `hands serve` elsewhere, proxied over Streamable HTTP, with a `recreate` hook). A proxied call
+//! whose transport is closed reports [`hands_core::ToolError::SandboxGone`]; the recover
+//! middleware then asks the provider for a fresh sandbox and retries.
+
+mod config;
+mod proxy;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use hands_core::{LocalProvider, SandboxProvider};
+
+pub use config::{Backend, SandboxConfig};
+pub use proxy::ProxyProvider;
+
+/// Set in the environment of an inner hands (bwrap): it runs its tools locally and connects no MCP
+/// servers of its own, whatever the configuration files say.
+pub const INNER_ENV: &str = "HANDS_SANDBOX_INNER";
+
+/// True in a hands started as a sandbox's inner server.
+pub fn is_inner() -> bool {
+    std::env::var_os(INNER_ENV).is_some_and(|v| v == "1")
+}
+
+/// Why a provider cannot be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SandboxError {
+    /// bubblewrap is not installed.
+    #[error(
+        "sandbox backend \"bwrap\" needs bubblewrap, but `bwrap` is not on PATH; install it \
+         (Debian/Ubuntu: apt-get install bubblewrap) or set sandbox.backend = \"local\""
+    )]
+    BwrapMissing,
+    /// `remote` without `url`.
+    #[error("sandbox backend \"remote\" needs sandbox.url (the MCP URL of a `hands serve`)")]
+    UrlMissing,
+    /// The hands binary to run inside could not be found.
+    #[error("cannot find the hands binary to run inside the sandbox: {0}")]
+    HandsMissing(String),
+    /// The client runtime did not start.
+    #[error("cannot start the sandbox client runtime: {0}")]
+    Runtime(String),
+}
+
+/// The provider `config` asks for. In an inner hands ([`is_inner`]) always `local`.
+pub fn provider(config: &SandboxConfig) -> Result<Arc<dyn SandboxProvider>, SandboxError> {
+    if is_inner() {
+        return Ok(Arc::new(LocalProvider));
+    }
+    match config.backend {
+        Backend::Local => Ok(Arc::new(LocalProvider)),
+        Backend::Bwrap => {
+            let bwrap = find_on_path("bwrap").ok_or(SandboxError::BwrapMissing)?;
+            let hands = match &config.hands {
+                Some(path) => path.clone(),
+                None => std::env::current_exe()
+                    .map_err(|err| SandboxError::HandsMissing(err.to_string()))?,
+            };
+            let inner = vec![
+                hands.display().to_string(),
+                "mcp".to_owned(),
+                "--root".to_owned(),
+                proxy::ROOT.to_owned(),
+            ];
+            Ok(Arc::new(ProxyProvider::bwrap(bwrap, inner, config.network)?))
+        }
+        Backend::Remote => {
+            let url = config.url.clone().ok_or(SandboxError::UrlMissing)?;
+            Ok(Arc::new(ProxyProvider::remote(url, config.token.clone(), config.recreate.clone())?))
+        }
+    }
+}
+
+/// `name` in one of `PATH`'s folders, if it is there.
+pub fn find_on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|dir| dir.join(name)).find(|p| is_executable(p))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    path.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}

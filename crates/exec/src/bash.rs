@@ -172,6 +172,7 @@ async fn run(
         _ = proc.wait_exit() => End::Exited,
         () = tokio::time::sleep(timeout) => End::TimedOut,
         () = ctx.cancel_token().cancelled() => End::Aborted,
+        () = report_progress(ctx, &proc, "running") => End::Exited,
     };
     let mut leftovers = 0;
     let drain_wait = match end {
@@ -276,6 +277,30 @@ fn signal_name(sig: i32) -> Option<&'static str> {
 fn human(d: Duration) -> String {
     let ms = d.as_millis();
     if ms.is_multiple_of(1000) { format!("{} s", ms / 1000) } else { format!("{ms} ms") }
+}
+
+/// How often a long call reports progress while it waits.
+const PROGRESS_EVERY: Duration = Duration::from_millis(200);
+
+/// While `proc` runs, report progress every [`PROGRESS_EVERY`] when somebody listens: the seconds
+/// waited (always growing, so clients that reset their timeout on progress keep waiting) and the
+/// bytes of output so far. Never returns; select it against the real wait.
+pub(crate) async fn report_progress(ctx: &Context, proc: &Proc, doing: &str) {
+    if !ctx.wants_progress() {
+        return std::future::pending().await;
+    }
+    let started = Instant::now();
+    let output = proc.subscribe();
+    loop {
+        tokio::time::sleep(PROGRESS_EVERY).await;
+        let waited = started.elapsed().as_secs_f64();
+        let bytes = *output.borrow();
+        ctx.progress(
+            waited,
+            None,
+            Some(format!("{doing}: {waited:.1} s, {bytes} bytes of output")),
+        );
+    }
 }
 
 #[cfg(test)]

@@ -205,7 +205,10 @@ pub(crate) async fn launch(
         timeout: Duration::from_millis(config.processes.ready_timeout_ms),
         settle: Duration::from_millis(config.processes.settle_ms),
     };
-    let outcome = ready::wait(&proc, &checks, ctx.cancel_token()).await;
+    let outcome = tokio::select! {
+        outcome = ready::wait(&proc, &checks, ctx.cancel_token()) => outcome,
+        () = crate::bash::report_progress(ctx, &proc, "waiting until ready") => Outcome::Cancelled,
+    };
     let grace = Duration::from_millis(config.processes.stop_grace_ms);
     match &outcome {
         Outcome::Cancelled => {

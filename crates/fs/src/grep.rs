@@ -422,6 +422,7 @@ fn search_tree(
     let root = ws.root().to_path_buf();
     let base = root.join(start.as_path());
     let spec = WalkSpec { start: start.clone(), include_ignored };
+    let progress = FilesProgress::new(ctx);
     walk::run_spec(
         &root,
         &spec,
@@ -453,9 +454,42 @@ fn search_tree(
                 Searched::TooLong => state.too_long += 1,
                 Searched::Nothing => {}
             }
+            if let Some(progress) = &progress {
+                progress.searched(ctx);
+            }
             ignore::WalkState::Continue
         },
     )
+}
+
+/// Files searched so far, reported at most every 200 ms when somebody listens (MCP progress).
+struct FilesProgress {
+    started: std::time::Instant,
+    files: std::sync::atomic::AtomicU64,
+    last_ms: std::sync::atomic::AtomicU64,
+}
+
+impl FilesProgress {
+    fn new(ctx: &Context) -> Option<Self> {
+        ctx.wants_progress().then(|| Self {
+            started: std::time::Instant::now(),
+            files: 0.into(),
+            last_ms: 0.into(),
+        })
+    }
+
+    fn searched(&self, ctx: &Context) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let n = self.files.fetch_add(1, Relaxed) + 1;
+        let now = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let last = self.last_ms.load(Relaxed);
+        // One thread wins each 200 ms window; the others go on searching.
+        if now >= last.saturating_add(200)
+            && self.last_ms.compare_exchange(last, now, Relaxed, Relaxed).is_ok()
+        {
+            ctx.progress(n as f64, None, Some(format!("{n} files searched")));
+        }
+    }
 }
 
 /// Merge the threads' results in path order and render the page `offset..offset + limit`.

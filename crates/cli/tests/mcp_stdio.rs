@@ -1,0 +1,339 @@
+//! `hands mcp` driven by rmcp's own client over a child process's stdio: the handshake, the tool
+//! list, calls (text, image, errors), progress, cancellation that kills the call's processes, plan
+//! mode's list_changed, and a clean exit on stdin EOF with every child gone.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, ClientRequest, ProgressNotificationParam,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+/// Records what the server sends besides responses.
+#[derive(Clone, Default)]
+struct Recorder {
+    progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+    list_changed: Arc<Mutex<usize>>,
+}
+
+impl ClientHandler for Recorder {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress.lock().unwrap().push(params);
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        *self.list_changed.lock().unwrap() += 1;
+    }
+}
+
+struct Server {
+    client: RunningService<RoleClient, Recorder>,
+    recorder: Recorder,
+    pid: u32,
+}
+
+async fn start(root: &Path) -> Server {
+    let mut cmd = tokio::process::Command::new(assert_cmd::cargo::cargo_bin("hands"));
+    cmd.arg("mcp").arg("--root").arg(root).env("HANDS_LOG", "warn");
+    let transport = TokioChildProcess::new(cmd).unwrap();
+    let pid = transport.id().unwrap();
+    let recorder = Recorder::default();
+    let client = recorder.clone().serve(transport).await.unwrap();
+    Server { client, recorder, pid }
+}
+
+fn params(name: &str, args: Value) -> CallToolRequestParams {
+    let mut p = CallToolRequestParams::new(name.to_owned());
+    p.arguments = args.as_object().cloned();
+    p
+}
+
+async fn call(server: &Server, name: &str, args: Value) -> Value {
+    let result = server.client.call_tool(params(name, args)).await.unwrap();
+    serde_json::to_value(result).unwrap()
+}
+
+fn text(result: &Value) -> String {
+    result["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Pids of live processes whose environment says they belong to a session of hands `pid`.
+fn session_processes(pid: u32) -> Vec<u32> {
+    let needle = format!("HANDS_SESSION=mcp-{pid}-");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(n) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(env) = std::fs::read(entry.path().join("environ")) else { continue };
+        let zombie = std::fs::read_to_string(entry.path().join("stat"))
+            .is_ok_and(|s| s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')));
+        if !zombie && env.split(|b| *b == 0).any(|var| var.starts_with(needle.as_bytes())) {
+            found.push(n);
+        }
+    }
+    found
+}
+
+async fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let started = Instant::now();
+    while started.elapsed() < limit {
+        if done() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    done()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn handshake_and_tool_list_with_annotations() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = start(tmp.path()).await;
+    let info = server.client.peer_info().unwrap();
+    assert_eq!(info.server_info.as_ref().unwrap().name, "hands");
+    assert!(info.capabilities.tools.as_ref().unwrap().list_changed == Some(true));
+    assert!(info.instructions.as_deref().is_some_and(|i| !i.is_empty()));
+
+    let tools = server.client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    for expected in ["read_file", "write_file", "grep", "bash", "enter_plan_mode"] {
+        assert!(names.contains(&expected), "{expected} missing from {names:?}");
+    }
+    assert!(!names.contains(&"exit_plan_mode"), "exit_plan_mode is plan-only");
+    let read = tools.iter().find(|t| t.name == "read_file").unwrap();
+    let a = read.annotations.as_ref().unwrap();
+    assert_eq!(a.read_only_hint, Some(true));
+    assert_eq!(a.destructive_hint, Some(false));
+    let bash = tools.iter().find(|t| t.name == "bash").unwrap();
+    let a = bash.annotations.as_ref().unwrap();
+    assert_eq!(
+        (a.read_only_hint, a.destructive_hint, a.open_world_hint),
+        (Some(false), Some(true), Some(true))
+    );
+    assert!(bash.output_schema.is_some(), "bash has a structured result");
+    assert_eq!(read.input_schema.get("type"), Some(&json!("object")));
+    // Deterministic order: the same list twice.
+    let again = server.client.list_all_tools().await.unwrap();
+    assert_eq!(
+        again.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
+        tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>()
+    );
+    server.client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn calls_return_text_images_structured_and_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("notes.txt"), "alpha\nneedle here\nomega\n").unwrap();
+    // A 1x1 PNG.
+    let png: &[u8] = &[
+        0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d, 0x49, 0x48, 0x44, 0x52, 0,
+        0, 0, 1, 0, 0, 0, 1, 8, 6, 0, 0, 0, 0x1f, 0x15, 0xc4, 0x89, 0, 0, 0, 0x0d, 0x49, 0x44,
+        0x41, 0x54, 0x78, 0x9c, 0x63, 0, 1, 0, 0, 5, 0, 1, 0x0d, 0x0a, 0x2d, 0xb4, 0, 0, 0, 0,
+        0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+    ];
+    std::fs::write(tmp.path().join("dot.png"), png).unwrap();
+    let server = start(tmp.path()).await;
+
+    let read = call(&server, "read_file", json!({"path": "notes.txt"})).await;
+    assert_eq!(read["isError"], json!(false));
+    assert!(text(&read).contains("needle here"), "{read}");
+
+    let grep = call(&server, "grep", json!({"pattern": "needle"})).await;
+    assert!(text(&grep).contains("notes.txt:2:"), "{grep}");
+    assert!(grep.get("structuredContent").is_some(), "grep has structured output: {grep}");
+
+    let bash = call(&server, "bash", json!({"command": "echo out; echo err >&2; exit 3"})).await;
+    assert_eq!(bash["isError"], json!(false), "a non-zero exit is a normal result: {bash}");
+    assert!(text(&bash).contains("out") && text(&bash).contains('3'), "{bash}");
+
+    let image = call(&server, "read_file", json!({"path": "dot.png"})).await;
+    let block = image["content"].as_array().unwrap().iter().find(|c| c["type"] == "image").unwrap();
+    assert_eq!(block["mimeType"], "image/png");
+    use base64::Engine as _;
+    let data = base64::engine::general_purpose::STANDARD.decode(block["data"].as_str().unwrap());
+    assert_eq!(data.unwrap(), png);
+
+    let missing = call(&server, "read_file", json!({"path": "nope.txt"})).await;
+    assert_eq!(missing["isError"], json!(true), "{missing}");
+    assert!(!text(&missing).is_empty());
+
+    let bad_args = call(&server, "read_file", json!({"pathh": "x"})).await;
+    assert_eq!(bad_args["isError"], json!(true), "{bad_args}");
+
+    let unknown = server.client.call_tool(params("no_such_tool", json!({}))).await.unwrap_err();
+    let message = format!("{unknown:?}");
+    assert!(
+        message.contains("-32602")
+            || message.contains("InvalidParams")
+            || message.contains("unknown tool"),
+        "{message}"
+    );
+    server.client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_long_bash_call_reports_increasing_progress() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = start(tmp.path()).await;
+    let result = call(
+        &server,
+        "bash",
+        json!({"command": "for i in 1 2 3 4 5 6; do echo line $i; sleep 0.2; done"}),
+    )
+    .await;
+    assert_eq!(result["isError"], json!(false), "{result}");
+    let progress = server.recorder.progress.lock().unwrap().clone();
+    assert!(progress.len() >= 2, "expected progress during a 1.2 s call, got {progress:?}");
+    let values: Vec<f64> = progress.iter().map(|p| p.progress).collect();
+    assert!(values.windows(2).all(|w| w[0] < w[1]), "progress must increase: {values:?}");
+    assert!(progress.iter().any(|p| p.message.as_deref().is_some_and(|m| m.contains("bytes"))));
+    server.client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cancelling_a_call_kills_its_processes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = start(tmp.path()).await;
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params(
+        "bash",
+        json!({"command": "sleep 120 & sleep 121; wait"}),
+    )));
+    let handle = server
+        .client
+        .peer()
+        .send_request_with_option(request, PeerRequestOptions::no_options())
+        .await
+        .unwrap();
+    let pid = server.pid;
+    assert!(
+        wait_until(Duration::from_secs(10), || session_processes(pid).len() >= 2).await,
+        "the bash call's processes never showed up"
+    );
+    handle.cancel(Some("test".into())).await.unwrap();
+    assert!(
+        wait_until(Duration::from_secs(10), || session_processes(pid).is_empty()).await,
+        "processes survived the cancellation: {:?}",
+        session_processes(pid)
+    );
+    // The server goes on serving.
+    let ok = call(&server, "bash", json!({"command": "echo still here"})).await;
+    assert!(text(&ok).contains("still here"));
+    server.client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn plan_mode_changes_the_tool_list_and_announces_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = start(tmp.path()).await;
+    let entered = call(&server, "enter_plan_mode", json!({})).await;
+    assert_eq!(entered["isError"], json!(false), "{entered}");
+    let recorder = server.recorder.clone();
+    assert!(
+        wait_until(Duration::from_secs(5), || *recorder.list_changed.lock().unwrap() >= 1).await,
+        "no notifications/tools/list_changed"
+    );
+    let names: Vec<String> =
+        server.client.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
+    assert!(names.contains(&"exit_plan_mode".to_owned()) && names.contains(&"grep".to_owned()));
+    assert!(
+        !names.iter().any(|n| n == "bash" || n == "write_file" || n == "enter_plan_mode"),
+        "{names:?}"
+    );
+    let refused = call(&server, "bash", json!({"command": "true"})).await;
+    assert_eq!(refused["isError"], json!(true), "bash is refused in plan mode: {refused}");
+
+    let exited = call(&server, "exit_plan_mode", json!({"plan": "1. edit\n2. test"})).await;
+    assert_eq!(exited["isError"], json!(false), "{exited}");
+    assert!(
+        wait_until(Duration::from_secs(5), || *recorder.list_changed.lock().unwrap() >= 2).await
+    );
+    let names: Vec<String> =
+        server.client.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
+    assert!(names.contains(&"bash".to_owned()) && !names.contains(&"exit_plan_mode".to_owned()));
+    server.client.cancel().await.unwrap();
+}
+
+/// Raw JSON lines, so that stdin can be closed while calls and a daemon still run.
+#[test]
+fn stdin_eof_exits_and_stops_every_process() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("hands"))
+        .args(["mcp", "--root"])
+        .arg(tmp.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let send = |stdin: &mut std::process::ChildStdin, v: Value| {
+        writeln!(stdin, "{v}").unwrap();
+        stdin.flush().unwrap();
+    };
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+    );
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    let init: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(init["result"]["serverInfo"]["name"], "hands", "{line}");
+    send(&mut stdin, json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "spawn_process", "arguments": {"command": "sleep 300", "type": "daemon"}}}),
+    );
+    line.clear();
+    stdout.read_line(&mut line).unwrap();
+    assert!(line.contains("\"id\":2"), "{line}");
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "bash", "arguments": {"command": "sleep 200"}}}),
+    );
+    let started = Instant::now();
+    while session_processes(pid).len() < 2 && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(session_processes(pid).len() >= 2, "daemon and bash call not running");
+    drop(stdin);
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(started.elapsed() < Duration::from_secs(15), "hands mcp did not exit on stdin EOF");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}");
+    assert!(session_processes(pid).is_empty(), "left running: {:?}", session_processes(pid));
+    // Only protocol messages on stdout.
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    for line in rest.lines().filter(|l| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        assert_eq!(v["jsonrpc"], "2.0");
+    }
+}

@@ -312,3 +312,23 @@ async def test_errors(connect, transport):
 
         # the session is still usable after errors
         await call_ok(s, "read_file", {"path": "hello.txt"})
+
+
+def cli_tool_names(hands: Path, mode: str) -> set[str]:
+    """`hands tools --mode MODE --json`: the CLI's view of the same registry."""
+    import json
+    import subprocess
+
+    out = subprocess.run([str(hands), "tools", "--mode", mode, "--json"], capture_output=True, check=True, text=True)
+    data = json.loads(out.stdout)
+    return {t["name"] for t in (data["tools"] if isinstance(data, dict) else data)}
+
+
+async def test_start_in_plan_mode_matches_cli(connect, transport, hands):
+    async with connect(transport, mode="plan") as conn:
+        names = {t.name for t in (await conn.session.list_tools()).tools}
+        assert names == cli_tool_names(hands, "plan")
+        assert "exit_plan_mode" in names and not names & NEVER_IN_PLAN, names
+    async with connect(transport) as conn:
+        names = {t.name for t in (await conn.session.list_tools()).tools}
+        assert names == cli_tool_names(hands, "build")

@@ -125,8 +125,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Tools { mode, json } => {
-            let registry = build_registry(&loaded)?;
+            let (registry, mcp) = build_registry_with_mcp(&loaded)?;
             tools::print(&registry, mode, json)?;
+            if !json {
+                for server in mcp.status() {
+                    if let Some(error) = server.error {
+                        println!("MCP server {} unavailable: {error}", server.name);
+                    }
+                }
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Call { tool, args, json } => {
@@ -167,10 +174,26 @@ fn stop_leftovers() {
 
 /// The registry with every tool this build has.
 fn build_registry(loaded: &settings::Loaded) -> Result<Registry> {
+    Ok(build_registry_with_mcp(loaded)?.0)
+}
+
+/// [`build_registry`], plus the MCP servers it connected (their failures, for `hands tools`).
+fn build_registry_with_mcp(loaded: &settings::Loaded) -> Result<(Registry, hands_mcp::McpClients)> {
     let config_json = serde_json::to_value(&loaded.settings).context("configuration to JSON")?;
     let builder =
         Registry::builder(loaded.settings.core()).conditions(Conditions::from_process(config_json));
     let builder = hands_fs::register(builder, &loaded.settings.fs);
     let builder = hands_exec::register(builder, &loaded.settings.exec());
-    Ok(hands_agent::register(builder).build())
+    let builder = hands_agent::register(builder);
+    // An inner hands of a bwrap sandbox only runs tools; its host talks to the MCP servers.
+    let servers = if hands_mcp::sandbox::is_inner() {
+        hands_mcp::McpServersConfig::default()
+    } else {
+        loaded.settings.mcp_servers.clone()
+    };
+    let mcp =
+        hands_mcp::McpClients::connect_blocking(&servers, loaded.settings.mcp_call_timeout_ms);
+    let builder = mcp.register(builder);
+    let provider = hands_mcp::sandbox::provider(&loaded.settings.sandbox)?;
+    Ok((builder.sandbox(provider).build(), mcp))
 }

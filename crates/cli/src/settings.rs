@@ -12,7 +12,8 @@ use hands_core::CoreConfig;
 use hands_core::config::{Approval, OutputConfig, RecoveryConfig, TimeoutConfig};
 use hands_exec::{BashConfig, ExecConfig, ProcessConfig};
 use hands_fs::FsConfig;
-use hands_mcp::ServerConfig;
+use hands_mcp::sandbox::SandboxConfig;
+use hands_mcp::{McpServersConfig, ServerConfig};
 use serde::{Deserialize, Serialize};
 use toml::{Table, Value};
 
@@ -40,6 +41,12 @@ pub struct Settings {
     pub processes: ProcessConfig,
     /// `[server]`: who may talk to `hands serve`.
     pub server: ServerConfig,
+    /// `[mcp_servers.NAME]`: MCP servers whose tools are brought in as `mcp__NAME__TOOL`.
+    pub mcp_servers: McpServersConfig,
+    /// Limit of one call to a configured MCP server, in milliseconds.
+    pub mcp_call_timeout_ms: u64,
+    /// `[sandbox]`: where tools run (`local`, `bwrap`, `remote`).
+    pub sandbox: SandboxConfig,
 }
 
 impl Default for Settings {
@@ -56,6 +63,9 @@ impl Default for Settings {
             bash: BashConfig::default(),
             processes: ProcessConfig::default(),
             server: ServerConfig::default(),
+            mcp_servers: McpServersConfig::default(),
+            mcp_call_timeout_ms: hands_mcp::DEFAULT_CALL_TIMEOUT_MS,
+            sandbox: SandboxConfig::default(),
         }
     }
 }
@@ -190,7 +200,11 @@ pub fn load(layers: &Layers<'_>) -> Result<Loaded> {
 /// ship them, or a model could write them to escalate its own rights.
 /// The server's allow-lists open `hands serve` to other hosts and web pages, and a token a
 /// repository chose would be known to whoever wrote it.
+/// MCP servers are commands hands starts on its own, and the sandbox section chooses whether tools
+/// are isolated at all (and `sandbox.recreate` is a shell command).
 const USER_ONLY: &[&str] = &[
+    "mcp_servers",
+    "sandbox",
     "approval",
     "fs.writable_protected",
     "bash.shell",

@@ -106,8 +106,9 @@ pub fn pattern(source: &str) -> Result<Regex, String> {
 pub async fn wait(proc: &Proc, checks: &Checks, cancel: &CancellationToken) -> Outcome {
     let mut events = proc.subscribe();
     let start = Instant::now();
-    let deadline =
-        start + if checks.waits_for_something() { checks.timeout } else { checks.settle };
+    // An explicit ready_pattern is waited for up to the ready timeout; a URL or port that may or
+    // may not come only ~settle (TOOLS.md: "until ready_pattern/port or ~3 s").
+    let deadline = start + if checks.pattern.is_some() { checks.timeout } else { checks.settle };
     let mut cursor = 0u64;
     let mut window: Vec<u8> = Vec::new();
     let mut last_output: Option<Instant> = None;

@@ -95,6 +95,9 @@ impl ProxyProvider {
             "/dev",
             "--unshare-pid",
             "--die-with-parent",
+            // Own session: no TIOCSTI into the host terminal, and the inner hands leads its own
+            // process group (outside it, getpgrp() would name a group the PID namespace cannot see).
+            "--new-session",
         ]
         .iter()
         .map(|s| (*s).to_owned())

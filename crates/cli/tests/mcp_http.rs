@@ -282,3 +282,40 @@ fn ending_the_mcp_session_stops_its_processes() {
     }
     assert!(session_processes(pid).is_empty(), "left running: {:?}", session_processes(pid));
 }
+
+#[test]
+fn a_client_that_disconnects_cancels_its_call() {
+    let server = serve(&[]);
+    let init = post(server.port, &[], &initialize());
+    let session = init.header("Mcp-Session-Id").expect("a session id").to_owned();
+    let with_session =
+        [("Mcp-Session-Id", session.as_str()), ("MCP-Protocol-Version", "2025-06-18")];
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    post(server.port, &with_session, note.as_bytes());
+
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "bash", "arguments": {"command": "sleep 140"}}})
+    .to_string();
+    let mut stream = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\nAccept: \
+         application/json, text/event-stream\r\nMcp-Session-Id: {session}\r\nMCP-Protocol-Version: \
+         2025-06-18\r\nContent-Length: {}\r\n\r\n{call}",
+        server.port,
+        call.len()
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    let pid = server.child.id();
+    let started = Instant::now();
+    while session_processes(pid).is_empty() && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!session_processes(pid).is_empty(), "the call's process never started");
+    drop(stream);
+    let started = Instant::now();
+    while !session_processes(pid).is_empty() && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(session_processes(pid).is_empty(), "left running: {:?}", session_processes(pid));
+    assert_alive(&server);
+}

@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
+use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{Next, from_fn_with_state};
@@ -129,10 +130,50 @@ pub async fn serve_http(
     served.map_err(|source| HttpError::Io { addr: listen, source })
 }
 
-async fn guard_layer(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
-    match guard.check(request.headers(), request.uri().path()) {
-        Ok(()) => next.run(request).await,
-        Err(rejection) => rejection.into_response(),
+async fn guard_layer(
+    State(guard): State<Arc<Guard>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    if let Err(rejection) = guard.check(request.headers(), request.uri().path()) {
+        return rejection.into_response();
+    }
+    // rmcp does not cancel a session's request when its client goes away; this token fires when
+    // the response body is dropped (finished or disconnected), and the handler cancels with it.
+    let gone = CancellationToken::new();
+    request.extensions_mut().insert(ClientGone(gone.clone()));
+    let response = next.run(request).await;
+    let guard = gone.drop_guard();
+    response.map(|inner| Body::new(GuardedBody { inner, _guard: guard }))
+}
+
+/// Fired when the HTTP response of the request that carries it is dropped.
+#[derive(Debug, Clone)]
+pub(crate) struct ClientGone(pub(crate) CancellationToken);
+
+/// A response body that fires its [`ClientGone`] token when dropped.
+struct GuardedBody {
+    inner: Body,
+    _guard: tokio_util::sync::DropGuard,
+}
+
+impl http_body::Body for GuardedBody {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.get_mut().inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
     }
 }
 

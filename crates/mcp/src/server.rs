@@ -219,7 +219,9 @@ impl ServerHandler for McpServer {
             request.arguments.map_or_else(|| Value::Object(Default::default()), Value::Object);
         let call =
             ToolCall::new(format!("mcp-{}", self.session.next_call_id()), request.name, args);
-        let options = CallOptions { progress: sink, cancel: Some(context.ct.clone()) };
+        let cancel = context.ct.clone();
+        cancel_when_client_gone(&context, &cancel);
+        let options = CallOptions { progress: sink, cancel: Some(cancel) };
         let result = registry.dispatch_with(&self.session, call, options).await;
         if let Some(forwarder) = forwarder {
             // Let the last reports go out before the result; the sink is gone with the call.
@@ -230,6 +232,24 @@ impl ServerHandler for McpServer {
             Err(DispatchError::Fatal(message)) => Err(ErrorData::internal_error(message, None)),
         }
     }
+}
+
+/// Over HTTP, cancel the call when its client disconnects (the response body is dropped).
+fn cancel_when_client_gone(context: &RequestContext<RoleServer>, cancel: &CancellationToken) {
+    let Some(gone) = context
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<crate::http::ClientGone>())
+    else {
+        return;
+    };
+    let (gone, cancel) = (gone.0.clone(), cancel.clone());
+    tokio::spawn(async move {
+        tokio::select! {
+            () = gone.cancelled() => cancel.cancel(),
+            () = cancel.cancelled() => {}
+        }
+    });
 }
 
 /// A registry spec as an MCP tool.

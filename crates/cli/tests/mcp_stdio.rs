@@ -337,3 +337,63 @@ fn stdin_eof_exits_and_stops_every_process() {
         assert_eq!(v["jsonrpc"], "2.0");
     }
 }
+
+/// A client that declares elicitation and answers every approval question the same way.
+#[derive(Clone)]
+struct Asker {
+    approve: bool,
+    asked: Arc<Mutex<Vec<String>>>,
+}
+
+impl ClientHandler for Asker {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        rmcp::model::ClientConfig::new(
+            rmcp::model::ClientCapabilities::builder().enable_elicitation().build(),
+            rmcp::model::Implementation::new("asker", "1"),
+        )
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        self.asked.lock().unwrap().push(format!("{request:?}"));
+        let answer = if self.approve {
+            rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept)
+                .with_content(json!({"approve": true}))
+        } else {
+            rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Decline)
+                .with_content(json!({"comment": "not that file"}))
+        };
+        Ok(answer)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn approval_ask_goes_through_elicitation() {
+    for approve in [true, false] {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut cmd = tokio::process::Command::new(assert_cmd::cargo::cargo_bin("hands"));
+        cmd.args(["mcp", "-c", "approval=\"ask\"", "--root"]).arg(tmp.path());
+        let asker = Asker { approve, asked: Arc::default() };
+        let client = asker.clone().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
+        let result = client
+            .call_tool(params("write_file", json!({"path": "a.txt", "content": "hi\n"})))
+            .await
+            .unwrap();
+        let result = serde_json::to_value(result).unwrap();
+        let asked = asker.asked.lock().unwrap().clone();
+        assert_eq!(asked.len(), 1, "one question per call: {asked:?}");
+        assert!(asked[0].contains("a.txt"), "the question names the file: {asked:?}");
+        if approve {
+            assert_eq!(result["isError"], json!(false), "{result}");
+            assert!(tmp.path().join("a.txt").exists());
+        } else {
+            assert_eq!(result["isError"], json!(true), "{result}");
+            assert!(text(&result).contains("not that file"), "the user's words: {result}");
+            assert!(!tmp.path().join("a.txt").exists());
+        }
+        client.cancel().await.unwrap();
+    }
+}

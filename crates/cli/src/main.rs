@@ -160,6 +160,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
 
 /// Stop what a crashed hands left running (its records say what), before starting anything new.
 fn stop_leftovers() {
+    // Inside a sandbox the records and pids are the host's, from another PID namespace.
+    if hands_mcp::sandbox::is_inner() {
+        return;
+    }
     let Some(dir) = hands_exec::records_dir() else { return };
     let report = hands_exec::reap_leftovers(&dir);
     if report.stopped > 0 || report.survivors > 0 {

@@ -27,7 +27,7 @@ fn send(p: &ProcInfo, sig: Signal) {
     if p.pid == procfs::own_pid() {
         return;
     }
-    let Some(pid) = Pid::from_raw(p.pid) else { return };
+    let Some(pid) = Pid::from_raw(p.pid).filter(|_| p.pid > 0) else { return };
     let Ok(fd) = pidfd_open(pid, PidfdFlags::empty()) else { return };
     if procfs::start_time(p.pid) == Some(p.start) {
         let _ = pidfd_send_signal(&fd, sig);
@@ -36,7 +36,8 @@ fn send(p: &ProcInfo, sig: Signal) {
 
 fn send_group(group: Option<i32>, sig: Signal) {
     let own_group = rustix::process::getpgrp().as_raw_nonzero().get();
-    if let Some(pid) = group.filter(|&g| g != own_group).and_then(Pid::from_raw) {
+    // Only positive ids name a group (rustix asserts it); never our own group.
+    if let Some(pid) = group.filter(|&g| g > 0 && g != own_group).and_then(Pid::from_raw) {
         let _ = kill_process_group(pid, sig);
     }
 }

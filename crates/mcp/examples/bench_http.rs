@@ -33,7 +33,8 @@ async fn main() {
                 arguments.insert("path".into(), "small.txt".into());
                 for _ in 0..calls {
                     let t = Instant::now();
-                    let params = CallToolRequestParams::new("read_file").with_arguments(arguments.clone());
+                    let params =
+                        CallToolRequestParams::new("read_file").with_arguments(arguments.clone());
                     match client.call_tool(params).await {
                         Ok(result) if result.is_error != Some(true) => times.push(t.elapsed()),
                         _ => errors += 1,
@@ -53,7 +54,8 @@ async fn main() {
     }
     let elapsed = started.elapsed();
     all.sort();
-    let pick = |q: f64| all.get(((all.len() as f64 - 1.0) * q) as usize).copied().unwrap_or_default();
+    let pick =
+        |q: f64| all.get(((all.len() as f64 - 1.0) * q) as usize).copied().unwrap_or_default();
     println!(
         "http\tclients={clients}\tcalls={}\terrors={errors}\tp50_ms={:.2}\tp99_ms={:.2}\tcalls_per_s={:.0}",
         all.len(),

@@ -28,7 +28,11 @@ pub async fn serve_stdio(factory: Arc<ServerFactory>) -> Result<(), StdioError> 
         tracing::info!("signal received: stopping the MCP server");
         stop.cancel();
     });
-    let result = match serve_server_with_ct(server, rmcp::transport::stdio(), ct.clone()).await {
+    let served = match pipes() {
+        Some(pipes) => serve_server_with_ct(server, pipes, ct.clone()).await,
+        None => serve_server_with_ct(server, rmcp::transport::stdio(), ct.clone()).await,
+    };
+    let result = match served {
         Ok(running) => {
             let quit = running.waiting().await;
             tracing::debug!(?quit, "MCP connection ended");
@@ -43,6 +47,19 @@ pub async fn serve_stdio(factory: Arc<ServerFactory>) -> Result<(), StdioError> 
     signals.abort();
     session.close().await;
     result
+}
+
+/// stdin and stdout as non-blocking pipes driven by the runtime's reactor, when both are pipes
+/// (as they are under a client that spawned hands). tokio's own stdin/stdout go through the
+/// blocking thread pool, a thread hand-off per message each way; this saves both on every round
+/// trip. Anything else (a terminal, a socket pair) keeps tokio's stdio.
+fn pipes() -> Option<(tokio::net::unix::pipe::Receiver, tokio::net::unix::pipe::Sender)> {
+    use std::os::fd::AsFd;
+    let input = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
+    let output = std::io::stdout().as_fd().try_clone_to_owned().ok()?;
+    let receiver = tokio::net::unix::pipe::Receiver::from_file(std::fs::File::from(input)).ok()?;
+    let sender = tokio::net::unix::pipe::Sender::from_file(std::fs::File::from(output)).ok()?;
+    Some((receiver, sender))
 }
 
 /// SIGINT or SIGTERM (never fires where the handlers cannot be installed).

@@ -239,14 +239,24 @@ fn apply(
     raw: &str,
     source: &str,
 ) -> Result<()> {
-    let value = toml::from_str::<Table>(&format!("v = {raw}"))
-        .ok()
-        .and_then(|mut t| t.remove("v"))
-        .unwrap_or_else(|| Value::String(raw.to_owned()));
-    let mut layer = Table::new();
-    insert(&mut layer, key, value);
-    Value::Table(layer.clone())
-        .try_into::<Settings>()
+    let parsed =
+        toml::from_str::<Table>(&format!("v = {raw}")).ok().and_then(|mut t| t.remove("v"));
+    let layer_of = |value: Value| {
+        let mut layer = Table::new();
+        insert(&mut layer, key, value);
+        layer
+    };
+    let fits = |layer: &Table| Value::Table(layer.clone()).try_into::<Settings>();
+    // A value is read as TOML (numbers, booleans, lists) — unless the setting is a string, as a
+    // token `123` or a name `true` may be: then the raw text is taken as it is.
+    let as_string = layer_of(Value::String(raw.to_owned()));
+    let layer = match parsed.map(layer_of) {
+        Some(typed) if fits(&typed).is_ok() => typed,
+        Some(_) if fits(&as_string).is_ok() => as_string,
+        Some(typed) => typed,
+        None => as_string,
+    };
+    fits(&layer)
         .map_err(|err| anyhow::anyhow!("invalid value for `{key}` from {source}: {err}"))?;
     mark(&layer, "", source, sources);
     merge(table, layer);
@@ -463,6 +473,13 @@ mod tests {
         )
         .unwrap();
         assert_eq!(loaded.settings.fs.writable_protected, [".git/info/exclude"]);
+    }
+
+    #[test]
+    fn a_string_setting_takes_digits_as_text() {
+        let loaded = load_with(&[], &[("HANDS_BASH__SHELL", "123")], &["fs.grep_limit=9"]).unwrap();
+        assert_eq!(loaded.settings.bash.shell, "123");
+        assert_eq!(loaded.settings.fs.grep_limit, 9, "numbers stay numbers where they should be");
     }
 
     #[test]

@@ -60,7 +60,7 @@ async fn dispatch_then_close(
         tokio::pin!(work);
         tokio::select! {
             result = &mut work => result,
-            () = shutdown_signal() => {
+            () = hands_mcp::shutdown_signal() => {
                 session.abort();
                 work.await
             }
@@ -68,20 +68,6 @@ async fn dispatch_then_close(
     };
     session.close().await;
     result
-}
-
-/// SIGINT or SIGTERM.
-async fn shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term)) =
-        (signal(SignalKind::interrupt()), signal(SignalKind::terminate()))
-    else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = int.recv() => {}
-        _ = term.recv() => {}
-    }
 }
 
 fn block_on<F: std::future::Future>(future: F) -> Result<F::Output> {

@@ -63,7 +63,7 @@ async fn stop_kills_what_ignores_sigterm_and_reports_it() {
     assert!(text.contains("stubborn"), "last lines: {text}");
     let pid = s["pid"].as_u64().unwrap();
     assert!(
-        eventually(Duration::from_secs(2), || env.marked().is_empty()).await,
+        eventually(Duration::from_secs(10), || env.marked().is_empty()).await,
         "all gone, pid {pid}"
     );
     let (_, list) = env.ok("list_processes", json!({})).await;

@@ -68,7 +68,7 @@ async fn near_miss_shows_the_region_and_changes_nothing() {
 
 /// Review finding 6: the near-miss search was roughly cubic — a 40,000-line file and a 20,000-line
 /// old_string took ~50 s of CPU. It now works within a fixed budget; each of these inputs must be
-/// answered in well under 2 s (debug build) with a sensible error, and the file left alone.
+/// answered in about a second (debug build) with a sensible error, and the file left alone.
 #[tokio::test]
 async fn review_finding_6_near_miss_search_is_bounded() {
     let p = Project::new();
@@ -95,7 +95,9 @@ async fn review_finding_6_near_miss_search_is_bounded() {
             .err("edit_file", json!({"path": "big.rs", "old_string": old, "new_string": "z"}))
             .await;
         let took = started.elapsed();
-        assert!(took < std::time::Duration::from_secs(2), "{name}: took {took:?}");
+        // About 0.7 s here in a debug build; the unbounded search took 33 s and more. The bound
+        // is loose so that a loaded CI machine does not fail it, tight enough to catch the blow-up.
+        assert!(took < std::time::Duration::from_secs(15), "{name}: took {took:?}");
         assert!(err.contains("was not found in big.rs; nothing was changed"), "{name}: {err}");
         assert!(
             err.contains("closest region is lines") || err.contains("No close region was found"),

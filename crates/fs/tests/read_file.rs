@@ -110,14 +110,14 @@ async fn a_sparse_gigabyte_is_refused_without_loading_it() {
     file.set_len(1 << 30).unwrap();
     let started = Instant::now();
     let err = p.err("read_file", json!({"path": "huge.log"})).await;
-    assert!(started.elapsed() < Duration::from_secs(2), "took {:?}", started.elapsed());
+    assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
     assert!(err.contains("1.0 GiB") && err.contains("offset"), "{err}");
     // All holes: refused as binary, also without reading it.
     let file = std::fs::File::create(p.path("zeros.img")).unwrap();
     file.set_len(1 << 30).unwrap();
     let started = Instant::now();
     let err = p.err("read_file", json!({"path": "zeros.img", "offset": 1, "limit": 10})).await;
-    assert!(started.elapsed() < Duration::from_secs(2), "took {:?}", started.elapsed());
+    assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
     assert!(err.contains("binary") && err.contains("1073741824 bytes"), "{err}");
 }
 

@@ -42,6 +42,11 @@ fn send_group(group: Option<i32>, sig: Signal) {
     }
 }
 
+/// SIGTERM to process group `group` (never our own).
+pub(crate) fn term_group(group: i32) {
+    send_group(Some(group), Signal::TERM);
+}
+
 /// Stop everything `target` finds. `group` in the target must only be set while the group leader
 /// is not reaped yet (so its pgid cannot have been reused).
 pub(crate) fn stop(target: &Target, grace: Duration) -> StopReport {

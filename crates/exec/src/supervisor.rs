@@ -290,6 +290,19 @@ impl Proc {
         procfs::any_left(&self.target(with_group), self.pid as i32)
     }
 
+    /// SIGTERM to the process group, while its leader is not reaped (until then the group id
+    /// cannot name anyone else). The first step of a stop, for ordered shutdowns.
+    pub(crate) fn terminate_group(&self, reason: &str) {
+        let mut life = self.shared.life();
+        if life.exit.is_none() && !life.reaped {
+            // Recorded first, so that the exit this causes reads as a stop, not a crash.
+            if life.stop_reason.is_none() {
+                life.stop_reason = Some(reason.to_owned());
+            }
+            kill::term_group(self.pid as i32);
+        }
+    }
+
     /// Path of the log file relative to the root, for background processes.
     pub fn log_path(&self) -> Option<String> {
         self.log_path.clone()
@@ -556,7 +569,11 @@ impl Supervisor {
             .cloned()
             .collect();
         let grace = Duration::from_millis(self.config.processes.stop_grace_ms);
-        // Started newest first, waited for together: one grace period for all.
+        // SIGTERM reaches the process groups strictly newest first (a dev server before the
+        // database it uses); then the full stops run together, sharing one grace period.
+        for p in &procs {
+            p.terminate_group(reason);
+        }
         let stops: Vec<_> = procs
             .into_iter()
             .map(|p| {

@@ -61,8 +61,8 @@ enum Command {
         #[arg(long, default_value = "127.0.0.1:7777", value_name = "ADDR")]
         listen: std::net::SocketAddr,
         /// Bearer token required at /mcp (default: setting server.token, env
-        /// HANDS_SERVER__TOKEN).
-        #[arg(long, value_name = "T")]
+        /// HANDS_SERVER__TOKEN). A random token may start with `-`: it is taken as the value.
+        #[arg(long, value_name = "T", allow_hyphen_values = true)]
         token: Option<String>,
         /// The mode new sessions start in.
         #[arg(long, default_value = "build")]

@@ -320,3 +320,23 @@ fn a_project_config_cannot_unlock_git() {
     let out = run(hands(root).args(["config", "show", "--root"]).arg(root));
     assert!(out.stdout.contains("# ignored: fs.writable_protected"), "{}", out.stdout);
 }
+
+// Regression (seen in CI): a random token that starts with `-` was taken for a flag.
+#[test]
+fn serve_takes_a_token_that_starts_with_a_dash() {
+    use std::io::BufRead;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("hands"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--token", "-ZFt-dash-token", "--root"])
+        .arg(tmp.path())
+        .env("HOME", tmp.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(line.contains("serving MCP at http://127.0.0.1:"), "{line}");
+}

@@ -3,23 +3,15 @@
 //! alone.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Pids of live processes whose environment contains `needle`.
 fn marked(needle: &str) -> Vec<u32> {
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let Ok(environ) = std::fs::read(entry.path().join("environ")) else { continue };
-        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-        let zombie = stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z'));
-        if !zombie && environ.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()) {
-            pids.push(pid);
-        }
-    }
-    pids
+    common::live_with_env(needle)
 }
 
 fn hands(state: &Path, root: &Path) -> Command {

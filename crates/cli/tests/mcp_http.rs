@@ -4,6 +4,8 @@
 //! disconnects in the middle of a call.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
@@ -243,18 +245,7 @@ fn hostile_bodies_get_errors_and_the_server_goes_on() {
 
 /// Pids of live processes of a session of hands `pid`.
 fn session_processes(pid: u32) -> Vec<u32> {
-    let needle = format!("HANDS_SESSION=mcp-{pid}-");
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(n) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let Ok(env) = std::fs::read(entry.path().join("environ")) else { continue };
-        let zombie = std::fs::read_to_string(entry.path().join("stat"))
-            .is_ok_and(|s| s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')));
-        if !zombie && env.split(|b| *b == 0).any(|var| var.starts_with(needle.as_bytes())) {
-            found.push(n);
-        }
-    }
-    found
+    common::live_with_env(&format!("HANDS_SESSION=mcp-{pid}-"))
 }
 
 #[test]

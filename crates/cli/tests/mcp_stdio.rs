@@ -3,6 +3,8 @@
 //! mode's list_changed, and a clean exit on stdin EOF with every child gone.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -75,18 +77,7 @@ fn text(result: &Value) -> String {
 
 /// Pids of live processes whose environment says they belong to a session of hands `pid`.
 fn session_processes(pid: u32) -> Vec<u32> {
-    let needle = format!("HANDS_SESSION=mcp-{pid}-");
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(n) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let Ok(env) = std::fs::read(entry.path().join("environ")) else { continue };
-        let zombie = std::fs::read_to_string(entry.path().join("stat"))
-            .is_ok_and(|s| s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')));
-        if !zombie && env.split(|b| *b == 0).any(|var| var.starts_with(needle.as_bytes())) {
-            found.push(n);
-        }
-    }
-    found
+    common::live_with_env(&format!("HANDS_SESSION=mcp-{pid}-"))
 }
 
 async fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {

@@ -1,6 +1,9 @@
 //! The agent side of hands: the session tools (plan mode first), and later the model providers
 //! and the loop.
 
+pub mod event;
+pub mod host;
+pub mod model;
 mod plan;
 
 pub use plan::{EnterPlanMode, ExitPlanMode};

@@ -1,0 +1,148 @@
+//! What a session tells its watchers: the events the session API streams over SSE and the
+//! terminal front end prints. Every event is stored with a per-session increasing id, so a client
+//! that reconnects with `Last-Event-ID` gets exactly what it missed.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One event of a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// Increasing per session, from 1; the SSE `id:`.
+    pub id: u64,
+    /// The session.
+    pub session_id: String,
+    /// Milliseconds since the Unix epoch.
+    pub at_ms: i64,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// What happened. Serialised with a `type` tag (the SSE `event:` name is the same string).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    /// A turn began with this user message.
+    TurnStarted {
+        /// The turn.
+        turn_id: String,
+        /// The user's message.
+        message: String,
+    },
+    /// The model streamed text.
+    TextDelta {
+        /// The turn.
+        turn_id: String,
+        /// The new text.
+        text: String,
+    },
+    /// A tool call began.
+    ToolCallStarted {
+        /// The turn (absent for direct calls without one).
+        turn_id: Option<String>,
+        /// The call's id.
+        call_id: String,
+        /// The tool.
+        name: String,
+        /// Its arguments.
+        args: Value,
+    },
+    /// A tool call ended.
+    ToolCallFinished {
+        /// The turn.
+        turn_id: Option<String>,
+        /// The call's id.
+        call_id: String,
+        /// The tool.
+        name: String,
+        /// Wall time of the call.
+        duration_ms: u64,
+        /// The result is an error.
+        is_error: bool,
+        /// The first line(s) of the result, at most 300 characters.
+        summary: String,
+    },
+    /// ask_user is waiting for an answer.
+    Question {
+        /// Answer with this id.
+        question_id: String,
+        /// The question.
+        question: String,
+        /// Offered answers (may be empty: free text).
+        options: Vec<String>,
+    },
+    /// The question got its answer.
+    QuestionAnswered {
+        /// The question.
+        question_id: String,
+    },
+    /// A call waits for the user's approval.
+    ApprovalRequested {
+        /// Grant or deny with this id.
+        approval_id: String,
+        /// The tool.
+        tool: String,
+        /// One line: the command, the path.
+        summary: String,
+    },
+    /// The approval was decided.
+    ApprovalDecided {
+        /// The approval.
+        approval_id: String,
+        /// Granted.
+        approved: bool,
+    },
+    /// A long-run process finished (or another notice for the model).
+    ProcessNotice {
+        /// The notice as the model will see it.
+        text: String,
+    },
+    /// todo_write replaced the list.
+    TodosChanged {
+        /// The list: `[{id, content, status}]`.
+        todos: Value,
+    },
+    /// The session's mode changed (plan ↔ build).
+    ModeChanged {
+        /// `build` or `plan`.
+        mode: String,
+    },
+    /// The turn is over.
+    TurnEnded {
+        /// The turn.
+        turn_id: String,
+        /// `completed`, `max_steps`, `aborted`, `error`.
+        reason: String,
+        /// The model's final text, when there is one.
+        text: Option<String>,
+    },
+    /// Something failed (a provider error that ended the turn, a store failure).
+    Error {
+        /// The turn, when it happened in one.
+        turn_id: Option<String>,
+        /// What went wrong and what to do.
+        message: String,
+    },
+}
+
+impl EventKind {
+    /// The `type` tag: the SSE event name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::TurnStarted { .. } => "turn_started",
+            Self::TextDelta { .. } => "text_delta",
+            Self::ToolCallStarted { .. } => "tool_call_started",
+            Self::ToolCallFinished { .. } => "tool_call_finished",
+            Self::Question { .. } => "question",
+            Self::QuestionAnswered { .. } => "question_answered",
+            Self::ApprovalRequested { .. } => "approval_requested",
+            Self::ApprovalDecided { .. } => "approval_decided",
+            Self::ProcessNotice { .. } => "process_notice",
+            Self::TodosChanged { .. } => "todos_changed",
+            Self::ModeChanged { .. } => "mode_changed",
+            Self::TurnEnded { .. } => "turn_ended",
+            Self::Error { .. } => "error",
+        }
+    }
+}

@@ -15,6 +15,7 @@
 
 pub mod approval;
 pub mod args;
+pub mod ask;
 mod call;
 pub mod config;
 mod context;

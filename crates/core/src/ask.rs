@@ -6,7 +6,6 @@
 //! `POST /vibe/answer` and `POST /v1/sessions/{id}/answer`): `ask` parks the question under its id
 //! until `answer` routes the user's text to it, or the call is cancelled.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 

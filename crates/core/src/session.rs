@@ -48,6 +48,11 @@ type Extension = Arc<dyn Any + Send + Sync>;
 /// Work to do when the session closes (stop its processes, flush its logs).
 pub type Closer = Box<dyn FnOnce() -> crate::BoxFuture<'static, ()> + Send>;
 
+/// Asked for a notice each time the queued notices are taken: for news that is a live count rather
+/// than an event to queue ("2 new runtime errors in the preview"). It must not touch the session's
+/// notices itself.
+pub type NoticeSource = Box<dyn Fn() -> Option<String> + Send + Sync>;
+
 struct Inner {
     id: String,
     project: String,
@@ -60,6 +65,7 @@ struct Inner {
     closed: CancellationToken,
     extensions: Mutex<HashMap<TypeId, Extension>>,
     notices: Mutex<Vec<String>>,
+    notice_sources: Mutex<Vec<NoticeSource>>,
     closers: Mutex<Vec<Closer>>,
     calls: AtomicU64,
 }
@@ -117,6 +123,7 @@ impl Session {
             closed,
             extensions: Mutex::new(HashMap::new()),
             notices: Mutex::new(Vec::new()),
+            notice_sources: Mutex::new(Vec::new()),
             closers: Mutex::new(Vec::new()),
             calls: AtomicU64::new(0),
         }))
@@ -203,9 +210,18 @@ impl Session {
         self.0.notices.lock().unwrap_or_else(PoisonError::into_inner).push(notice.into());
     }
 
-    /// Take the queued notices, oldest first.
+    /// Take the queued notices, oldest first, then what each notice source has to say now.
     pub fn take_notices(&self) -> Vec<String> {
-        std::mem::take(&mut *self.0.notices.lock().unwrap_or_else(PoisonError::into_inner))
+        let mut notices =
+            std::mem::take(&mut *self.0.notices.lock().unwrap_or_else(PoisonError::into_inner));
+        let sources = self.0.notice_sources.lock().unwrap_or_else(PoisonError::into_inner);
+        notices.extend(sources.iter().filter_map(|source| source()));
+        notices
+    }
+
+    /// Add a source of notices, asked each time the notices are taken (after every tool call).
+    pub fn add_notice_source(&self, source: NoticeSource) {
+        self.0.notice_sources.lock().unwrap_or_else(PoisonError::into_inner).push(source);
     }
 
     /// A fresh id for a call that arrived without one.
@@ -290,6 +306,22 @@ mod tests {
         s.push_notice("one");
         s.push_notice("two");
         assert_eq!(s.take_notices(), vec!["one".to_owned(), "two".to_owned()]);
+        assert!(s.take_notices().is_empty());
+    }
+
+    #[test]
+    fn notice_sources_speak_after_the_queue_when_they_have_news() {
+        let s = Session::new("a", "/tmp");
+        let news = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let seen = Arc::clone(&news);
+        s.add_notice_source(Box::new(move || {
+            let n = seen.swap(0, Ordering::SeqCst);
+            (n > 0).then(|| format!("{n} new"))
+        }));
+        assert!(s.take_notices().is_empty());
+        news.store(2, Ordering::SeqCst);
+        s.push_notice("queued");
+        assert_eq!(s.take_notices(), vec!["queued".to_owned(), "2 new".to_owned()]);
         assert!(s.take_notices().is_empty());
     }
 

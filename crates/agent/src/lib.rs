@@ -1,16 +1,44 @@
 //! The agent side of hands: the session tools (plan mode first), and later the model providers
 //! and the loop.
 
+mod ask;
+mod config;
 pub mod event;
 pub mod host;
 pub mod model;
 mod plan;
+mod skill;
+mod todo;
 
+pub use ask::{
+    AskUser, AskUserArgs, DEFAULT_TIMEOUT_MS as ASK_USER_DEFAULT_TIMEOUT_MS, MAX_OPTIONS,
+};
+pub use config::{AgentConfig, AskUserConfig};
 pub use plan::{EnterPlanMode, ExitPlanMode};
+pub use skill::{UseSkill, UseSkillArgs, user_skills_dir};
+pub use todo::{MAX_TODOS, Todo, TodoStatus, TodoWrite, TodoWriteArgs, restore_todos, todos};
 
 use hands_core::RegistryBuilder;
 
-/// Add the agent's session tools (enter_plan_mode, exit_plan_mode) to `builder`.
+/// Add the agent's session tools (enter_plan_mode, exit_plan_mode, todo_write, ask_user,
+/// use_skill) to `builder`, with the default settings. The project root is not known here, so
+/// use_skill's description lists the user's skills only; [`register_with`] lists the project's too.
 pub fn register(builder: RegistryBuilder) -> RegistryBuilder {
-    builder.tool(EnterPlanMode).tool(ExitPlanMode)
+    let skills = UseSkill::discover(None, user_skills_dir().as_deref());
+    register_with(builder, &AgentConfig::default(), skills)
+}
+
+/// [`register`] with the agent's settings and a use_skill built for the project, e.g.
+/// `UseSkill::discover(Some(root), user_skills_dir().as_deref())`.
+pub fn register_with(
+    builder: RegistryBuilder,
+    config: &AgentConfig,
+    skills: UseSkill,
+) -> RegistryBuilder {
+    builder
+        .tool(EnterPlanMode)
+        .tool(ExitPlanMode)
+        .tool(TodoWrite::default())
+        .tool(AskUser::new(&config.ask_user))
+        .tool(skills)
 }

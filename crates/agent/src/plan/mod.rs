@@ -122,8 +122,12 @@ mod tests {
         let names = |mode| -> Vec<String> {
             registry.list(mode).into_iter().map(|s| s.name.clone()).collect()
         };
-        assert_eq!(names(Mode::Build), vec!["enter_plan_mode"]);
-        assert_eq!(names(Mode::Plan), vec!["exit_plan_mode"]);
+        // Plan mode offers the questions and the skills, not the todo list (TOOLS.md).
+        assert_eq!(
+            names(Mode::Build),
+            vec!["enter_plan_mode", "todo_write", "ask_user", "use_skill"]
+        );
+        assert_eq!(names(Mode::Plan), vec!["exit_plan_mode", "ask_user", "use_skill"]);
 
         let out = registry
             .dispatch(&session, ToolCall::new("1", "enter_plan_mode", json!({})))

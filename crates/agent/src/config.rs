@@ -1,0 +1,26 @@
+//! `[ask_user]`: the settings of the session tools (the defaults are TOOLS.md's numbers). The binary
+//! merges the layers and hands each section over, as for the fs and exec crates.
+
+use serde::{Deserialize, Serialize};
+
+/// `[ask_user]`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AskUserConfig {
+    /// How long ask_user waits for the user's answer, in milliseconds.
+    pub timeout_ms: u64,
+}
+
+impl Default for AskUserConfig {
+    fn default() -> Self {
+        Self { timeout_ms: crate::ask::DEFAULT_TIMEOUT_MS }
+    }
+}
+
+/// Everything the agent crate reads.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentConfig {
+    /// `[ask_user]`
+    pub ask_user: AskUserConfig,
+}

@@ -1,0 +1,464 @@
+//! The runtime-error collector of one session: what the page throws, logs and fails to load, and
+//! what the typecheck and build steps report, normalized and counted.
+//!
+//! Every occurrence gets the next sequence number. Occurrences with the same key (page load, kind,
+//! message and location, with cache-busting query strings removed) are one entry whose `count`
+//! grows and whose `seq` moves to the latest occurrence, so that a cursor (`since`) returns what is
+//! new or repeated since. The collector keeps at most `max` entries, dropping the oldest.
+
+use std::collections::VecDeque;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use tokio::sync::watch;
+
+/// Stack frames kept per error.
+pub const MAX_FRAMES: usize = 5;
+
+/// What kind of problem an entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// An uncaught exception.
+    Exception,
+    /// A promise rejected with nobody to catch it.
+    UnhandledRejection,
+    /// `console.error` (or a failed `console.assert`).
+    ConsoleError,
+    /// `console.warn`.
+    ConsoleWarning,
+    /// An error the browser itself logged (security, deprecation, intervention, …).
+    BrowserError,
+    /// A warning the browser itself logged.
+    BrowserWarning,
+    /// A request that got no response (refused, blocked, DNS, …).
+    RequestFailed,
+    /// A response with status 400 or more.
+    HttpError,
+    /// A typecheck error.
+    Typecheck,
+    /// A build error.
+    Build,
+    /// The server or the browser stopped, or the page crashed.
+    Crash,
+}
+
+impl ErrorKind {
+    /// Warnings are reported but not counted in the "new errors" notice.
+    pub fn is_warning(self) -> bool {
+        matches!(self, Self::ConsoleWarning | Self::BrowserWarning)
+    }
+
+    /// Its label in text results.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Exception => "uncaught exception",
+            Self::UnhandledRejection => "unhandled rejection",
+            Self::ConsoleError => "console.error",
+            Self::ConsoleWarning => "console.warn",
+            Self::BrowserError => "browser error",
+            Self::BrowserWarning => "browser warning",
+            Self::RequestFailed => "request failed",
+            Self::HttpError => "HTTP error",
+            Self::Typecheck => "typecheck",
+            Self::Build => "build",
+            Self::Crash => "crash",
+        }
+    }
+}
+
+/// One stack frame, 1-based.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Frame {
+    /// Function name (empty for top-level code).
+    pub function: String,
+    /// Script URL (or file) as the browser saw it.
+    pub url: String,
+    /// Line, 1-based.
+    pub line: u32,
+    /// Column, 1-based.
+    pub column: u32,
+    /// `file:line:col` in the original source, when a source map told.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub original: Option<String>,
+}
+
+impl Frame {
+    /// `url:line:col`.
+    pub fn location(&self) -> String {
+        format!("{}:{}:{}", self.url, self.line, self.column)
+    }
+}
+
+/// One normalized error and how often it happened.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RuntimeError {
+    /// Sequence number of its last occurrence (what `since` compares with).
+    pub seq: u64,
+    /// Kind of problem.
+    pub kind: ErrorKind,
+    /// The message.
+    pub message: String,
+    /// Where: `url:line:col` (or `file:line:col` for build errors).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+    /// The original source location, when a source map told.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub original_location: Option<String>,
+    /// Top stack frames.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stack: Vec<Frame>,
+    /// Occurrences.
+    pub count: u64,
+    /// The page load it happened in (1 for the first); 0 for build and typecheck errors.
+    pub page_load: u64,
+    /// Milliseconds since the Unix epoch of the last occurrence.
+    pub last_at_ms: u64,
+    /// True once source maps were consulted for its frames.
+    #[serde(skip)]
+    pub mapped: bool,
+    #[serde(skip)]
+    key: String,
+}
+
+/// An occurrence to record.
+#[derive(Debug, Clone, Default)]
+pub struct Occurrence {
+    /// Message.
+    pub message: String,
+    /// Location `url:line:col`.
+    pub location: Option<String>,
+    /// Frames, top first.
+    pub stack: Vec<Frame>,
+}
+
+/// What a read returns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Read {
+    /// New or repeated entries since the cursor, oldest first.
+    pub entries: Vec<RuntimeError>,
+    /// The cursor to pass as `since` next time.
+    pub cursor: u64,
+    /// The cursor the read started from.
+    pub since: u64,
+    /// Entries dropped (over `max`) that the reader had not seen.
+    pub dropped: u64,
+    /// URL of each page load, by number.
+    pub loads: Vec<(u64, String)>,
+}
+
+struct Inner {
+    entries: VecDeque<RuntimeError>,
+    seq: u64,
+    read_cursor: u64,
+    announced: u64,
+    dropped_after: Vec<u64>,
+    load: u64,
+    loads: Vec<(u64, String)>,
+}
+
+/// The errors of one session's preview.
+pub struct Collector {
+    inner: Mutex<Inner>,
+    max: usize,
+    changes: watch::Sender<u64>,
+}
+
+impl std::fmt::Debug for Collector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Collector").field("max", &self.max).finish_non_exhaustive()
+    }
+}
+
+impl Collector {
+    /// Keep at most `max` entries.
+    pub fn new(max: usize) -> Self {
+        Self {
+            inner: Mutex::new(Inner {
+                entries: VecDeque::new(),
+                seq: 0,
+                read_cursor: 0,
+                announced: 0,
+                dropped_after: Vec::new(),
+                load: 0,
+                loads: Vec::new(),
+            }),
+            max: max.max(1),
+            changes: watch::Sender::new(0),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A new page load began at `url`; returns its number.
+    pub fn page_load(&self, url: &str) -> u64 {
+        let mut inner = self.lock();
+        inner.load += 1;
+        let n = inner.load;
+        inner.loads.push((n, strip_cache_busters(url)));
+        if inner.loads.len() > 64 {
+            inner.loads.remove(0);
+        }
+        n
+    }
+
+    /// The current page load's number (0 before the first).
+    pub fn current_load(&self) -> u64 {
+        self.lock().load
+    }
+
+    /// Record an occurrence in the current page load.
+    pub fn record(&self, kind: ErrorKind, occurrence: Occurrence) {
+        let load = self.current_load();
+        self.record_in(kind, occurrence, load);
+    }
+
+    /// Record an occurrence that belongs to no page (typecheck, build).
+    pub fn record_build(&self, kind: ErrorKind, occurrence: Occurrence) {
+        self.record_in(kind, occurrence, 0);
+    }
+
+    fn record_in(&self, kind: ErrorKind, mut occurrence: Occurrence, page_load: u64) {
+        occurrence.message = normalize_message(&occurrence.message);
+        occurrence.location = occurrence.location.map(|l| strip_cache_busters(&l));
+        occurrence.stack.truncate(MAX_FRAMES);
+        for frame in &mut occurrence.stack {
+            frame.url = strip_cache_busters(&frame.url);
+        }
+        let key = format!(
+            "{page_load}\u{1}{kind:?}\u{1}{}\u{1}{}",
+            occurrence.message,
+            occurrence.location.as_deref().unwrap_or("")
+        );
+        let now_ms = now_ms();
+        let seq = {
+            let mut inner = self.lock();
+            inner.seq += 1;
+            let seq = inner.seq;
+            if let Some(entry) = inner.entries.iter_mut().find(|e| e.key == key) {
+                entry.seq = seq;
+                entry.count += 1;
+                entry.last_at_ms = now_ms;
+            } else {
+                inner.entries.push_back(RuntimeError {
+                    seq,
+                    kind,
+                    message: occurrence.message,
+                    location: occurrence.location,
+                    original_location: None,
+                    stack: occurrence.stack,
+                    count: 1,
+                    page_load,
+                    last_at_ms: now_ms,
+                    mapped: false,
+                    key,
+                });
+                while inner.entries.len() > self.max {
+                    if let Some(old) = inner.entries.pop_front() {
+                        inner.dropped_after.push(old.seq);
+                        if inner.dropped_after.len() > 4096 {
+                            inner.dropped_after.remove(0);
+                        }
+                    }
+                }
+            }
+            seq
+        };
+        self.changes.send_replace(seq);
+    }
+
+    /// Entries new or repeated after `since` (default: where the last read stopped), warnings
+    /// included or not. Moves the session's read cursor.
+    pub fn read(&self, since: Option<u64>, warnings: bool) -> Read {
+        let mut inner = self.lock();
+        let since = since.unwrap_or(inner.read_cursor);
+        let mut entries: Vec<RuntimeError> = inner
+            .entries
+            .iter()
+            .filter(|e| e.seq > since && (warnings || !e.kind.is_warning()))
+            .cloned()
+            .collect();
+        entries.sort_by_key(|e| e.seq);
+        let cursor = inner.seq;
+        inner.read_cursor = inner.read_cursor.max(cursor);
+        inner.announced = inner.announced.max(cursor);
+        let dropped = inner.dropped_after.iter().filter(|s| **s > since).count() as u64;
+        Read { entries, cursor, since, dropped, loads: inner.loads.clone() }
+    }
+
+    /// Store what source maps said about an entry's frames.
+    pub fn set_mapped(&self, seq_key: &RuntimeError, stack: Vec<Frame>, original: Option<String>) {
+        let mut inner = self.lock();
+        if let Some(entry) = inner.entries.iter_mut().find(|e| e.key == seq_key.key) {
+            entry.stack = stack;
+            entry.original_location = original;
+            entry.mapped = true;
+        }
+    }
+
+    /// Errors (not warnings) new since the last read or notice, as one line for the next tool
+    /// result; `None` when there are none. Each error is announced once.
+    pub fn notice(&self) -> Option<String> {
+        let mut inner = self.lock();
+        let after = inner.read_cursor.max(inner.announced);
+        if inner.seq <= after {
+            return None;
+        }
+        let new = inner.entries.iter().filter(|e| e.seq > after && !e.kind.is_warning()).count();
+        inner.announced = inner.seq;
+        match new {
+            0 => None,
+            1 => Some("1 new runtime error in the preview — read_runtime_errors".to_owned()),
+            n => Some(format!("{n} new runtime errors in the preview — read_runtime_errors")),
+        }
+    }
+
+    /// Errors and warnings not yet read.
+    pub fn unread(&self) -> usize {
+        let inner = self.lock();
+        inner.entries.iter().filter(|e| e.seq > inner.read_cursor).count()
+    }
+
+    /// Entries kept.
+    pub fn len(&self) -> usize {
+        self.lock().entries.len()
+    }
+
+    /// True when nothing was recorded (or all was dropped).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The latest sequence number; changes with every occurrence (for waiting in tests and
+    /// benchmarks).
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Collapse runs of whitespace and trim; very long messages are cut.
+pub fn normalize_message(message: &str) -> String {
+    let mut out = String::with_capacity(message.len().min(4096));
+    for (i, line) in message.trim().lines().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(line.trim_end());
+        if out.len() > 4000 {
+            let mut cut = 4000;
+            while !out.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            out.truncate(cut);
+            out.push_str(" …");
+            break;
+        }
+    }
+    out
+}
+
+/// Remove the query parameters dev servers add to bust caches (`?t=1712345`, `?v=ab12cd`,
+/// `?import`), so that the same error after a hot update is the same entry.
+pub fn strip_cache_busters(url: &str) -> String {
+    let Some(q) = url.find('?') else { return url.to_owned() };
+    // The query ends at `#` or at a `:line:col` suffix.
+    let rest = &url[q + 1..];
+    let end = rest.find(['#', ':', ' ', ')']).unwrap_or(rest.len());
+    let kept: Vec<&str> = rest[..end]
+        .split('&')
+        .filter(|p| {
+            let name = p.split('=').next().unwrap_or("");
+            !matches!(name, "t" | "v" | "import" | "direct" | "used")
+        })
+        .collect();
+    let mut out = url[..q].to_owned();
+    if !kept.is_empty() && !kept.iter().all(|p| p.is_empty()) {
+        out.push('?');
+        out.push_str(&kept.join("&"));
+    }
+    out.push_str(&rest[end..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn occurrence(message: &str, location: &str) -> Occurrence {
+        Occurrence { message: message.into(), location: Some(location.into()), stack: vec![] }
+    }
+
+    #[test]
+    fn repeats_are_counted_and_the_cursor_returns_what_is_new() {
+        let c = Collector::new(10);
+        c.page_load("http://127.0.0.1:5173/");
+        c.record(ErrorKind::Exception, occurrence("Error: boom", "http://h/src/a.ts?t=1:3:9"));
+        c.record(ErrorKind::Exception, occurrence("Error: boom", "http://h/src/a.ts?t=2:3:9"));
+        c.record(ErrorKind::ConsoleWarning, occurrence("careful", "http://h/src/a.ts:1:1"));
+        let first = c.read(None, true);
+        assert_eq!(first.entries.len(), 2);
+        assert_eq!(first.entries[0].count, 2);
+        assert_eq!(first.entries[0].location.as_deref(), Some("http://h/src/a.ts:3:9"));
+        assert_eq!(first.entries[0].page_load, 1);
+        assert_eq!(first.cursor, 3);
+        assert!(c.read(None, true).entries.is_empty(), "nothing new");
+        c.record(ErrorKind::Exception, occurrence("Error: boom", "http://h/src/a.ts:3:9"));
+        let again = c.read(None, true);
+        assert_eq!(again.entries.len(), 1);
+        assert_eq!(again.entries[0].count, 3);
+        // An explicit `since` reads from there.
+        assert_eq!(c.read(Some(0), false).entries.len(), 1, "warnings left out");
+        // A new page load makes a new entry for the same error.
+        c.page_load("http://127.0.0.1:5173/");
+        c.record(ErrorKind::Exception, occurrence("Error: boom", "http://h/src/a.ts:3:9"));
+        let reloaded = c.read(None, true);
+        assert_eq!((reloaded.entries[0].page_load, reloaded.entries[0].count), (2, 1));
+    }
+
+    #[test]
+    fn the_notice_counts_new_errors_once() {
+        let c = Collector::new(10);
+        assert_eq!(c.notice(), None);
+        c.record(ErrorKind::Exception, occurrence("a", "x:1:1"));
+        c.record(ErrorKind::HttpError, occurrence("404 GET /missing.json", "/missing.json"));
+        c.record(ErrorKind::ConsoleWarning, occurrence("w", "x:1:1"));
+        assert_eq!(
+            c.notice().as_deref(),
+            Some("2 new runtime errors in the preview — read_runtime_errors")
+        );
+        assert_eq!(c.notice(), None, "announced once");
+        c.record(ErrorKind::Exception, occurrence("b", "x:1:1"));
+        let _ = c.read(None, true);
+        assert_eq!(c.notice(), None, "read already");
+    }
+
+    #[test]
+    fn old_entries_are_dropped_and_counted() {
+        let c = Collector::new(2);
+        for i in 0..5 {
+            c.record(ErrorKind::ConsoleError, occurrence(&format!("e{i}"), "x:1:1"));
+        }
+        let read = c.read(None, true);
+        assert_eq!(read.entries.len(), 2);
+        assert_eq!(read.dropped, 3);
+        assert_eq!(read.entries[1].message, "e4");
+    }
+
+    #[test]
+    fn cache_busters_are_removed() {
+        assert_eq!(strip_cache_busters("http://h/src/a.ts?t=123:4:5"), "http://h/src/a.ts:4:5");
+        assert_eq!(strip_cache_busters("http://h/a.js?v=ab12&x=1"), "http://h/a.js?x=1");
+        assert_eq!(strip_cache_busters("http://h/a.css?import&t=9"), "http://h/a.css");
+        assert_eq!(strip_cache_busters("http://h/a.js"), "http://h/a.js");
+    }
+}

@@ -1,0 +1,87 @@
+//! The preview of hands: build and serve the web app, load it in headless Chromium, and tell the
+//! agent what it throws.
+//!
+//! [`register`] offers five tools when the project has a preview (configured under `[preview]`, or
+//! detected: Vite, Bun with `compile.ts`, a static `index.html`): `preview_open`,
+//! `preview_status`, `preview_close`, `read_runtime_errors` and `preview_screenshot`. The server
+//! and the browser are supervised processes of the session (hands-exec's `Supervisor`: their own
+//! process groups, markers, stopped with the session); the browser is driven over the Chrome
+//! DevTools Protocol by a small client of our own ([`cdp`]), whose events feed the session's
+//! [`Collector`]. New errors are announced on other tools' results through a session notice
+//! source.
+//!
+//! ```no_run
+//! use hands_core::{CoreConfig, Registry, Session, ToolCall};
+//! # async fn demo() {
+//! let root = std::path::Path::new("/path/to/app");
+//! let builder = Registry::builder(CoreConfig::default());
+//! let registry =
+//!     hands_preview::register(builder, &Default::default(), &Default::default(), root).build();
+//! let session = Session::new("s1", root);
+//! let open = ToolCall::new("c1", "preview_open", serde_json::json!({}));
+//! let status = registry.dispatch(&session, open).await;
+//! session.close().await; // stops the browser and the server
+//! # }
+//! ```
+
+pub mod cdp;
+pub mod collector;
+mod config;
+pub mod detect;
+pub mod discovery;
+mod events;
+mod launch;
+mod lifecycle;
+mod preview;
+pub mod sourcemap;
+mod static_server;
+mod steps;
+mod tools;
+mod watch;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use hands_core::RegistryBuilder;
+use hands_exec::ExecConfig;
+
+pub use collector::{Collector, ErrorKind, RuntimeError};
+pub use config::{BRICKS_DISCOVERY_FILE, Compat, DEFAULT_DISCOVERY_FILE, PreviewConfig};
+pub use launch::CHROMIUM_FLAGS;
+pub use lifecycle::Opened;
+pub use preview::{CloseReport, Preview, PreviewStatus, Settings, Stage};
+pub use static_server::StaticServer;
+pub use tools::{
+    PreviewClose, PreviewOpen, PreviewScreenshot, PreviewStatusTool, ReadRuntimeErrors,
+    RuntimeErrorsArgs, RuntimeErrorsResult, ScreenshotArgs,
+};
+
+/// The names of the preview tools.
+pub const TOOLS: &[&str] = &[
+    "preview_open",
+    "preview_status",
+    "preview_close",
+    "read_runtime_errors",
+    "preview_screenshot",
+];
+
+/// Register the preview tools when the project at `root` has a preview (configured or
+/// detected); otherwise the builder is returned unchanged.
+pub fn register(
+    builder: RegistryBuilder,
+    config: &PreviewConfig,
+    exec: &ExecConfig,
+    root: &Path,
+) -> RegistryBuilder {
+    if !detect::has_preview(root, config) {
+        tracing::debug!(root = %root.display(), "no preview: the preview tools are not offered");
+        return builder;
+    }
+    let settings = Arc::new(Settings { preview: config.clone(), exec: exec.clone() });
+    builder
+        .tool(PreviewOpen::new(Arc::clone(&settings)))
+        .tool(PreviewStatusTool)
+        .tool(PreviewClose)
+        .tool(ReadRuntimeErrors::new(settings))
+        .tool(PreviewScreenshot)
+}

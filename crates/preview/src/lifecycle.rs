@@ -1,0 +1,346 @@
+//! Opening and rebuilding the preview.
+//!
+//! `open`: reuse a healthy preview; otherwise tear down what is left of an earlier one and go
+//! through the stages — typechecking, building, starting_server, launching_browser, attaching,
+//! ready — stopping at `error` with the message in `lastError` and nothing left running. After
+//! attach the page is navigated (errors of the very first load are caught), the discovery file is
+//! written, monitors watch the server and browser processes, and the watcher starts for
+//! build-based previews. `rebuild` (the watcher's) reruns the typecheck and build and reloads the
+//! page.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use hands_exec::Proc;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::cdp::{Cdp, CdpError};
+use crate::collector::{ErrorKind, Occurrence};
+use crate::detect::{self, Plan};
+use crate::launch::{self, LaunchError, describe, with_env};
+use crate::preview::{Preview, Running, ServerHandle, Stage, State};
+use crate::steps::{self, StepError};
+use crate::{events, watch};
+
+/// How long `open` waits for the first page's `load` event before calling it ready anyway (a page
+/// may hold a request open forever).
+const LOAD_WAIT: Duration = Duration::from_secs(15);
+
+/// How an open ended well.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opened {
+    /// A running preview was reused.
+    Reused,
+    /// Started now.
+    Started,
+}
+
+impl From<StepError> for LaunchError {
+    fn from(err: StepError) -> Self {
+        match err {
+            StepError::Failed(message) => Self::Failed(message),
+            StepError::Cancelled => Self::Cancelled,
+        }
+    }
+}
+
+fn cdp_failed(err: CdpError) -> LaunchError {
+    LaunchError::Failed(format!("Attaching to Chromium failed: {err}."))
+}
+
+/// A token fired when either `a` or `b` fires.
+fn either(a: &CancellationToken, b: &CancellationToken) -> CancellationToken {
+    let both = CancellationToken::new();
+    let (a, b, out) = (a.clone(), b.clone(), both.clone());
+    tokio::spawn(async move {
+        tokio::select! {
+            () = a.cancelled() => {}
+            () = b.cancelled() => {}
+            () = out.cancelled() => {}
+        }
+        out.cancel();
+    });
+    both
+}
+
+impl Preview {
+    /// Open the preview (or reuse the running one). `cancel` is the call's token.
+    pub async fn open(self: &Arc<Self>, cancel: &CancellationToken) -> Result<Opened, String> {
+        let _op = self.op.lock().await;
+        let healthy = self.running().as_ref().is_some_and(Running::is_healthy);
+        if healthy && self.state().stage == Stage::Ready {
+            return Ok(Opened::Reused);
+        }
+        self.teardown("restarting the preview").await;
+        let kind = self.state().kind;
+        *self.state() = State { kind, started_at: Some(SystemTime::now()), ..State::default() };
+        let began = Instant::now();
+        match self.start(cancel).await {
+            Ok(()) => {
+                self.state().open_ms = Some(began.elapsed().as_millis() as u64);
+                Ok(Opened::Started)
+            }
+            Err(err) => {
+                self.teardown("preview failed").await;
+                let message = match err {
+                    LaunchError::Failed(message) => message,
+                    LaunchError::Cancelled => "preview_open was cancelled (aborted, or over its \
+                        time limit); what it had started was stopped. Call preview_open again."
+                        .to_owned(),
+                };
+                self.fail(message.clone());
+                Err(message)
+            }
+        }
+    }
+
+    async fn start(self: &Arc<Self>, call: &CancellationToken) -> Result<(), LaunchError> {
+        let config = &self.settings.preview;
+        let grace = Duration::from_millis(self.settings.exec.processes.stop_grace_ms);
+        let plan = detect::plan(&self.root, config).map_err(LaunchError::Failed)?;
+        for (program, hint) in &plan.needs {
+            if detect::find_program(&self.root, program).is_none() {
+                return Err(LaunchError::Failed(hint.clone()));
+            }
+        }
+        self.state().kind = Some(plan.kind);
+        let running = Running::new(plan.clone());
+        let stop = running.stop.clone();
+        *self.running() = Some(running);
+        let cancel = either(call, &stop);
+
+        self.steps(&plan, &cancel).await?;
+
+        self.set_stage(Stage::StartingServer);
+        let started = launch::start_server(
+            &self.supervisor,
+            &self.root,
+            &plan.server,
+            plan.port,
+            &plan.url,
+            Duration::from_millis(config.ready_timeout_ms),
+            grace,
+            &cancel,
+        )
+        .await?;
+        {
+            let mut state = self.state();
+            state.port = Some(started.port);
+            state.preview_url = Some(started.url.clone());
+            state.server_pid = match &started.handle {
+                ServerHandle::Process(proc) => Some(proc.pid),
+                ServerHandle::Builtin(_) => None,
+            };
+        }
+        if let ServerHandle::Process(proc) = &started.handle {
+            self.monitor(Arc::clone(proc), "The preview server", stop.clone());
+        }
+        let url = started.url.clone();
+        if let Some(running) = self.running().as_mut() {
+            running.server = Some(started.handle);
+            running.url = url.clone();
+        }
+
+        self.set_stage(Stage::LaunchingBrowser);
+        let browser = launch::start_browser(
+            &self.supervisor,
+            &self.root,
+            &config.chromium,
+            &config.window_size,
+            Duration::from_millis(config.browser_timeout_ms),
+            grace,
+            &cancel,
+        )
+        .await?;
+        {
+            let mut state = self.state();
+            state.cdp_port = Some(browser.cdp_port);
+            state.ws_endpoint = Some(browser.ws_endpoint.clone());
+            state.browser_pid = Some(browser.proc.pid);
+        }
+        self.monitor(Arc::clone(&browser.proc), "Chromium", stop.clone());
+        let ws = browser.ws_endpoint.clone();
+        if let Some(running) = self.running().as_mut() {
+            running.browser = Some(browser.proc);
+            running.profile = Some(browser.profile);
+        }
+
+        self.set_stage(Stage::Attaching);
+        let attach = self.attach(&url, &ws, &stop);
+        let timeout = Duration::from_millis(config.browser_timeout_ms);
+        tokio::select! {
+            attached = tokio::time::timeout(timeout, attach) => match attached {
+                Ok(result) => result?,
+                Err(_) => return Err(LaunchError::Failed(format!(
+                    "Attaching to Chromium and loading {url} took over {} s \
+                     (preview.browser_timeout_ms).",
+                    timeout.as_secs_f32()
+                ))),
+            },
+            () = cancel.cancelled() => return Err(LaunchError::Cancelled),
+        }
+
+        self.set_stage(Stage::Ready);
+        if let Err(err) = self.write_discovery() {
+            tracing::warn!(%err, "could not write the preview's discovery file");
+            self.errors.record_build(
+                ErrorKind::BrowserWarning,
+                Occurrence {
+                    message: format!(
+                        "The discovery file {} could not be written: {err}",
+                        config.discovery_path()
+                    ),
+                    location: None,
+                    stack: Vec::new(),
+                },
+            );
+        }
+        if config.rebuild_on_change && plan.watches() {
+            watch::spawn(Arc::downgrade(self), &self.root, config, &plan, stop);
+        }
+        Ok(())
+    }
+
+    /// Run the typecheck and build steps of `plan`.
+    async fn steps(&self, plan: &Plan, cancel: &CancellationToken) -> Result<(), LaunchError> {
+        let config = &self.settings.preview;
+        let grace = Duration::from_millis(self.settings.exec.processes.stop_grace_ms);
+        let limit = Duration::from_millis(config.build_timeout_ms);
+        let steps = [
+            (Stage::Typechecking, ErrorKind::Typecheck, &plan.typecheck),
+            (Stage::Building, ErrorKind::Build, &plan.build),
+        ];
+        for (stage, kind, command) in steps {
+            let Some(command) = command else { continue };
+            self.set_stage(stage);
+            steps::run(
+                &self.supervisor,
+                &self.root,
+                kind,
+                command,
+                with_env(&self.root, command, None),
+                limit,
+                grace,
+                cancel,
+                &self.errors,
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Connect to the browser, attach to its page, enable the domains the collector reads, and
+    /// load `url`.
+    async fn attach(
+        self: &Arc<Self>,
+        url: &str,
+        ws: &str,
+        stop: &CancellationToken,
+    ) -> Result<(), LaunchError> {
+        let (cdp, events) = Cdp::connect(ws).await.map_err(cdp_failed)?;
+        if let Some(running) = self.running().as_mut() {
+            running.cdp = Some(Arc::clone(&cdp));
+        }
+        let targets = cdp.call("Target.getTargets", json!({}), None).await.map_err(cdp_failed)?;
+        let existing = targets["targetInfos"].as_array().and_then(|targets| {
+            targets
+                .iter()
+                .find(|t| t["type"] == "page")
+                .and_then(|t| t["targetId"].as_str())
+                .map(str::to_owned)
+        });
+        let target = match existing {
+            Some(id) => id,
+            None => cdp
+                .call("Target.createTarget", json!({"url": "about:blank"}), None)
+                .await
+                .map_err(cdp_failed)?["targetId"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned(),
+        };
+        let attached = cdp
+            .call("Target.attachToTarget", json!({"targetId": target, "flatten": true}), None)
+            .await
+            .map_err(cdp_failed)?;
+        let Some(page) = attached["sessionId"].as_str().map(str::to_owned) else {
+            return Err(LaunchError::Failed("Chromium attached no session to the page.".into()));
+        };
+        events::spawn(Arc::downgrade(self), Arc::clone(&cdp), page.clone(), events, stop.clone());
+        for method in ["Page.enable", "Runtime.enable", "Log.enable", "Network.enable"] {
+            cdp.call(method, json!({}), Some(&page)).await.map_err(cdp_failed)?;
+        }
+        // Page crashes; older Chromiums lack the domain on page targets, which is no reason to fail.
+        let _ = cdp.call("Inspector.enable", json!({}), Some(&page)).await;
+        self.state().target_id = Some(target);
+        if let Some(running) = self.running().as_mut() {
+            running.page = Some(page.clone());
+        }
+        let mut loaded = self.loaded.subscribe();
+        let before = self.errors.current_load();
+        let navigated = cdp
+            .call("Page.navigate", json!({"url": url}), Some(&page))
+            .await
+            .map_err(cdp_failed)?;
+        if let Some(error) = navigated["errorText"].as_str().filter(|e| !e.is_empty()) {
+            return Err(LaunchError::Failed(format!(
+                "Chromium could not load {url}: {error}. Check preview.url and that the server \
+                 serves it."
+            )));
+        }
+        let _ = tokio::time::timeout(LOAD_WAIT, loaded.wait_for(|n| *n > before)).await;
+        Ok(())
+    }
+
+    /// Watch `proc`: if it ends while the preview runs, the preview is in error.
+    fn monitor(self: &Arc<Self>, proc: Arc<Proc>, what: &'static str, stop: CancellationToken) {
+        let weak = Arc::downgrade(self);
+        tokio::spawn(async move {
+            tokio::select! {
+                status = proc.wait_exit() => {
+                    if stop.is_cancelled() {
+                        return;
+                    }
+                    let Some(preview) = weak.upgrade() else { return };
+                    let message = format!(
+                        "{what} {} while the preview was running; the preview is down. Call \
+                         preview_open to start it again.{}",
+                        describe(&status),
+                        proc.log_path().map_or(String::new(), |l| format!(" Its output: {l}."))
+                    );
+                    preview.errors.record(
+                        ErrorKind::Crash,
+                        Occurrence { message: message.clone(), location: None, stack: Vec::new() },
+                    );
+                    preview.fail(message);
+                }
+                () = stop.cancelled() => {}
+            }
+        });
+    }
+
+    /// Rerun the typecheck and build after a change and reload the page (the watcher calls this).
+    pub(crate) async fn rebuild(self: &Arc<Self>, stop: &CancellationToken) {
+        let _op = self.op.lock().await;
+        if stop.is_cancelled() {
+            return;
+        }
+        let Some(plan) = self.running().as_ref().map(|r| r.plan.clone()) else { return };
+        match self.steps(&plan, stop).await {
+            Ok(()) => {}
+            Err(LaunchError::Failed(message)) => {
+                self.fail(message);
+                let _ = self.write_discovery();
+                return;
+            }
+            Err(LaunchError::Cancelled) => return,
+        }
+        self.set_stage(Stage::Ready);
+        let _ = self.write_discovery();
+        if let Some((cdp, page)) = self.page() {
+            self.mapper.clear();
+            let _ = cdp.call("Page.reload", json!({"ignoreCache": true}), Some(&page)).await;
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! The built-in static server: serves one folder of the project on 127.0.0.1, for static sites and
+//! built output. Files are opened through a handle on that folder (cap-std), so no request path —
+//! `..`, an absolute path, a symlink out — reaches outside it. Responses say `no-store`, so that a
+//! reload after a rebuild always sees the new files. It runs as a task of the hands process and
+//! stops with its token.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{Method, Request, Response, StatusCode, header};
+use cap_std::ambient_authority;
+use cap_std::fs::Dir;
+use tokio_util::sync::CancellationToken;
+
+/// A running static server.
+#[derive(Debug)]
+pub struct StaticServer {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    stop: CancellationToken,
+}
+
+impl StaticServer {
+    /// Serve `dir` on `127.0.0.1:port` (0: a free port). Fails when the port is taken or the
+    /// folder cannot be opened.
+    pub async fn start(dir: &Path, port: u16) -> std::io::Result<Self> {
+        let folder = Arc::new(Dir::open_ambient_dir(dir, ambient_authority())?);
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+        let addr = listener.local_addr()?;
+        let stop = CancellationToken::new();
+        let app = axum::Router::new().fallback(serve).with_state(folder);
+        let shutdown = stop.clone();
+        tokio::spawn(async move {
+            let served = axum::serve(listener, app)
+                .with_graceful_shutdown(async move { shutdown.cancelled().await })
+                .await;
+            if let Err(err) = served {
+                tracing::warn!(%err, "the preview's static server stopped");
+            }
+        });
+        Ok(Self { addr, stop })
+    }
+
+    /// Stop serving.
+    pub fn stop(&self) {
+        self.stop.cancel();
+    }
+
+    /// True until stopped.
+    pub fn is_running(&self) -> bool {
+        !self.stop.is_cancelled()
+    }
+}
+
+impl Drop for StaticServer {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+async fn serve(State(folder): State<Arc<Dir>>, request: Request<Body>) -> Response<Body> {
+    if request.method() != Method::GET && request.method() != Method::HEAD {
+        return plain(StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD");
+    }
+    let head = request.method() == Method::HEAD;
+    let Some(rel) = relative_path(request.uri().path()) else {
+        return plain(StatusCode::BAD_REQUEST, "bad path");
+    };
+    let found = tokio::task::spawn_blocking(move || read(&folder, &rel)).await;
+    match found {
+        Ok(Some((bytes, mime))) => {
+            let len = bytes.len();
+            let body = if head { Body::empty() } else { Body::from(bytes) };
+            Response::builder()
+                .header(header::CONTENT_TYPE, mime)
+                .header(header::CONTENT_LENGTH, len)
+                .header(header::CACHE_CONTROL, "no-store")
+                .body(body)
+                .unwrap_or_else(|_| plain(StatusCode::INTERNAL_SERVER_ERROR, "response"))
+        }
+        Ok(None) => plain(StatusCode::NOT_FOUND, "Not found"),
+        Err(_) => plain(StatusCode::INTERNAL_SERVER_ERROR, "read failed"),
+    }
+}
+
+/// The file for `rel` (a folder's `index.html`), with its content type.
+fn read(folder: &Dir, rel: &str) -> Option<(Vec<u8>, &'static str)> {
+    let mut path = rel.to_owned();
+    let is_dir = path.is_empty() || folder.metadata(&path).is_ok_and(|m| m.is_dir());
+    if is_dir {
+        path = if path.is_empty() { "index.html".into() } else { format!("{path}/index.html") };
+    }
+    let bytes = folder.read(&path).ok()?;
+    Some((bytes, content_type(&path)))
+}
+
+/// The request path as a relative path: percent-decoded, without empty or `.` segments; `None`
+/// for `..`, NUL or invalid UTF-8.
+fn relative_path(path: &str) -> Option<String> {
+    let decoded = percent_decode(path)?;
+    let mut parts = Vec::new();
+    for part in decoded.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => return None,
+            p if p.contains('\0') || p.contains('\\') => return None,
+            p => parts.push(p),
+        }
+    }
+    Some(parts.join("/"))
+}
+
+fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = text.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+fn content_type(path: &str) -> &'static str {
+    let ext = path.rsplit_once('.').map_or("", |(_, e)| e).to_ascii_lowercase();
+    match ext.as_str() {
+        "html" | "htm" => "text/html; charset=utf-8",
+        "js" | "mjs" | "cjs" => "text/javascript; charset=utf-8",
+        "css" => "text/css; charset=utf-8",
+        "json" | "map" => "application/json",
+        "svg" => "image/svg+xml",
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "webp" => "image/webp",
+        "ico" => "image/x-icon",
+        "wasm" => "application/wasm",
+        "woff" => "font/woff",
+        "woff2" => "font/woff2",
+        "txt" => "text/plain; charset=utf-8",
+        _ => "application/octet-stream",
+    }
+}
+
+fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
+    let mut response = Response::new(Body::from(text));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_paths_stay_inside() {
+        assert_eq!(relative_path("/").as_deref(), Some(""));
+        assert_eq!(relative_path("/a/./b.js").as_deref(), Some("a/b.js"));
+        assert_eq!(relative_path("/a%20b.html").as_deref(), Some("a b.html"));
+        assert_eq!(relative_path("/../etc/passwd"), None);
+        assert_eq!(relative_path("/a/%2e%2e/%2e%2e/x"), None);
+        assert_eq!(relative_path("/%zz"), None);
+    }
+
+    #[tokio::test]
+    async fn serves_files_index_and_404_and_never_outside() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret.txt"), "secret").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("index.html"), "<h1>home</h1>").unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::fs::write(dir.path().join("sub/app.js"), "x()").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret.txt"), dir.path().join("leak.txt"))
+            .unwrap();
+        let server = StaticServer::start(dir.path(), 0).await.unwrap();
+        let base = format!("http://{}", server.addr);
+        let get = |path: &str| {
+            let url = format!("{base}{path}");
+            async move {
+                let r = reqwest::get(url).await.unwrap();
+                let status = r.status().as_u16();
+                let ctype = r
+                    .headers()
+                    .get("content-type")
+                    .map(|v| v.to_str().unwrap().to_owned())
+                    .unwrap_or_default();
+                (status, ctype, r.text().await.unwrap())
+            }
+        };
+        let (status, ctype, body) = get("/").await;
+        assert_eq!((status, body.as_str()), (200, "<h1>home</h1>"));
+        assert!(ctype.starts_with("text/html"));
+        let (status, ctype, _) = get("/sub/app.js").await;
+        assert_eq!(status, 200);
+        assert!(ctype.starts_with("text/javascript"));
+        assert_eq!(get("/missing.png").await.0, 404);
+        assert_eq!(get("/leak.txt").await.0, 404, "a symlink out is not followed");
+        // Sent raw: an HTTP client would resolve the dots itself.
+        let mut raw = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        raw.write_all(b"GET /%2e%2e/secret.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = String::new();
+        raw.read_to_string(&mut answer).await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+        assert!(!answer.contains("secret"), "{answer}");
+        assert!(server.addr.ip().is_loopback());
+        // A taken port is an error.
+        let taken = StaticServer::start(dir.path(), server.addr.port()).await.unwrap_err();
+        assert_eq!(taken.kind(), std::io::ErrorKind::AddrInUse);
+        server.stop();
+    }
+}

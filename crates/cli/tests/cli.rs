@@ -50,7 +50,10 @@ fn tools_lists_the_fs_and_process_tools_and_plan_mode_the_read_only_ones() {
             "list_processes",
             "process_output",
             "stop_process",
-            "enter_plan_mode"
+            "enter_plan_mode",
+            "todo_write",
+            "ask_user",
+            "use_skill"
         ]
     );
     let read = &v["tools"][0];
@@ -61,7 +64,10 @@ fn tools_lists_the_fs_and_process_tools_and_plan_mode_the_read_only_ones() {
     let out = run(hands(tmp.path()).args(["tools", "--mode", "plan", "--root"]).arg(tmp.path()));
     let names: Vec<&str> =
         out.stdout.lines().map(|l| l.split_whitespace().next().unwrap()).collect();
-    assert_eq!(names, ["read_file", "list_files", "glob", "grep", "exit_plan_mode"]);
+    assert_eq!(
+        names,
+        ["read_file", "list_files", "glob", "grep", "exit_plan_mode", "ask_user", "use_skill"]
+    );
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! HTTP, the client that brings other MCP servers' tools in as hands tools, and the sandbox
 //! proxies (bwrap, remote) that run tools in an inner hands and recover when it is gone.
 
+mod ask;
 mod http;
 mod server;
 mod stdio;

@@ -158,6 +158,8 @@ impl ServerHandler for McpServer {
         if request.capabilities.elicitation.is_some() {
             let approver = ElicitationApprover { peer: context.peer.clone() };
             self.session.insert_extension(ApproverHandle(Arc::new(approver)));
+            let asker = crate::ask::ElicitationAsker::new(context.peer.clone());
+            self.session.insert_extension(hands_core::ask::AskerHandle(Arc::new(asker)));
         }
         context.peer.set_peer_info(request.clone());
         self.watch_mode(context.peer.clone());

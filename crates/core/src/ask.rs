@@ -20,7 +20,8 @@ use crate::BoxFuture;
 pub struct Question {
     /// The session asking.
     pub session: String,
-    /// The question's id (ask_user uses its call id); answers are routed by it.
+    /// The question's id, unique within its session (ask_user uses its call id); answers are
+    /// routed by it.
     pub id: String,
     /// The question, for people.
     pub question: String,
@@ -142,16 +143,16 @@ impl PendingQuestions {
         let (reply, answer) = oneshot::channel();
         {
             let mut table = self.lock();
-            if table.waiting.iter().any(|w| w.question.id == question.id) {
+            if table.waiting.iter().any(|w| same(&w.question, question)) {
                 return Err(AskError::Unavailable(format!(
-                    "a question with the id `{}` is already waiting",
+                    "a question with the id `{}` is already waiting in this session",
                     question.id
                 )));
             }
             table.waiting.push(Waiting { question: question.clone(), reply });
             self.publish(&table);
         }
-        let _leave = Leave { pending: self, id: &question.id };
+        let _leave = Leave { pending: self, question };
         tokio::select! {
             answer = answer => answer.map_err(|_| AskError::Cancelled),
             () = cancel.cancelled() => Err(AskError::Cancelled),
@@ -195,11 +196,18 @@ impl PendingQuestions {
             (0..table.waiting.len()).filter(|&i| scope(&table.waiting[i].question)).collect();
         let ids = || in_scope.iter().map(|&i| table.waiting[i].question.id.clone()).collect();
         let index = match id {
-            Some(id) => in_scope
+            // Ids are unique per session; two sessions' questions may share one.
+            Some(id) => match in_scope
                 .iter()
                 .copied()
-                .find(|&i| table.waiting[i].question.id == id)
-                .ok_or_else(|| NoSuchQuestion::Unknown { id: id.to_owned(), pending: ids() })?,
+                .filter(|&i| table.waiting[i].question.id == id)
+                .collect::<Vec<_>>()
+                .as_slice()
+            {
+                [] => return Err(NoSuchQuestion::Unknown { id: id.to_owned(), pending: ids() }),
+                [only] => *only,
+                _ => return Err(NoSuchQuestion::Ambiguous { pending: ids() }),
+            },
             None => match in_scope.as_slice() {
                 [] => return Err(NoSuchQuestion::NonePending),
                 [only] => *only,
@@ -214,10 +222,10 @@ impl PendingQuestions {
         Ok(())
     }
 
-    fn remove(&self, id: &str) {
+    fn remove(&self, question: &Question) {
         let mut table = self.lock();
         let before = table.waiting.len();
-        table.waiting.retain(|w| w.question.id != id);
+        table.waiting.retain(|w| !same(&w.question, question));
         if table.waiting.len() != before {
             self.publish(&table);
         }
@@ -236,13 +244,18 @@ impl PendingQuestions {
 /// Takes a question out of the table when its wait ends, however it ends.
 struct Leave<'a> {
     pending: &'a PendingQuestions,
-    id: &'a str,
+    question: &'a Question,
 }
 
 impl Drop for Leave<'_> {
     fn drop(&mut self) {
-        self.pending.remove(self.id);
+        self.pending.remove(self.question);
     }
+}
+
+/// One question: ids are unique within a session.
+fn same(a: &Question, b: &Question) -> bool {
+    a.session == b.session && a.id == b.id
 }
 
 impl Asker for PendingQuestions {
@@ -338,6 +351,28 @@ mod tests {
             pending.answer(Some("q"), "late"),
             Err(NoSuchQuestion::Unknown { id: "q".into(), pending: vec![] })
         );
+    }
+
+    #[tokio::test]
+    async fn sessions_may_reuse_an_id_and_the_session_route_tells_them_apart() {
+        let pending = PendingQuestions::new();
+        let a = asking(&pending, question("s1", "call-1"), CancellationToken::new()).await;
+        let mut changes = pending.changes();
+        let b = {
+            let pending = pending.clone();
+            tokio::spawn(async move {
+                pending.ask(&question("s2", "call-1"), &CancellationToken::new()).await
+            })
+        };
+        changes.wait_for(|list| list.len() == 2).await.unwrap();
+        assert!(matches!(
+            pending.answer(Some("call-1"), "?"),
+            Err(NoSuchQuestion::Ambiguous { .. })
+        ));
+        pending.answer_in("s2", Some("call-1"), "for s2").unwrap();
+        assert_eq!(b.await.unwrap(), Ok("for s2".to_owned()));
+        pending.answer(Some("call-1"), "for s1").unwrap();
+        assert_eq!(a.await.unwrap(), Ok("for s1".to_owned()));
     }
 
     #[tokio::test]

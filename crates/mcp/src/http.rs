@@ -72,15 +72,6 @@ pub fn router(
     config: &ServerConfig,
     shutdown: CancellationToken,
 ) -> Router {
-    let guard = Guard {
-        allowed_hosts: config.allowed_hosts.iter().map(|h| h.to_ascii_lowercase()).collect(),
-        allowed_origins: config
-            .allowed_origins
-            .iter()
-            .map(|o| o.trim_end_matches('/').to_ascii_lowercase())
-            .collect(),
-        token: config.token.clone().filter(|t| !t.is_empty()),
-    };
     // Host and Origin are checked by the guard, the same way for every route.
     let mcp_config = StreamableHttpServerConfig::default()
         .disable_allowed_hosts()
@@ -92,10 +83,27 @@ pub fn router(
         Arc::new(LocalSessionManager::default()),
         mcp_config,
     );
-    Router::new()
-        .route_service("/mcp", mcp)
-        .route("/healthz", get(|| async { "ok\n" }))
-        .layer(from_fn_with_state(Arc::new(guard), guard_layer))
+    let app = Router::new().route_service("/mcp", mcp).route("/healthz", get(|| async { "ok\n" }));
+    guarded(app, config)
+}
+
+/// Put every route of `router` behind the checks `/mcp` has: a Host or Origin that is not
+/// loopback or allow-listed gets 403, a missing or wrong bearer token (when `config` has one) 401
+/// (`/healthz` excepted). The session API of `hands serve` is guarded with it too.
+pub fn guarded<S>(router: Router<S>, config: &ServerConfig) -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+{
+    let guard = Guard {
+        allowed_hosts: config.allowed_hosts.iter().map(|h| h.to_ascii_lowercase()).collect(),
+        allowed_origins: config
+            .allowed_origins
+            .iter()
+            .map(|o| o.trim_end_matches('/').to_ascii_lowercase())
+            .collect(),
+        token: config.token.clone().filter(|t| !t.is_empty()),
+    };
+    router.layer(from_fn_with_state(Arc::new(guard), guard_layer))
 }
 
 /// Serve on `listen` until SIGINT/SIGTERM, then end every session (closing them stops their

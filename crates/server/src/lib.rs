@@ -2,3 +2,101 @@
 //! an SSE event stream that resumes with `Last-Event-ID`, direct tool calls, answers, approvals,
 //! aborts, processes), the compatibility routes `POST /vibe/answer` and
 //! `POST /vibe/abort/{projectId}`, and the OpenAPI document at `/v1/openapi.json`.
+//!
+//! A request passes, outermost first: the JSON error layer (every error of `/v1` and `/vibe` is
+//! `{"error": {"code", "message"}}`), the guard of hands-mcp (Host/Origin → 403, bearer token →
+//! 401; `/healthz` is open), the body limit (413), then a handler in [`routes`] that calls one
+//! [`Host`] method.
+//!
+//! ```no_run
+//! # async fn run(host: std::sync::Arc<hands_agent::host::Host>,
+//! #              factory: std::sync::Arc<hands_mcp::ServerFactory>) {
+//! let config = hands_server::ServerConfig::default();
+//! let addr = "127.0.0.1:7777".parse().unwrap();
+//! hands_server::serve(host, factory, addr, &config).await.unwrap();
+//! # }
+//! ```
+
+#![deny(missing_docs)]
+
+mod body;
+mod config;
+pub mod docs;
+mod error;
+mod events;
+pub mod openapi;
+pub mod routes;
+pub mod schemas;
+mod sessions;
+mod vibe;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::Request;
+use hands_agent::host::Host;
+use hands_mcp::{HttpError, ServerFactory};
+use tokio_util::sync::CancellationToken;
+
+pub use config::{DEFAULT_MAX_BODY_BYTES, ServerConfig};
+pub use error::{ApiError, ErrorBody, ErrorDetail};
+pub use events::KEEP_ALIVE;
+
+/// The whole app: `/mcp` and `/healthz` from hands-mcp, `/v1` and `/vibe` over `host`, all
+/// behind the same request guard. `shutdown` ends every MCP session and event stream when fired
+/// (an open stream would otherwise hold a graceful shutdown forever).
+pub fn router(
+    host: Arc<Host>,
+    mcp_factory: Arc<ServerFactory>,
+    config: &ServerConfig,
+    shutdown: CancellationToken,
+) -> Router {
+    let guard = config.mcp();
+    let api =
+        hands_mcp::guarded(routes::api(host, config.max_body_bytes, shutdown.clone()), &guard)
+            .layer(axum::middleware::from_fn(error::json_errors));
+    hands_mcp::router(mcp_factory, &guard, shutdown).merge(api).fallback(no_route)
+}
+
+async fn no_route(request: Request) -> ApiError {
+    ApiError::not_found(format!(
+        "no route {} {}: the API is described at /v1/openapi.json",
+        request.method(),
+        request.uri().path()
+    ))
+}
+
+/// Serve [`router`] on `listen` until SIGINT/SIGTERM, then end the MCP sessions (their processes
+/// stop) and close the host's sessions. A listen address that is not loopback needs a token.
+pub async fn serve(
+    host: Arc<Host>,
+    mcp_factory: Arc<ServerFactory>,
+    listen: SocketAddr,
+    config: &ServerConfig,
+) -> Result<(), HttpError> {
+    let mut config = config.clone();
+    config.token = config.token.filter(|t| !t.is_empty());
+    if !listen.ip().is_loopback() && config.token.is_none() {
+        return Err(HttpError::TokenRequired(listen));
+    }
+    let shutdown = CancellationToken::new();
+    let app = router(Arc::clone(&host), Arc::clone(&mcp_factory), &config, shutdown.clone());
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|source| HttpError::Io { addr: listen, source })?;
+    let local = listener.local_addr().unwrap_or(listen);
+    // Scripts and tests read this line to learn the port (with --listen 127.0.0.1:0).
+    eprintln!("hands: serving MCP at http://{local}/mcp and the session API at http://{local}/v1");
+    let stop = shutdown.clone();
+    let served = axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            hands_mcp::shutdown_signal().await;
+            stop.cancel();
+        })
+        .await;
+    shutdown.cancel();
+    mcp_factory.close_all().await;
+    host.close().await;
+    served.map_err(|source| HttpError::Io { addr: listen, source })
+}

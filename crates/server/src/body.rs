@@ -1,0 +1,78 @@
+//! [`JsonBody`]: a request body parsed once into its typed form. Every fault is the client's and
+//! says so: a body that is not JSON by its `Content-Type` is 415, a body over
+//! `[server] max_body_bytes` is 413, malformed JSON or a wrong type is 400 with serde's message
+//! (line, column, the field).
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request};
+use axum::http::{StatusCode, header};
+use serde::de::DeserializeOwned;
+
+use crate::error::ApiError;
+use crate::routes::AppState;
+
+/// A JSON request body of type `T`.
+#[derive(Debug, Clone)]
+pub struct JsonBody<T>(pub T);
+
+impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, ApiError> {
+        let content_type =
+            request.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok());
+        if !content_type.is_some_and(is_json) {
+            return Err(ApiError {
+                status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                code: "unsupported_media_type",
+                message: format!(
+                    "the body must be JSON sent with Content-Type: application/json (got {})",
+                    content_type.map_or("no Content-Type".to_owned(), |t| format!("{t:?}"))
+                ),
+            });
+        }
+        let bytes = Bytes::from_request(request, state).await.map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError {
+                    status: StatusCode::PAYLOAD_TOO_LARGE,
+                    code: "payload_too_large",
+                    message: format!(
+                        "the body is larger than {} bytes: send less, or raise [server] \
+                         max_body_bytes on the server",
+                        state.max_body_bytes
+                    ),
+                }
+            } else {
+                ApiError::bad_request(format!("cannot read the body: {}", rejection.body_text()))
+            }
+        })?;
+        serde_json::from_slice(&bytes).map(JsonBody).map_err(|err| ApiError {
+            status: StatusCode::BAD_REQUEST,
+            code: "invalid_body",
+            message: format!("invalid JSON body: {err}"),
+        })
+    }
+}
+
+/// `application/json`, or any `+json` type, with or without parameters.
+fn is_json(content_type: &str) -> bool {
+    let essence = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_content_types() {
+        for ok in ["application/json", "application/json; charset=utf-8", "Application/JSON"] {
+            assert!(is_json(ok), "{ok}");
+        }
+        assert!(is_json("application/merge-patch+json"));
+        for bad in ["text/plain", "application/x-www-form-urlencoded", "", "json"] {
+            assert!(!is_json(bad), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! The handlers of `/v1/sessions…` except the event stream: each parses its input once, calls one
+//! [`hands_agent::host::Host`] method and shapes its answer; the host does the work.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use hands_agent::host::NewSession;
+use serde_json::Value;
+
+use crate::body::JsonBody;
+use crate::error::ApiError;
+use crate::routes::AppState;
+use crate::schemas::{
+    Answer, CallTool, CreateSession, Decision, PostMessage, SessionList, Transcript, TurnAccepted,
+    valid_id,
+};
+
+/// `POST /v1/sessions` → 201 with the session.
+pub async fn create(
+    State(state): State<AppState>,
+    JsonBody(body): JsonBody<CreateSession>,
+) -> Result<Response, ApiError> {
+    for (field, value) in [("id", &body.id), ("project_id", &body.project_id)] {
+        if let Some(value) = value
+            && !valid_id(value)
+        {
+            return Err(ApiError::bad_request(format!(
+                "{field} {value:?} is not a valid id: use 1 to 128 letters, digits, `.`, `_`, `:` \
+                 or `-`, starting with a letter or digit"
+            )));
+        }
+    }
+    if !body.root.is_absolute() {
+        return Err(ApiError::bad_request(format!(
+            "root {:?} must be an absolute path to a folder on the server",
+            body.root
+        )));
+    }
+    if !body.root.is_dir() {
+        return Err(ApiError::bad_request(format!(
+            "root {:?} is not a folder on the server: create it first or pass another",
+            body.root
+        )));
+    }
+    let new = NewSession {
+        id: body.id,
+        project_id: body.project_id,
+        root: body.root,
+        mode: body.mode.unwrap_or_default().into(),
+        title: body.title,
+    };
+    let info = state.host.create_session(new).await?;
+    Ok((StatusCode::CREATED, Json(info)).into_response())
+}
+
+/// `GET /v1/sessions`.
+pub async fn list(State(state): State<AppState>) -> Result<Json<SessionList>, ApiError> {
+    Ok(Json(SessionList { sessions: state.host.list_sessions().await? }))
+}
+
+/// `GET /v1/sessions/{id}`.
+pub async fn get(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    Ok(Json(state.host.get_session(&id).await?).into_response())
+}
+
+/// `DELETE /v1/sessions/{id}` → 204.
+pub async fn delete(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    state.host.delete_session(&id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `GET /v1/sessions/{id}/messages`.
+pub async fn transcript(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Transcript>, ApiError> {
+    Ok(Json(Transcript { messages: state.host.transcript(&id).await? }))
+}
+
+/// `POST /v1/sessions/{id}/messages` → 202 with the turn id; the turn runs on.
+pub async fn post_message(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<PostMessage>,
+) -> Result<Response, ApiError> {
+    if body.text.trim().is_empty() {
+        return Err(ApiError::bad_request("text is empty: send the user's message"));
+    }
+    let turn_id = state.host.post_message(&id, body.text).await?;
+    Ok((StatusCode::ACCEPTED, Json(TurnAccepted { turn_id })).into_response())
+}
+
+/// `POST /v1/sessions/{id}/abort` → 204.
+pub async fn abort(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    state.host.abort_session(&id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `POST /v1/sessions/{id}/tools/{name}` → the tool's `CallToolResult` (200 even when the result
+/// is an error: `isError` says so, as over MCP).
+pub async fn call_tool(
+    State(state): State<AppState>,
+    Path((id, name)): Path<(String, String)>,
+    JsonBody(body): JsonBody<CallTool>,
+) -> Result<Response, ApiError> {
+    let output = state.host.call_tool(&id, body.turn_id, &name, Value::Object(body.args)).await?;
+    Ok(Json(output).into_response())
+}
+
+/// `POST /v1/sessions/{id}/answer` → 204.
+pub async fn answer(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<Answer>,
+) -> Result<StatusCode, ApiError> {
+    state.host.answer(Some(&id), body.question_id.as_deref(), body.answer)?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `POST /v1/sessions/{id}/approvals/{approval_id}` → 204.
+pub async fn decide(
+    State(state): State<AppState>,
+    Path((id, approval_id)): Path<(String, String)>,
+    JsonBody(body): JsonBody<Decision>,
+) -> Result<StatusCode, ApiError> {
+    state.host.decide(&id, &approval_id, body.approve, body.reason)?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `GET /v1/sessions/{id}/processes`.
+pub async fn processes(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(state.host.list_processes(&id).await?))
+}
+
+/// `POST /v1/sessions/{id}/processes/{process_id}/stop`.
+pub async fn stop_process(
+    State(state): State<AppState>,
+    Path((id, process_id)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(state.host.stop_process(&id, &process_id).await?))
+}

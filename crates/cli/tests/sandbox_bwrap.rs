@@ -1,14 +1,22 @@
 //! The bwrap and remote sandbox backends with the real `hands` inside: `hands call` under
 //! `sandbox.backend = "bwrap"` runs bash in bubblewrap; a registry with hands' own tools proxied to
-//! an inner `hands mcp` recovers from a killed sandbox between and during calls and gives up after
-//! three recoveries; a remote `hands serve` that is killed is brought back by `recreate`.
+//! an inner `hands mcp` forwards bash's progress to the host call, brings back what an aborted
+//! bash printed (and its process is gone), keeps each host session's state (the stale-write
+//! guard) apart, switches plan mode on the host, recovers from a killed sandbox between and during
+//! calls and gives up after three recoveries; a remote `hands serve` that is killed is brought
+//! back by `recreate`, and an aborted call there also brings back its partial output.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Duration;
+mod common;
 
-use hands_core::{CoreConfig, Registry, Session, ToolCall, ToolOutput};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use hands_core::{
+    CallOptions, CancellationToken, CoreConfig, Mode, Progress, Registry, Session, ToolCall,
+    ToolOutput,
+};
 use hands_mcp::sandbox::{ProxyProvider, find_on_path};
 use serde_json::json;
 
@@ -16,10 +24,22 @@ fn hands_bin() -> PathBuf {
     assert_cmd::cargo::cargo_bin("hands")
 }
 
+/// bubblewrap, or None locally when it is missing (CI must have it: the test fails there).
+fn bwrap() -> Option<PathBuf> {
+    let found = find_on_path("bwrap");
+    if found.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "bwrap is required in CI (apt-get install bubblewrap)"
+        );
+        eprintln!("!!!!! bwrap is not installed: SKIPPING this sandbox test !!!!!");
+    }
+    found
+}
+
 #[test]
 fn hands_call_runs_bash_inside_bubblewrap() {
-    if find_on_path("bwrap").is_none() {
-        eprintln!("skipped: bwrap is not installed");
+    if bwrap().is_none() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -50,7 +70,7 @@ struct Fixture {
 }
 
 fn bwrap_fixture() -> Option<Fixture> {
-    let bwrap = find_on_path("bwrap")?;
+    let bwrap = bwrap()?;
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().canonicalize().unwrap();
     let inner =
@@ -65,6 +85,7 @@ fn fixture(tmp: tempfile::TempDir, root: &Path, provider: Arc<ProxyProvider>) ->
     let builder = Registry::builder(config);
     let builder = hands_fs::register(builder, &hands_fs::FsConfig::default());
     let builder = hands_exec::register(builder, &hands_exec::ExecConfig::default());
+    let builder = hands_agent::register(builder);
     let registry = builder.sandbox(provider.clone()).build();
     let session = Session::new("s", root);
     Fixture { _tmp: tmp, project: root.to_string_lossy().into_owned(), provider, registry, session }
@@ -75,6 +96,41 @@ impl Fixture {
         self.registry
             .dispatch(&self.session, ToolCall::new("c", "bash", json!({"command": command})))
             .await
+    }
+
+    async fn call(&self, session: &Session, tool: &str, args: serde_json::Value) -> ToolOutput {
+        self.registry.dispatch(session, ToolCall::new("c", tool, args)).await.unwrap()
+    }
+
+    /// `echo started; sleep 30`, aborted after 1 s: what it printed comes back, promptly, and
+    /// its `sleep` (marked by an exported variable) is gone.
+    async fn abort_a_long_bash(&self) {
+        let mark = format!("HANDS_TEST_ABORT={}-{}", std::process::id(), self.project.len());
+        let command = format!("export {mark}; echo started; sleep 30");
+        let cancel = CancellationToken::new();
+        let options = CallOptions { progress: None, cancel: Some(cancel.clone()) };
+        let call = ToolCall::new("long", "bash", json!({"command": command}));
+        let started = Instant::now();
+        let canceller = async {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            assert!(!common::live_with_env(&mark).is_empty(), "the command is running inside");
+            cancel.cancel();
+        };
+        let (out, ()) =
+            tokio::join!(self.registry.dispatch_with(&self.session, call, options), canceller);
+        let elapsed = started.elapsed();
+        let out = out.unwrap();
+        let text = out.joined_text();
+        assert!(out.is_error, "{out:?}");
+        assert!(text.contains("started"), "what it printed comes back: {text}");
+        assert!(text.contains("bash was aborted"), "{text}");
+        assert_eq!(text.matches("bash was aborted before it finished.").count(), 1, "{text}");
+        assert!(elapsed < Duration::from_secs(8), "took {elapsed:?}");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !common::live_with_env(&mark).is_empty() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(common::live_with_env(&mark), Vec::<u32>::new(), "the inner sleep is gone");
     }
 
     async fn kill(&self) {
@@ -125,6 +181,65 @@ async fn the_real_inner_hands_is_recovered_three_times_then_gives_up() {
     assert!(err.to_string().contains("after 3 recoveries; giving up"), "{err}");
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn progress_of_a_proxied_bash_reaches_the_host_call() {
+    let Some(f) = bwrap_fixture() else { return };
+    let seen = Arc::new(Mutex::new(Vec::<Progress>::new()));
+    let sink = Arc::clone(&seen);
+    let options = CallOptions {
+        progress: Some(Arc::new(move |p: Progress| sink.lock().unwrap().push(p))),
+        cancel: None,
+    };
+    let command = "for i in 1 2 3; do echo $i; sleep 0.3; done";
+    let call = ToolCall::new("p", "bash", json!({"command": command}));
+    let out = f.registry.dispatch_with(&f.session, call, options).await.unwrap();
+    assert!(out.joined_text().contains("1\n2\n3"), "{out:?}");
+    let seen = seen.lock().unwrap().clone();
+    assert!(seen.len() >= 2, "bash inside reports every 200 ms: {seen:?}");
+    assert!(seen.windows(2).all(|w| w[0].progress < w[1].progress), "{seen:?}");
+    assert!(seen.iter().any(|p| p.message.as_deref().is_some_and(|m| m.contains("bytes"))));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_aborted_proxied_bash_returns_what_it_printed_and_stops() {
+    let Some(f) = bwrap_fixture() else { return };
+    f.abort_a_long_bash().await;
+    // The session goes on.
+    assert!(f.bash("echo after").await.unwrap().joined_text().contains("after"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn host_sessions_do_not_share_the_stale_write_guard() {
+    let Some(f) = bwrap_fixture() else { return };
+    std::fs::write(f._tmp.path().join("f.txt"), "original\n").unwrap();
+    let a = &f.session;
+    let b = Session::new("b", Path::new(&f.project));
+    let out = f.call(a, "read_file", json!({"path": "f.txt"})).await;
+    assert!(out.joined_text().contains("original"), "{out:?}");
+
+    let out = f.call(&b, "write_file", json!({"path": "f.txt", "content": "from b\n"})).await;
+    assert!(out.is_error && out.joined_text().contains("has not read"), "{out:?}");
+    let on_disk = std::fs::read_to_string(f._tmp.path().join("f.txt")).unwrap();
+    assert_eq!(on_disk, "original\n");
+
+    let out = f.call(a, "write_file", json!({"path": "f.txt", "content": "from a\n"})).await;
+    assert!(!out.is_error, "a read it: {out:?}");
+    assert_eq!(std::fs::read_to_string(f._tmp.path().join("f.txt")).unwrap(), "from a\n");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn plan_mode_under_bwrap_switches_the_host_session() {
+    let Some(f) = bwrap_fixture() else { return };
+    assert!(f.bash("true").await.unwrap().joined_text().contains("exit code 0"));
+    let out = f.call(&f.session, "enter_plan_mode", json!({})).await;
+    assert!(!out.is_error, "{out:?}");
+    assert_eq!(f.session.mode(), Mode::Plan, "the host session is in plan mode");
+    let out = f.bash("echo no").await.unwrap();
+    assert!(out.is_error && out.joined_text().contains("not available in plan mode"), "{out:?}");
+    let out = f.call(&f.session, "list_files", json!({})).await;
+    assert!(!out.is_error, "read-only tools still run inside: {out:?}");
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
@@ -167,4 +282,38 @@ async fn a_killed_remote_sandbox_is_recreated() {
     let out = out.unwrap();
     assert!(out.joined_text().contains("second"), "{out:?}");
     assert_ne!(pid, new_pid, "recreate started a new server");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_aborted_remote_bash_returns_what_it_printed_and_stops() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let port = free_port();
+    let _serve = KillOnDrop(
+        std::process::Command::new(hands_bin())
+            .args(["serve", "--root"])
+            .arg(&root)
+            .args(["--listen", &format!("127.0.0.1:{port}"), "--token", "sekret"])
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let provider = Arc::new(ProxyProvider::remote(url, Some("sekret".into()), None).unwrap());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let f = fixture(tmp, &root, provider);
+    f.abort_a_long_bash().await;
+}
+
+/// A child process killed when the test ends, passed or failed.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }

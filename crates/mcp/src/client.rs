@@ -1,22 +1,27 @@
 //! The MCP client: brings the tools of configured MCP servers (`[mcp_servers.NAME]`) in as hands
 //! tools. At start every server is connected in parallel (10 s each) and its tools listed; a server
 //! that fails is reported (warning, `hands tools`) and left out, never fatal. Calls go through the
-//! server's live session; when a server has died, the call restarts it once and retries.
+//! server's live session; when a server has died, the call restarts it once and retries. Progress
+//! and cancellation pass through to the server; a server that says its tool list changed is
+//! listed again (see [`McpClients::tool_list_changes`]).
 
 mod background;
 mod config;
 pub(crate) mod link;
+pub(crate) mod listener;
 mod tools;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use hands_core::{RegistryBuilder, ToolError, ToolOutput};
+use hands_core::{Context, RegistryBuilder, ToolError, ToolOutput};
 use serde_json::{Map, Value};
+use tokio::sync::watch;
 
 pub(crate) use background::Background;
 pub use config::{McpServerConfig, McpServersConfig};
 use link::{CallError, Endpoint, Held, RemoteTool};
+use listener::ToolList;
 pub use tools::tool_name;
 
 /// How long a server gets to start and answer the handshake.
@@ -36,14 +41,18 @@ struct Shared {
     background: Option<Arc<Background>>,
     servers: Vec<Arc<Server>>,
     call_timeout: Duration,
+    /// Ticks when any server's tool list changed after the start.
+    changes: watch::Sender<u64>,
 }
 
 /// One configured server.
 pub(crate) struct Server {
     name: String,
     endpoint: Result<Endpoint, String>,
-    /// The tools it listed at start (empty when it failed).
-    tools: Vec<RemoteTool>,
+    /// Its tools as last listed (empty when it failed at start).
+    tools: Arc<ToolList>,
+    /// The tools it listed at start: the ones registered as `mcp__NAME__TOOL`.
+    initial: Vec<RemoteTool>,
     /// Why it is not available, if it is not.
     error: Option<String>,
     session: tokio::sync::Mutex<Option<Held>>,
@@ -109,7 +118,28 @@ impl McpClients {
         call_timeout_ms: u64,
     ) -> Self {
         let call_timeout = Duration::from_millis(call_timeout_ms);
-        Self { shared: Arc::new(Shared { background, servers, call_timeout }) }
+        let changes = watch::Sender::new(0);
+        if let Some(background) = &background {
+            // Merge the servers' list changes into one signal, from now on.
+            for server in &servers {
+                let mut listed = server.tools.changes();
+                listed.borrow_and_update();
+                let changes = changes.clone();
+                background.spawn(async move {
+                    while listed.changed().await.is_ok() {
+                        changes.send_modify(|n| *n += 1);
+                    }
+                });
+            }
+        }
+        Self { shared: Arc::new(Shared { background, servers, call_timeout, changes }) }
+    }
+
+    /// Ticks whenever a server sent `notifications/tools/list_changed` and was listed again (its
+    /// new tools are in [`McpClients::status`] and `mcp_list`, and callable through `mcp_call`).
+    /// The hook for front ends that announce their own tool-list changes.
+    pub fn tool_list_changes(&self) -> watch::Receiver<u64> {
+        self.shared.changes.subscribe()
     }
 
     /// True when no server is configured.
@@ -124,7 +154,7 @@ impl McpClients {
             .iter()
             .map(|s| ServerStatus {
                 name: s.name.clone(),
-                tools: s.tools.iter().map(|t| t.name.clone()).collect(),
+                tools: s.tools.get().into_iter().map(|t| t.name).collect(),
                 error: s.error.clone(),
             })
             .collect()
@@ -150,13 +180,14 @@ impl McpClients {
         &self.shared.servers
     }
 
-    /// Call `tool` on `server`, aborting when `cancel` fires.
+    /// Call `tool` on `server` for the call `ctx`: its progress sink gets the server's reports,
+    /// and its token cancels the call.
     pub(crate) async fn call(
         &self,
         server: &str,
         tool: &str,
         args: Option<Map<String, Value>>,
-        cancel: &hands_core::CancellationToken,
+        ctx: &Context,
     ) -> Result<ToolOutput, ToolError> {
         let Some(found) = self.server(server) else {
             let names: Vec<&str> = self.servers().iter().map(|s| s.name.as_str()).collect();
@@ -171,15 +202,13 @@ impl McpClients {
         let Some(background) = &self.shared.background else {
             return Err(ToolError::model(format!("MCP server `{server}` is not available.")));
         };
-        let work = background.run(async move { found.call(&tool, args, timeout).await });
-        tokio::select! {
-            result = work => result.unwrap_or_else(|| {
-                Err(ToolError::Fatal("the MCP client's runtime stopped".into()))
-            }),
-            () = cancel.cancelled() => Ok(ToolOutput::error(format!(
-                "The call to MCP server `{server}` was aborted."
-            ))),
-        }
+        let ctx = ctx.clone();
+        // The call watches the token itself, so that it can tell the server and collect what it
+        // had; dropping this future (the caller gave up) tells the server too.
+        background
+            .run(async move { found.call(&tool, args, timeout, ctx).await })
+            .await
+            .unwrap_or_else(|| Err(ToolError::Fatal("the MCP client's runtime stopped".into())))
     }
 }
 
@@ -188,7 +217,8 @@ impl Server {
         Self {
             name: name.to_owned(),
             endpoint: Err(error.clone()),
-            tools: Vec::new(),
+            tools: ToolList::new(),
+            initial: Vec::new(),
             error: Some(error),
             session: tokio::sync::Mutex::new(None),
         }
@@ -196,32 +226,24 @@ impl Server {
 
     async fn start(name: String, config: McpServerConfig) -> Self {
         let endpoint = config.endpoint();
+        let tools = ToolList::new();
         let connected = match &endpoint {
             Err(err) => Err(format!("invalid configuration: {err}")),
-            Ok(endpoint) => match link::connect(endpoint, CONNECT_TIMEOUT).await {
-                Err(err) => Err(err),
-                Ok(held) => match held.peer() {
-                    None => Err("the session closed during the handshake".to_owned()),
-                    Some(peer) => link::list_tools(&peer).await.map(|tools| (held, tools)),
-                },
-            },
+            Ok(endpoint) => {
+                match link::connect(endpoint, CONNECT_TIMEOUT, Arc::clone(&tools)).await {
+                    Err(err) => Err(err),
+                    Ok(held) => match held.conn() {
+                        None => Err("the session closed during the handshake".to_owned()),
+                        Some(conn) => conn.list_into(&tools).await.map(|initial| (held, initial)),
+                    },
+                }
+            }
         };
-        match connected {
-            Ok((held, tools)) => Self {
-                name,
-                endpoint,
-                tools,
-                error: None,
-                session: tokio::sync::Mutex::new(Some(held)),
-            },
-            Err(error) => Self {
-                name,
-                endpoint,
-                tools: Vec::new(),
-                error: Some(error),
-                session: tokio::sync::Mutex::new(None),
-            },
-        }
+        let (held, initial, error) = match connected {
+            Ok((held, initial)) => (Some(held), initial, None),
+            Err(error) => (None, Vec::new(), Some(error)),
+        };
+        Self { name, endpoint, tools, initial, error, session: tokio::sync::Mutex::new(held) }
     }
 
     /// The name in the configuration.
@@ -229,9 +251,24 @@ impl Server {
         &self.name
     }
 
-    /// The tools listed at start.
-    pub(crate) fn tools(&self) -> &[RemoteTool] {
-        &self.tools
+    /// Its tools as last listed.
+    pub(crate) fn tools(&self) -> Vec<RemoteTool> {
+        self.tools.get()
+    }
+
+    /// The tools it listed at start (registered under their hands names).
+    pub(crate) fn initial(&self) -> &[RemoteTool] {
+        &self.initial
+    }
+
+    /// True when `tool` was listed at start (so registered as `mcp__NAME__TOOL`).
+    pub(crate) fn registered(&self, tool: &str) -> bool {
+        self.initial.iter().any(|t| t.name == tool)
+    }
+
+    /// False when its last listing does not have `tool` (it changed its list since the start).
+    pub(crate) fn offers(&self, tool: &str) -> bool {
+        !self.tools.is_listed() || self.tools.offers(tool)
     }
 
     /// Why it failed at start.
@@ -245,13 +282,17 @@ impl Server {
         tool: &str,
         args: Option<Map<String, Value>>,
         timeout: Duration,
+        ctx: Context,
     ) -> Result<ToolOutput, ToolError> {
         let endpoint = self.endpoint.as_ref().map_err(|err| {
             ToolError::model(format!("MCP server `{}` is not usable: {err}", self.name))
         })?;
+        let aborted = || {
+            Ok(ToolOutput::error(format!("The call to MCP server `{}` was aborted.", self.name)))
+        };
         let mut restarted = false;
         loop {
-            let peer = {
+            let conn = {
                 let mut session = self.session.lock().await;
                 if session.as_ref().is_none_or(Held::is_closed) {
                     if session.is_some() {
@@ -259,24 +300,31 @@ impl Server {
                     }
                     *session = None;
                     restarted = true;
-                    *session =
-                        Some(link::connect(endpoint, CONNECT_TIMEOUT).await.map_err(|err| {
-                            ToolError::model(format!(
-                                "MCP server `{}` is not available: {err}",
-                                self.name
-                            ))
-                        })?);
+                    let connect = self.reconnect(endpoint);
+                    let held = tokio::select! {
+                        held = connect => held?,
+                        () = ctx.cancel_token().cancelled() => return aborted(),
+                    };
+                    *session = Some(held);
                 }
-                session.as_ref().and_then(Held::peer)
+                session.as_ref().and_then(Held::conn)
             };
-            let Some(peer) = peer else {
+            let Some(conn) = conn else {
                 return Err(ToolError::model(format!(
                     "MCP server `{}` closed its session.",
                     self.name
                 )));
             };
-            match link::call(&peer, tool, args.clone(), timeout).await {
+            let call = link::Call {
+                name: tool.to_owned(),
+                args: args.clone(),
+                timeout,
+                ctx: Some(ctx.clone()),
+            };
+            match link::call(&conn, call).await {
                 Ok(output) => return Ok(output),
+                Err(CallError::Cancelled(Some(partial))) => return Ok(partial),
+                Err(CallError::Cancelled(None)) => return aborted(),
                 Err(CallError::Gone(reason)) if !restarted => {
                     tracing::warn!(server = %self.name, reason = %reason, "MCP server gone during a call; restarting it");
                     *self.session.lock().await = None;
@@ -304,5 +352,21 @@ impl Server {
                 }
             }
         }
+    }
+
+    /// A fresh session, with its tools listed again (a restarted server may offer others).
+    async fn reconnect(&self, endpoint: &Endpoint) -> Result<Held, ToolError> {
+        let unavailable = |err: String| {
+            ToolError::model(format!("MCP server `{}` is not available: {err}", self.name))
+        };
+        let held = link::connect(endpoint, CONNECT_TIMEOUT, Arc::clone(&self.tools))
+            .await
+            .map_err(unavailable)?;
+        if let Some(conn) = held.conn()
+            && let Err(err) = conn.list_into(&self.tools).await
+        {
+            tracing::warn!(server = %self.name, %err, "restarted MCP server did not list its tools");
+        }
+        Ok(held)
     }
 }

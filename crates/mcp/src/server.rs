@@ -210,6 +210,11 @@ impl ServerHandler for McpServer {
             .as_ref()
             .and_then(|meta| meta.get_progress_token())
             .or_else(|| context.meta.get_progress_token());
+        // A hands proxy asks for what the tool had if it cancels the call (see below).
+        let wants_partial =
+            [request.meta.as_deref(), Some(&*context.meta)].into_iter().flatten().any(|meta| {
+                meta.get(crate::client::listener::PARTIAL_META) == Some(&Value::Bool(true))
+            });
         let (sink, forwarder) = match token {
             Some(token) => {
                 let (sink, forwarder) = progress_sink(context.peer.clone(), token);
@@ -228,6 +233,25 @@ impl ServerHandler for McpServer {
         if let Some(forwarder) = forwarder {
             // Let the last reports go out before the result; the sink is gone with the call.
             let _ = tokio::time::timeout(Duration::from_millis(200), forwarder).await;
+        }
+        if wants_partial
+            && context.ct.is_cancelled()
+            && let Ok(output) = &result
+        {
+            // rmcp sends no response to a cancelled request, as MCP says; the partial result
+            // (what bash printed before it was stopped, and the aborted note) goes to the
+            // client that asked for it as a notification instead.
+            let params = json!({"requestId": context.id, "result": output});
+            let notification = rmcp::model::CustomNotification::new(
+                crate::client::listener::PARTIAL_METHOD,
+                Some(params),
+            );
+            let _ = context
+                .peer
+                .send_notification(rmcp::model::ServerNotification::CustomNotification(
+                    notification,
+                ))
+                .await;
         }
         match result {
             Ok(output) => Ok(CallToolResponse::Complete(to_call_tool_result(&output)?)),

@@ -1,13 +1,19 @@
 //! The MCP client against a real MCP server over stdio (the `echo_server` example as a child
-//! process): tools come in as `mcp__echo__…`, calls round-trip text and `isError`, a server that
-//! cannot start is reported without stopping the others, and a killed server is restarted.
+//! process): tools come in as `mcp__echo__…` with their output schemas, calls round-trip text,
+//! structured content and `isError`, progress reaches the caller and cancellation the server, a
+//! changed tool list is listed again, a server that cannot start is reported without stopping the
+//! others, and a killed server is restarted.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use hands_core::{CoreConfig, Registry, Session, ToolCall};
-use hands_mcp::{McpClients, McpServerConfig, McpServersConfig};
+use hands_core::{
+    CallOptions, CancellationToken, CoreConfig, Mode, Progress, Registry, Session, ToolCall,
+};
+use hands_mcp::{McpClients, McpServerConfig, McpServersConfig, ServerFactory};
+use rmcp::ServiceExt;
 use serde_json::json;
 
 fn echo_server() -> PathBuf {
@@ -45,7 +51,14 @@ async fn remote_tools_appear_and_calls_round_trip() {
     let registry = registry(&clients);
     let names: Vec<String> =
         registry.list(hands_core::Mode::Build).iter().map(|s| s.name.clone()).collect();
-    for name in ["mcp__echo__echo", "mcp__echo__fail", "mcp__echo__sleep", "mcp_list", "mcp_call"] {
+    for name in [
+        "mcp__echo__echo",
+        "mcp__echo__fail",
+        "mcp__echo__sleep",
+        "mcp__echo__stats",
+        "mcp_list",
+        "mcp_call",
+    ] {
         assert!(names.contains(&name.to_owned()), "{name} missing from {names:?}");
     }
     let spec = registry.get("mcp__echo__echo").unwrap().spec().clone();
@@ -88,7 +101,7 @@ async fn remote_tools_appear_and_calls_round_trip() {
 
     let out = registry.dispatch(&session, call("mcp_list", json!({}))).await.unwrap();
     let text = out.joined_text();
-    assert!(text.contains("echo: 5 tools") && text.contains("as mcp__echo__sleep"), "{text}");
+    assert!(text.contains("echo: 7 tools") && text.contains("as mcp__echo__sleep"), "{text}");
     assert_eq!(out.structured.unwrap()["servers"][0]["tools"][0]["name"], "echo");
 }
 
@@ -171,4 +184,127 @@ fn no_servers_means_no_mcp_tools() {
     let clients = McpClients::connect_blocking(&McpServersConfig::default(), 120_000);
     let registry = registry(&clients);
     assert!(registry.get("mcp_list").is_none() && registry.get("mcp_call").is_none());
+}
+
+fn echo_clients() -> McpClients {
+    let echo = echo_server().display().to_string();
+    let clients = McpClients::connect_blocking(&config(&[("echo", stdio(echo, &[]))]), 120_000);
+    assert_eq!(clients.status()[0].error, None);
+    clients
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn remote_output_schemas_are_kept_and_served() {
+    let clients = echo_clients();
+    let registry = Arc::new(registry(&clients));
+    let spec = registry.get("mcp__echo__stats").unwrap().spec().clone();
+    let expected = json!({
+        "type": "object",
+        "properties": {"calls": {"type": "integer"}, "name": {"type": "string"}}
+    });
+    assert_eq!(spec.output_schema.as_ref(), Some(&expected), "{spec:?}");
+    assert_eq!(registry.get("mcp__echo__echo").unwrap().spec().output_schema, None);
+
+    let tmp = tempfile::tempdir().unwrap();
+    let session = Session::one_shot(tmp.path());
+    let out = registry
+        .dispatch(&session, ToolCall::new("s", "mcp__echo__stats", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(out.structured, Some(json!({"calls": 7, "name": "echo"})), "{out:?}");
+
+    // hands' own MCP server offers the remote tool with its output schema.
+    let factory = ServerFactory::new(Arc::clone(&registry), tmp.path(), Mode::Build);
+    let (server_io, client_io) = tokio::io::duplex(1 << 16);
+    let server = factory.connection();
+    tokio::spawn(async move {
+        let running = server.serve(server_io).await.unwrap();
+        let _ = running.waiting().await;
+    });
+    let client = ().serve(client_io).await.unwrap();
+    let tools = client.peer().list_all_tools().await.unwrap();
+    let stats = tools.iter().find(|t| t.name == "mcp__echo__stats").unwrap();
+    let served = serde_json::to_value(stats.output_schema.as_deref().unwrap()).unwrap();
+    assert_eq!(served, expected);
+    client.cancel().await.unwrap();
+}
+
+/// A progress sink that records every report.
+fn recorder() -> (hands_core::ProgressSink, Arc<Mutex<Vec<Progress>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    (Arc::new(move |p: Progress| sink.lock().unwrap().push(p)), seen)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn progress_reaches_the_caller_and_cancellation_the_server() {
+    let clients = echo_clients();
+    let registry = registry(&clients);
+    let tmp = tempfile::tempdir().unwrap();
+    let session = Session::new("progress", tmp.path());
+    let (sink, seen) = recorder();
+    let options = CallOptions { progress: Some(sink), cancel: None };
+    let call = ToolCall::new("p", "mcp__echo__sleep", json!({"ms": 800}));
+    let out = registry.dispatch_with(&session, call, options).await.unwrap();
+    assert_eq!(out.joined_text(), "slept 800 ms");
+    let seen = seen.lock().unwrap().clone();
+    assert!(seen.len() >= 2, "the server reports every 100 ms: {seen:?}");
+    assert!(seen.windows(2).all(|w| w[0].progress < w[1].progress), "{seen:?}");
+    assert!(seen[0].message.as_deref().is_some_and(|m| m.starts_with("slept")), "{seen:?}");
+
+    let cancel = CancellationToken::new();
+    let options = CallOptions { progress: None, cancel: Some(cancel.clone()) };
+    let started = Instant::now();
+    let call = ToolCall::new("c", "mcp__echo__sleep", json!({"ms": 30_000}));
+    let canceller = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        cancel.cancel();
+    };
+    let (out, ()) = tokio::join!(registry.dispatch_with(&session, call, options), canceller);
+    let out = out.unwrap();
+    assert!(out.is_error && out.joined_text().contains("aborted"), "{out:?}");
+    assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+    // The server is still usable (the cancelled request did not wedge the session).
+    let out = registry
+        .dispatch(&session, ToolCall::new("e", "mcp__echo__echo", json!({"text": "after"})))
+        .await
+        .unwrap();
+    assert_eq!(out.joined_text(), "after");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_changed_tool_list_is_listed_again() {
+    let clients = echo_clients();
+    let registry = registry(&clients);
+    let tmp = tempfile::tempdir().unwrap();
+    let session = Session::new("toggle", tmp.path());
+    let names = || clients.status()[0].tools.clone();
+    assert!(!names().contains(&"extra".to_owned()));
+    let mut changes = clients.tool_list_changes();
+    changes.borrow_and_update();
+
+    let out = registry
+        .dispatch(&session, ToolCall::new("t1", "mcp__echo__toggle", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(out.joined_text(), "extra on");
+    tokio::time::timeout(Duration::from_secs(10), changes.changed()).await.unwrap().unwrap();
+    assert!(names().contains(&"extra".to_owned()), "{:?}", names());
+
+    // The new tool is listed and callable through mcp_call (the registry itself is fixed).
+    let out = registry.dispatch(&session, ToolCall::new("l", "mcp_list", json!({}))).await.unwrap();
+    let text = out.joined_text();
+    assert!(
+        text.contains("echo: 8 tools") && text.contains("extra — Only there after toggle."),
+        "{text}"
+    );
+    assert!(text.contains("through mcp_call"), "{text}");
+    let call = json!({"server": "echo", "tool": "extra"});
+    let out =
+        registry.dispatch(&session, ToolCall::new("x", "mcp_call", call.clone())).await.unwrap();
+    assert_eq!(out.joined_text(), "extra", "{out:?}");
+
+    registry.dispatch(&session, ToolCall::new("t2", "mcp__echo__toggle", json!({}))).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), changes.changed()).await.unwrap().unwrap();
+    assert!(!names().contains(&"extra".to_owned()), "{:?}", names());
 }

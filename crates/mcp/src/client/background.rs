@@ -35,6 +35,14 @@ impl Background {
         AbortOnDrop(self.handle.spawn(work)).await
     }
 
+    /// Run `work` here in the background (watchers that live as long as the runtime).
+    pub(crate) fn spawn<F>(&self, work: F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        self.handle.spawn(work);
+    }
+
     /// Run `work` here and block this thread until it is done (usable inside or outside another
     /// runtime: it never calls `block_on`).
     pub(crate) fn block<F>(&self, work: F) -> Option<F::Output>

@@ -1,21 +1,33 @@
 //! One connection to an MCP server, stdio child or Streamable HTTP: connect (initialize), list the
 //! tools, call one, and say whether a failure means the server is gone. Both the client (other
 //! servers' tools) and the sandbox proxies (an inner hands) are built on this. Everything here runs
-//! on the [`super::background::Background`] runtime.
+//! on the [`super::background::Background`] runtime. A call forwards the server's progress to the
+//! caller's [`Context`]; a cancelled call sends `notifications/cancelled` and then waits briefly
+//! for the partial result that a hands server sends back (see [`super::listener`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Duration;
 
-use hands_core::{Content, ToolOutput};
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::RunningService;
+use hands_core::{CancellationToken, Content, Context, ToolOutput};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
+    ProgressToken, RequestId, RequestMetaObject, ServerResult,
+};
+use rmcp::service::{PeerRequestOptions, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{Peer, RoleClient, ServiceError, ServiceExt};
 use serde_json::{Map, Value};
 use tokio::runtime::Handle;
+
+use super::listener::{Listener, PARTIAL_META, Routes, ToolList};
+
+/// How long a cancelled call waits for the server's partial result (a hands server stops the
+/// tool, gives it its grace period, and sends what it had).
+const PARTIAL_WAIT: Duration = Duration::from_secs(5);
 
 /// Where a server is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,16 +70,21 @@ impl Endpoint {
 /// A live client session. Dropped inside its runtime, because rmcp's child-process transport
 /// spawns the child's reaper when it is dropped.
 pub(crate) struct Held {
-    service: Option<RunningService<RoleClient, ()>>,
+    service: Option<RunningService<RoleClient, Listener>>,
     handle: Handle,
+    routes: Arc<Routes>,
+    /// The server's tools as last listed (by [`Held::list_tools`] or after list_changed).
+    pub(crate) tools: Arc<ToolList>,
     /// The child's pid, for stdio servers (tests kill it to simulate a crash).
     pub(crate) pid: Option<u32>,
 }
 
 impl Held {
-    /// The peer to send requests through (cheap to clone).
-    pub(crate) fn peer(&self) -> Option<Peer<RoleClient>> {
-        self.service.as_ref().map(|s| s.peer().clone())
+    /// What a call needs of the session (cheap to clone).
+    pub(crate) fn conn(&self) -> Option<Conn> {
+        self.service
+            .as_ref()
+            .map(|s| Conn { peer: s.peer().clone(), routes: Arc::clone(&self.routes) })
     }
 
     /// True once the transport has closed (the child died, the session ended).
@@ -83,9 +100,45 @@ impl Drop for Held {
     }
 }
 
-/// Connect and initialize, within `timeout`.
-pub(crate) async fn connect(endpoint: &Endpoint, timeout: Duration) -> Result<Held, String> {
+/// A session's peer and the routes of its calls' notifications.
+#[derive(Clone)]
+pub(crate) struct Conn {
+    peer: Peer<RoleClient>,
+    routes: Arc<Routes>,
+}
+
+impl Conn {
+    /// True when the server is a hands (which answers a cancelled call with its partial result).
+    fn is_hands(&self) -> bool {
+        self.peer
+            .peer_info()
+            .is_some_and(|info| info.server_info.as_ref().is_some_and(|s| s.name == "hands"))
+    }
+
+    /// List the server's tools and publish them in `tools`.
+    pub(crate) async fn list_into(&self, tools: &ToolList) -> Result<Vec<RemoteTool>, String> {
+        let listed = list_tools(&self.peer).await?;
+        tools.set(listed.clone());
+        Ok(listed)
+    }
+}
+
+/// Connect and initialize, within `timeout`; the server's tool listings go to `tools`.
+pub(crate) async fn connect(
+    endpoint: &Endpoint,
+    timeout: Duration,
+    tools: Arc<ToolList>,
+) -> Result<Held, String> {
     let handle = Handle::current();
+    let routes = Arc::new(Routes::default());
+    let listener = || Listener { routes: Arc::clone(&routes), tools: Arc::clone(&tools) };
+    let held = |service, pid| Held {
+        service: Some(service),
+        handle: handle.clone(),
+        routes: Arc::clone(&routes),
+        tools: Arc::clone(&tools),
+        pid,
+    };
     let work = async {
         match endpoint {
             Endpoint::Child { command, args, env, cwd } => {
@@ -99,10 +152,10 @@ pub(crate) async fn connect(endpoint: &Endpoint, timeout: Duration) -> Result<He
                     .spawn()
                     .map_err(|err| format!("cannot start `{command}`: {err}"))?;
                 let pid = transport.id();
-                let service = ().serve(transport).await.map_err(|err| {
+                let service = listener().serve(transport).await.map_err(|err| {
                     format!("`{}` did not complete the MCP handshake: {err}", endpoint.describe())
                 })?;
-                Ok(Held { service: Some(service), handle: handle.clone(), pid })
+                Ok(held(service, pid))
             }
             Endpoint::Http { url, token, headers } => {
                 let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
@@ -119,11 +172,11 @@ pub(crate) async fn connect(endpoint: &Endpoint, timeout: Duration) -> Result<He
                 }
                 let config = config.custom_headers(custom);
                 let transport = StreamableHttpClientTransport::from_config(config);
-                let service = ()
+                let service = listener()
                     .serve(transport)
                     .await
                     .map_err(|err| format!("{url} did not complete the MCP handshake: {err}"))?;
-                Ok(Held { service: Some(service), handle: handle.clone(), pid: None })
+                Ok(held(service, None))
             }
         }
     };
@@ -146,6 +199,8 @@ pub(crate) struct RemoteTool {
     pub(crate) description: String,
     /// Its input schema.
     pub(crate) input_schema: Value,
+    /// Its output schema, when it returns structured content.
+    pub(crate) output_schema: Option<Value>,
 }
 
 /// Every tool the server lists.
@@ -157,12 +212,13 @@ pub(crate) async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<RemoteTool
             name: tool.name.to_string(),
             description: tool.description.map(|d| d.to_string()).unwrap_or_default(),
             input_schema: Value::Object((*tool.input_schema).clone()),
+            output_schema: tool.output_schema.map(|schema| Value::Object((*schema).clone())),
         })
         .collect())
 }
 
 /// Why a call did not produce a result.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum CallError {
     /// The transport is closed or cannot send: the server is gone.
     Gone(String),
@@ -170,26 +226,123 @@ pub(crate) enum CallError {
     Remote(String),
     /// No answer within the limit.
     Timeout(Duration),
+    /// The caller cancelled the call; the server's partial result, when it sent one.
+    Cancelled(Option<ToolOutput>),
 }
 
-/// Call `name` with `args` and wait up to `timeout`.
-pub(crate) async fn call(
-    peer: &Peer<RoleClient>,
-    name: &str,
-    args: Option<Map<String, Value>>,
-    timeout: Duration,
-) -> Result<ToolOutput, CallError> {
-    let mut params = CallToolRequestParams::new(name.to_owned());
+/// One call: the tool, its arguments, and what the caller wants to hear of it.
+pub(crate) struct Call {
+    /// The tool's name on the server.
+    pub(crate) name: String,
+    /// Its arguments.
+    pub(crate) args: Option<Map<String, Value>>,
+    /// How long to wait for the answer.
+    pub(crate) timeout: Duration,
+    /// The caller's context: its progress sink gets the server's progress reports, and its
+    /// cancellation token cancels the call.
+    pub(crate) ctx: Option<Context>,
+}
+
+/// Send `call` and wait for its answer, forwarding progress; when the caller's token fires, send
+/// `notifications/cancelled` and wait (at most [`PARTIAL_WAIT`]) for the partial result.
+pub(crate) async fn call(conn: &Conn, call: Call) -> Result<ToolOutput, CallError> {
+    let Call { name, args, timeout, ctx } = call;
+    let mut params = CallToolRequestParams::new(name);
     params.arguments = args;
-    match tokio::time::timeout(timeout, peer.call_tool(params)).await {
-        Err(_) => Err(CallError::Timeout(timeout)),
-        Ok(Err(err)) => Err(classify(err)),
-        Ok(Ok(result)) => {
-            let value = serde_json::to_value(&result)
-                .map_err(|err| CallError::Remote(format!("unreadable result: {err}")))?;
-            Ok(to_output(&value))
+    let mut meta = RequestMetaObject::new();
+    meta.insert(PARTIAL_META.to_owned(), Value::Bool(true));
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    let options = PeerRequestOptions::no_options().with_meta(meta);
+    let handle = conn.peer.send_request_with_option(request, options).await.map_err(classify)?;
+    let (id, token) = (handle.id.clone(), handle.progress_token.clone());
+    // The first report of a hands tool comes after 200 ms, long after this registration.
+    if let Some(ctx) = ctx.as_ref().filter(|ctx| ctx.wants_progress()) {
+        conn.routes.listen_progress(token.clone(), ctx.clone());
+    }
+    let partial = conn.routes.listen_partial(id.clone());
+    let mut pending = Pending { conn: conn.clone(), id, token, open: true };
+    let cancel = ctx.as_ref().map_or_else(CancellationToken::new, |ctx| ctx.cancel_token().clone());
+    let response = handle.await_response();
+    tokio::pin!(response);
+    let cancelled = tokio::select! {
+        result = &mut response => {
+            pending.answered();
+            return answer(result);
+        }
+        () = tokio::time::sleep(timeout) => false,
+        () = cancel.cancelled() => true,
+    };
+    pending.cancel(if cancelled { "cancelled by the caller" } else { "timed out" }).await;
+    if !cancelled {
+        return Err(CallError::Timeout(timeout));
+    }
+    if !conn.is_hands() {
+        // Other servers send no partial result: nothing to wait for.
+        return Err(CallError::Cancelled(None));
+    }
+    // The answer may have come before the server heard of the cancellation; otherwise rmcp
+    // resolves the request as cancelled and a hands server sends its partial result.
+    let waited = tokio::time::timeout(PARTIAL_WAIT, async {
+        match (&mut response).await {
+            Ok(result) => return Some(answer(Ok(result))),
+            Err(ServiceError::Cancelled { .. }) => {}
+            Err(_) => return None,
+        }
+        partial.await.ok().map(|result| Ok(to_output(&result)))
+    })
+    .await;
+    match waited {
+        Ok(Some(Ok(output))) => Err(CallError::Cancelled(Some(output))),
+        Ok(Some(Err(err))) => Err(err),
+        Ok(None) | Err(_) => Err(CallError::Cancelled(None)),
+    }
+}
+
+/// A call in flight: forgets its routes when dropped, and then tells the server the call was
+/// abandoned if it was neither answered nor cancelled (the caller gave up on it).
+struct Pending {
+    conn: Conn,
+    id: RequestId,
+    token: ProgressToken,
+    open: bool,
+}
+
+impl Pending {
+    fn answered(&mut self) {
+        self.open = false;
+    }
+
+    async fn cancel(&mut self, reason: &str) {
+        self.open = false;
+        let params = CancelledNotificationParam::new(Some(self.id.clone()), Some(reason.into()));
+        let _ = self.conn.peer.notify_cancelled(params).await;
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        self.conn.routes.forget(&self.token, &self.id);
+        if self.open
+            && let Ok(handle) = Handle::try_current()
+        {
+            let peer = self.conn.peer.clone();
+            let params = CancelledNotificationParam::new(
+                Some(self.id.clone()),
+                Some("abandoned by the caller".into()),
+            );
+            handle.spawn(async move { peer.notify_cancelled(params).await });
         }
     }
+}
+
+/// A `tools/call` answer in hands' shape.
+fn answer(result: Result<ServerResult, ServiceError>) -> Result<ToolOutput, CallError> {
+    let value = match result.map_err(classify)? {
+        ServerResult::CallToolResult(result) => serde_json::to_value(result),
+        other => serde_json::to_value(other),
+    }
+    .map_err(|err| CallError::Remote(format!("unreadable result: {err}")))?;
+    Ok(to_output(&value))
 }
 
 fn classify(err: ServiceError) -> CallError {

@@ -50,7 +50,7 @@ pub(super) fn register(clients: &McpClients, mut builder: RegistryBuilder) -> Re
         return builder;
     }
     for server in clients.servers() {
-        for tool in server.tools() {
+        for tool in server.initial() {
             let spec = ToolSpec {
                 name: tool_name(server.name(), &tool.name),
                 description: if tool.description.is_empty() {
@@ -59,7 +59,7 @@ pub(super) fn register(clients: &McpClients, mut builder: RegistryBuilder) -> Re
                     format!("{} (MCP server `{}`)", tool.description, server.name())
                 },
                 input_schema: tool.input_schema.clone(),
-                output_schema: None,
+                output_schema: tool.output_schema.clone(),
                 annotations: REMOTE,
                 needs_approval: true,
                 cacheable: false,
@@ -91,7 +91,14 @@ impl DynTool for RemoteToolProxy {
     fn call_json(&self, ctx: Context, args: Value) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let args = object_args(&self.spec.name, args)?;
-            self.clients.call(&self.server, &self.tool, args, ctx.cancel_token()).await
+            if self.clients.server(&self.server).is_some_and(|s| !s.offers(&self.tool)) {
+                return Err(ToolError::model(format!(
+                    "MCP server `{}` no longer offers `{}` (it changed its tool list). Call \
+                     mcp_list to see its tools now, and mcp_call to call one.",
+                    self.server, self.tool
+                )));
+            }
+            self.clients.call(&self.server, &self.tool, args, &ctx).await
         })
     }
 }
@@ -156,28 +163,33 @@ impl Tool for McpList {
         let mut text = String::new();
         let mut structured = Vec::new();
         for server in servers {
+            let listed = server.tools();
             match server.error() {
                 Some(error) => {
                     text.push_str(&format!("{}: unavailable ({error})\n", server.name()));
                 }
-                None => {
-                    text.push_str(&format!("{}: {} tools\n", server.name(), server.tools().len()))
-                }
+                None => text.push_str(&format!("{}: {} tools\n", server.name(), listed.len())),
             }
             let mut tools = Vec::new();
-            for tool in server.tools() {
+            for tool in listed {
                 let summary = tool.description.lines().next().unwrap_or("");
+                // Tools that came after the start are not registered under their own name.
+                let hands_name =
+                    server.registered(&tool.name).then(|| tool_name(server.name(), &tool.name));
+                let how = match &hands_name {
+                    Some(name) => format!("as {name}"),
+                    None => "through mcp_call (new since the start)".to_owned(),
+                };
                 text.push_str(&format!(
-                    "  {} — {summary}\n    as {}; input schema: {}\n",
-                    tool.name,
-                    tool_name(server.name(), &tool.name),
-                    tool.input_schema
+                    "  {} — {summary}\n    {how}; input schema: {}\n",
+                    tool.name, tool.input_schema
                 ));
                 tools.push(json!({
                     "name": tool.name,
-                    "hands_name": tool_name(server.name(), &tool.name),
+                    "hands_name": hands_name,
                     "description": tool.description,
                     "inputSchema": tool.input_schema,
+                    "outputSchema": tool.output_schema,
                 }));
             }
             structured
@@ -226,7 +238,7 @@ impl Tool for McpCall {
     }
 
     async fn call(&self, ctx: Context, args: CallArgs) -> Result<ToolOutput, ToolError> {
-        self.clients.call(&args.server, &args.tool, args.arguments, ctx.cancel_token()).await
+        self.clients.call(&args.server, &args.tool, args.arguments, &ctx).await
     }
 }
 

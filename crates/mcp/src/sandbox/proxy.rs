@@ -1,20 +1,26 @@
-//! The proxy backends: each project gets an MCP client session with an inner hands (a bwrap'd
-//! `hands mcp` child, or a remote `hands serve`), and every call is forwarded by tool name. A
-//! closed transport is [`ToolError::SandboxGone`]; `get_or_create` then starts a fresh inner
-//! (bwrap) or runs the `recreate` hook and reconnects (remote).
+//! The proxy backends. Every host session gets its own MCP session with an inner hands — its own
+//! bwrap'd `hands mcp` child, or its own session on the remote `hands serve` — so that the inner
+//! per-session state (the files a session read, for the stale-write guard; its processes) is not
+//! shared between host sessions, and ends with the host session. Each call is forwarded by tool
+//! name with its progress and cancellation (a cancelled call brings back the inner tool's partial
+//! output). A closed transport is [`ToolError::SandboxGone`]; `get_or_create` then drops the lost
+//! inner (bwrap) or runs the `recreate` hook (remote), and the retried call connects afresh.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use hands_core::{BoxFuture, Context, DynTool, Sandbox, SandboxProvider, ToolError, ToolOutput};
+use hands_core::{
+    BoxFuture, Content, Context, DynTool, Sandbox, SandboxProvider, Session, ToolError, ToolOutput,
+};
 use serde_json::Value;
 
 use super::{INNER_ENV, SandboxError};
 use crate::client::Background;
 use crate::client::link::{self, CallError, Endpoint, Held};
+use crate::client::listener::ToolList;
 
 /// In the inner command's arguments, replaced by the project root.
 pub(crate) const ROOT: &str = "{root}";
@@ -29,9 +35,22 @@ const RECONNECT_FOR: Duration = Duration::from_secs(60);
 /// from waiting forever.
 const CALL_BACKSTOP: Duration = Duration::from_secs(24 * 3600);
 
-/// Tools that act for the host, not in the project: they run here even with a proxy backend.
+/// Tools that act for the host rather than in the project: other MCP servers' tools, and the
+/// tools that change the host session itself (its mode, its todo list) or reach its user. They
+/// run here even with a proxy backend; run inside, plan mode would switch the inner session's
+/// tools and leave the host's as they were.
 fn runs_on_host(name: &str) -> bool {
-    name.starts_with("mcp__") || name == "mcp_list" || name == "mcp_call"
+    name.starts_with("mcp__")
+        || matches!(
+            name,
+            "mcp_list"
+                | "mcp_call"
+                | "enter_plan_mode"
+                | "exit_plan_mode"
+                | "todo_write"
+                | "ask_user"
+                | "spawn_subagent"
+        )
 }
 
 enum Kind {
@@ -39,7 +58,7 @@ enum Kind {
     Remote { url: String, token: Option<String>, recreate: Option<String> },
 }
 
-/// A [`SandboxProvider`] that proxies calls to an inner hands over MCP.
+/// A [`SandboxProvider`] that proxies calls to inner hands servers over MCP.
 pub struct ProxyProvider {
     kind: Kind,
     background: Arc<Background>,
@@ -47,8 +66,8 @@ pub struct ProxyProvider {
 }
 
 impl ProxyProvider {
-    /// Run `inner` (its arguments may contain `{root}`) under `bwrap`, one per project; the
-    /// project id is the root's path.
+    /// Run `inner` (its arguments may contain `{root}`) under `bwrap`, one per host session of a
+    /// project; the project id is the root's path.
     pub fn bwrap(bwrap: PathBuf, inner: Vec<String>, network: bool) -> Result<Self, SandboxError> {
         Self::new(Kind::Bwrap { bwrap, inner, network })
     }
@@ -68,9 +87,18 @@ impl ProxyProvider {
         Ok(Self { kind, background, sandboxes: tokio::sync::Mutex::new(HashMap::new()) })
     }
 
-    /// The pid of the project's bwrap process, if it has one (tests kill it).
+    /// The pid of the project's newest bwrap process, if it has one (tests kill it).
     pub async fn pid(&self, project: &str) -> Option<u32> {
-        self.sandboxes.lock().await.get(project).and_then(|s| s.held.pid)
+        let sandbox = self.sandboxes.lock().await.get(project).cloned()?;
+        let links = sandbox.links.lock().await;
+        links.values().max_by_key(|link| link.serial).and_then(|link| link.held.pid)
+    }
+
+    /// The pid of the bwrap process that serves host session `session` of `project`.
+    pub async fn session_pid(&self, project: &str, session: &str) -> Option<u32> {
+        let sandbox = self.sandboxes.lock().await.get(project).cloned()?;
+        let links = sandbox.links.lock().await;
+        links.get(session).and_then(|link| link.held.pid)
     }
 
     /// The bwrap command line for `root`.
@@ -116,16 +144,16 @@ impl ProxyProvider {
         })
     }
 
-    /// Start (bwrap) or reach (remote) the project's sandbox; `fresh` runs the recreate hook first.
-    async fn create(&self, project: &str, fresh: bool) -> Result<Arc<ProxySandbox>, ToolError> {
-        let (endpoint, retry_for) = match &self.kind {
+    /// The project's sandbox; `fresh` runs the recreate hook first (remote).
+    async fn sandbox(&self, project: &str, fresh: bool) -> Result<Arc<ProxySandbox>, ToolError> {
+        let (endpoint, connect_for, shared_fate) = match &self.kind {
             Kind::Bwrap { .. } => {
                 let root = std::fs::canonicalize(project).map_err(|err| {
                     ToolError::Fatal(format!(
                         "the bwrap sandbox needs the project id to be its root folder; {project}: {err}"
                     ))
                 })?;
-                (self.bwrap_endpoint(&root)?, Duration::ZERO)
+                (self.bwrap_endpoint(&root)?, Duration::ZERO, false)
             }
             Kind::Remote { url, token, recreate } => {
                 if fresh && let Some(command) = recreate {
@@ -136,35 +164,19 @@ impl ProxyProvider {
                     token: token.clone(),
                     headers: BTreeMap::new(),
                 };
-                (endpoint, if fresh { RECONNECT_FOR } else { Duration::ZERO })
+                (endpoint, if fresh { RECONNECT_FOR } else { Duration::ZERO }, true)
             }
         };
         let id = format!("{} for {project}", endpoint_kind(&self.kind));
-        let started = Instant::now();
-        let held = loop {
-            let attempt = {
-                let endpoint = endpoint.clone();
-                self.background
-                    .run(async move { link::connect(&endpoint, START_TIMEOUT).await })
-                    .await
-            };
-            match attempt {
-                Some(Ok(held)) => break held,
-                Some(Err(err)) if started.elapsed() >= retry_for => {
-                    return Err(ToolError::Fatal(format!(
-                        "cannot start the sandbox ({id}): {err}"
-                    )));
-                }
-                None => return Err(ToolError::Fatal("the sandbox client runtime stopped".into())),
-                Some(Err(_)) => tokio::time::sleep(Duration::from_millis(250)).await,
-            }
-        };
-        tracing::info!(sandbox = %id, pid = ?held.pid, "sandbox started");
-        Ok(Arc::new(ProxySandbox {
+        Ok(Arc::new_cyclic(|me| ProxySandbox {
             id,
-            held,
+            endpoint,
             background: Arc::clone(&self.background),
+            shared_fate,
+            connect_until: Instant::now() + connect_for,
             lost: AtomicBool::new(false),
+            links: tokio::sync::Mutex::new(HashMap::new()),
+            me: me.clone(),
         }))
     }
 }
@@ -198,10 +210,10 @@ impl SandboxProvider for ProxyProvider {
         Box::pin(async move {
             let mut sandboxes = self.sandboxes.lock().await;
             if let Some(sandbox) = sandboxes.get(project) {
-                // Even a dead one: the call then reports SandboxGone and recovery takes over.
+                // Even a lost one: the call then reports SandboxGone and recovery takes over.
                 return Ok(Arc::clone(sandbox) as Arc<dyn Sandbox>);
             }
-            let sandbox = self.create(project, false).await?;
+            let sandbox = self.sandbox(project, false).await?;
             sandboxes.insert(project.to_owned(), Arc::clone(&sandbox));
             Ok(sandbox as Arc<dyn Sandbox>)
         })
@@ -213,30 +225,137 @@ impl SandboxProvider for ProxyProvider {
     ) -> BoxFuture<'a, Result<Arc<dyn Sandbox>, ToolError>> {
         Box::pin(async move {
             let mut sandboxes = self.sandboxes.lock().await;
-            // Replace only a sandbox that a call saw lost (or whose session closed): when two
-            // calls lose the same one, the second finds the first's replacement and keeps it.
-            if let Some(sandbox) = sandboxes.get(project)
-                && !sandbox.lost.load(Ordering::Relaxed)
-                && !sandbox.held.is_closed()
-            {
-                return Ok(Arc::clone(sandbox) as Arc<dyn Sandbox>);
+            if let Some(sandbox) = sandboxes.get(project) {
+                if !sandbox.shared_fate {
+                    // bwrap: each session has its own inner; only the lost ones go, and the
+                    // retried call starts a fresh one for its session.
+                    sandbox.prune().await;
+                    return Ok(Arc::clone(sandbox) as Arc<dyn Sandbox>);
+                }
+                // remote: replace only a server that a call saw lost; when two calls lose the
+                // same one, the second finds the first's replacement and keeps it.
+                if !sandbox.lost.load(Ordering::Relaxed) && !sandbox.any_closed().await {
+                    return Ok(Arc::clone(sandbox) as Arc<dyn Sandbox>);
+                }
             }
-            // Drop the lost one first (kills a bwrap that is still half alive).
             sandboxes.remove(project);
-            let sandbox = self.create(project, true).await?;
+            let sandbox = self.sandbox(project, true).await?;
             sandboxes.insert(project.to_owned(), Arc::clone(&sandbox));
             Ok(sandbox as Arc<dyn Sandbox>)
         })
     }
 }
 
-/// One live inner hands.
+/// A project's sandbox: one inner session per host session.
 struct ProxySandbox {
     id: String,
-    held: Held,
+    endpoint: Endpoint,
     background: Arc<Background>,
+    /// remote: every session talks to the same server, so one lost session means all are lost.
+    shared_fate: bool,
+    /// Connections are retried until then (a recreated server may still be starting).
+    connect_until: Instant,
+    /// remote: set when a call found the server gone.
+    lost: AtomicBool,
+    /// By host session id.
+    links: tokio::sync::Mutex<HashMap<String, Arc<Link>>>,
+    me: Weak<ProxySandbox>,
+}
+
+/// One host session's connection to its inner hands.
+struct Link {
+    held: Held,
     /// Set when a call found the session gone.
     lost: AtomicBool,
+    /// Creation order (the newest link's pid is the project's pid for tests).
+    serial: u64,
+}
+
+impl ProxySandbox {
+    /// The session's link, connected on its first call. A lost one is returned as it is: the
+    /// call then reports SandboxGone, and recovery replaces it.
+    async fn link(&self, session: &Session) -> Result<Arc<Link>, ToolError> {
+        let mut links = self.links.lock().await;
+        if let Some(link) = links.get(session.id()) {
+            return Ok(Arc::clone(link));
+        }
+        let link = Arc::new(self.connect().await?);
+        links.insert(session.id().to_owned(), Arc::clone(&link));
+        // The inner session (its processes, the inner bwrap) ends with the host session.
+        let (sandbox, id, weak) = (self.me.clone(), session.id().to_owned(), Arc::downgrade(&link));
+        session.on_close(Box::new(move || {
+            Box::pin(async move {
+                if let Some(sandbox) = sandbox.upgrade() {
+                    let mut links = sandbox.links.lock().await;
+                    if links.get(&id).is_some_and(|l| Weak::ptr_eq(&Arc::downgrade(l), &weak)) {
+                        links.remove(&id);
+                    }
+                }
+            })
+        }));
+        Ok(link)
+    }
+
+    /// Start (bwrap) or reach (remote) an inner hands and list its tools.
+    async fn connect(&self) -> Result<Link, ToolError> {
+        static SERIAL: AtomicU64 = AtomicU64::new(0);
+        let held = loop {
+            let attempt = {
+                let endpoint = self.endpoint.clone();
+                self.background
+                    .run(async move {
+                        let tools = ToolList::new();
+                        let held =
+                            link::connect(&endpoint, START_TIMEOUT, Arc::clone(&tools)).await?;
+                        if let Some(conn) = held.conn()
+                            && let Err(err) = conn.list_into(&tools).await
+                        {
+                            tracing::warn!(%err, "the sandbox's hands did not list its tools");
+                        }
+                        Ok::<_, String>(held)
+                    })
+                    .await
+            };
+            match attempt {
+                Some(Ok(held)) => break held,
+                Some(Err(err)) if Instant::now() >= self.connect_until => {
+                    return Err(ToolError::Fatal(format!(
+                        "cannot start the sandbox ({}): {err}",
+                        self.id
+                    )));
+                }
+                None => return Err(ToolError::Fatal("the sandbox client runtime stopped".into())),
+                Some(Err(_)) => tokio::time::sleep(Duration::from_millis(250)).await,
+            }
+        };
+        tracing::info!(sandbox = %self.id, pid = ?held.pid, "sandbox session started");
+        Ok(Link {
+            held,
+            lost: AtomicBool::new(false),
+            serial: SERIAL.fetch_add(1, Ordering::Relaxed),
+        })
+    }
+
+    /// Drop the links that a call saw lost or whose session closed (kills a bwrap that is still
+    /// half alive).
+    async fn prune(&self) {
+        self.links
+            .lock()
+            .await
+            .retain(|_, link| !link.lost.load(Ordering::Relaxed) && !link.held.is_closed());
+    }
+
+    async fn any_closed(&self) -> bool {
+        self.links.lock().await.values().any(|link| link.held.is_closed())
+    }
+
+    fn gone(&self, link: &Link, reason: &str) -> ToolError {
+        link.lost.store(true, Ordering::Relaxed);
+        if self.shared_fate {
+            self.lost.store(true, Ordering::Relaxed);
+        }
+        ToolError::SandboxGone(format!("{}: {reason}", self.id))
+    }
 }
 
 impl Sandbox for ProxySandbox {
@@ -255,14 +374,21 @@ impl Sandbox for ProxySandbox {
             if runs_on_host(&name) {
                 return tool.call_json(ctx, args).await;
             }
-            let gone = || {
-                self.lost.store(true, Ordering::Relaxed);
-                ToolError::SandboxGone(format!("{} is gone (its MCP session closed)", self.id))
+            let link = self.link(ctx.session()).await?;
+            let conn = match link.held.conn() {
+                Some(conn) if !link.held.is_closed() => conn,
+                _ => return Err(self.gone(&link, "its MCP session closed")),
             };
-            if self.held.is_closed() {
-                return Err(gone());
+            if !link.held.tools.offers(&name) {
+                let offered: Vec<String> =
+                    link.held.tools.get().into_iter().map(|t| t.name).collect();
+                return Err(ToolError::model(format!(
+                    "{name} is not available in the sandbox ({}): the hands there offers {}. Use \
+                     one of those.",
+                    self.id,
+                    offered.join(", ")
+                )));
             }
-            let peer = self.held.peer().ok_or_else(gone)?;
             let args = match args {
                 Value::Null => None,
                 Value::Object(map) => Some(map),
@@ -272,24 +398,21 @@ impl Sandbox for ProxySandbox {
                     )));
                 }
             };
-            let called = name.clone();
-            let work = self
-                .background
-                .run(async move { link::call(&peer, &called, args, CALL_BACKSTOP).await });
-            let result = tokio::select! {
-                result = work => result,
-                () = ctx.cancel_token().cancelled() => {
-                    // Dropping `work` sends notifications/cancelled: the inner hands stops the tool.
-                    return Ok(ToolOutput::error(format!("{name} was aborted.")));
-                }
-            };
+            let call =
+                link::Call { name: name.clone(), args, timeout: CALL_BACKSTOP, ctx: Some(ctx) };
+            // The call watches the context's token itself: on abort it tells the inner hands,
+            // which stops the tool and sends back what it had.
+            let result = self.background.run(async move { link::call(&conn, call).await }).await;
             match result {
                 None => Err(ToolError::Fatal("the sandbox client runtime stopped".into())),
                 Some(Ok(output)) => Ok(output),
-                Some(Err(CallError::Gone(reason))) => {
-                    self.lost.store(true, Ordering::Relaxed);
-                    Err(ToolError::SandboxGone(format!("{}: {reason}", self.id)))
+                Some(Err(CallError::Cancelled(Some(partial)))) => {
+                    Ok(without_abort_note(&name, partial))
                 }
+                Some(Err(CallError::Cancelled(None))) => {
+                    Ok(ToolOutput::error(format!("{name} was aborted.")))
+                }
+                Some(Err(CallError::Gone(reason))) => Err(self.gone(&link, &reason)),
                 Some(Err(CallError::Remote(message))) => Err(ToolError::model(message)),
                 Some(Err(CallError::Timeout(limit))) => Err(ToolError::model(format!(
                     "{name} got no answer from the sandbox within {} s",
@@ -298,4 +421,14 @@ impl Sandbox for ProxySandbox {
             }
         })
     }
+}
+
+/// The inner hands' own timeout middleware opens an aborted call's result with the same note the
+/// host's adds; keep one.
+fn without_abort_note(name: &str, mut partial: ToolOutput) -> ToolOutput {
+    let note = format!("{name} was aborted before it finished.");
+    if matches!(partial.content.first(), Some(Content::Text { text }) if *text == note) {
+        partial.content.remove(0);
+    }
+    partial
 }

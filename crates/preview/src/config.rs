@@ -53,7 +53,7 @@ pub struct PreviewConfig {
     pub compat: Compat,
     /// The Chromium executable (a path, or a name looked up in PATH).
     pub chromium: String,
-    /// Browser window size, `WIDTH,HEIGHT`.
+    /// The page's viewport (and the browser window), `WIDTH,HEIGHT` in CSS pixels.
     pub window_size: String,
     /// Limit of the typecheck and build commands, each, in milliseconds.
     pub build_timeout_ms: u64,

@@ -67,8 +67,8 @@ fn handle(
         }
         "Network.responseReceived" => {
             let status = p["response"]["status"].as_u64().unwrap_or(0);
-            if status >= 400 {
-                let url = p["response"]["url"].as_str().unwrap_or("");
+            let url = p["response"]["url"].as_str().unwrap_or("");
+            if status >= 400 && !is_implicit_favicon(url, p) {
                 let method = p["requestId"]
                     .as_str()
                     .and_then(|id| requests.get(id))
@@ -156,6 +156,13 @@ fn handle(
         }
         _ => {}
     }
+}
+
+/// The browser asks every site for `/favicon.ico` by itself (type `Other`); a site without one is
+/// not an error of the app. A `<link rel="icon">` that fails is still reported.
+fn is_implicit_favicon(url: &str, p: &Value) -> bool {
+    p["type"] == "Other"
+        && url::Url::parse(url).is_ok_and(|u| u.path() == "/favicon.ico" && u.query().is_none())
 }
 
 /// ` (Fetch)`, ` (Image)`: what kind of resource a request was for.

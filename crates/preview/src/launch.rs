@@ -48,6 +48,16 @@ pub fn port_taken(port: u16) -> bool {
     std::net::TcpListener::bind(("127.0.0.1", port)).is_err()
 }
 
+/// What every start needs: the session's supervisor, the project root, the grace period of a stop,
+/// and the token that cancels the start.
+#[derive(Clone, Copy)]
+pub struct Launch<'a> {
+    pub supervisor: &'a Arc<Supervisor>,
+    pub root: &'a Path,
+    pub grace: Duration,
+    pub cancel: &'a CancellationToken,
+}
+
 /// What a started server is.
 pub struct Started {
     pub handle: ServerHandle,
@@ -57,15 +67,13 @@ pub struct Started {
 
 /// Start the server of `server` on `port` (0: a free one) and wait until `url_template` answers.
 pub async fn start_server(
-    supervisor: &Arc<Supervisor>,
-    root: &Path,
+    launch: Launch<'_>,
     server: &Server,
     port: u16,
     url_template: &str,
     ready_timeout: Duration,
-    grace: Duration,
-    cancel: &CancellationToken,
 ) -> Result<Started, LaunchError> {
+    let Launch { supervisor, root, grace, cancel } = launch;
     let configured_port = port != 0;
     let port = if configured_port {
         if port_taken(port) {
@@ -266,14 +274,12 @@ pub const CHROMIUM_FLAGS: &[&str] = &[
 /// Start Chromium (`chromium`: the setting's value) with a fresh profile and wait for its
 /// DevTools endpoint.
 pub async fn start_browser(
-    supervisor: &Arc<Supervisor>,
-    root: &Path,
+    launch: Launch<'_>,
     chromium: &str,
     window_size: &str,
     timeout: Duration,
-    grace: Duration,
-    cancel: &CancellationToken,
 ) -> Result<Browser, LaunchError> {
+    let Launch { supervisor, root, grace, cancel } = launch;
     let Some(program) = detect::find_program(root, chromium) else {
         return Err(LaunchError::Failed(format!(
             "Chromium was not found at `{chromium}` (setting preview.chromium). Install it (on \

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use crate::cdp::{Cdp, CdpError};
 use crate::collector::{ErrorKind, Occurrence};
 use crate::detect::{self, Plan};
-use crate::launch::{self, LaunchError, describe, with_env};
+use crate::launch::{self, Launch, LaunchError, describe, with_env};
 use crate::preview::{Preview, Running, ServerHandle, Stage, State};
 use crate::steps::{self, StepError};
 use crate::{events, watch};
@@ -47,6 +47,12 @@ impl From<StepError> for LaunchError {
 
 fn cdp_failed(err: CdpError) -> LaunchError {
     LaunchError::Failed(format!("Attaching to Chromium failed: {err}."))
+}
+
+/// `WIDTH,HEIGHT` (or `WIDTHxHEIGHT`) as numbers.
+fn viewport(size: &str) -> Option<(u32, u32)> {
+    let (w, h) = size.split_once([',', 'x'])?;
+    Some((w.trim().parse().ok()?, h.trim().parse().ok()?)).filter(|(w, h)| *w > 0 && *h > 0)
 }
 
 /// A token fired when either `a` or `b` fires.
@@ -109,19 +115,25 @@ impl Preview {
         let stop = running.stop.clone();
         *self.running() = Some(running);
         let cancel = either(call, &stop);
+        // Taken before the build, so that a change made while it runs rebuilds afterwards.
+        let watching = if config.rebuild_on_change && plan.watches() {
+            let watched = watch::Watched::new(&self.root, config, &plan);
+            watch::fingerprint(&watched).await.map(|baseline| (watched, baseline))
+        } else {
+            None
+        };
 
         self.steps(&plan, &cancel).await?;
 
         self.set_stage(Stage::StartingServer);
+        let launch =
+            Launch { supervisor: &self.supervisor, root: &self.root, grace, cancel: &cancel };
         let started = launch::start_server(
-            &self.supervisor,
-            &self.root,
+            launch,
             &plan.server,
             plan.port,
             &plan.url,
             Duration::from_millis(config.ready_timeout_ms),
-            grace,
-            &cancel,
         )
         .await?;
         {
@@ -144,13 +156,10 @@ impl Preview {
 
         self.set_stage(Stage::LaunchingBrowser);
         let browser = launch::start_browser(
-            &self.supervisor,
-            &self.root,
+            launch,
             &config.chromium,
             &config.window_size,
             Duration::from_millis(config.browser_timeout_ms),
-            grace,
-            &cancel,
         )
         .await?;
         {
@@ -196,8 +205,8 @@ impl Preview {
                 },
             );
         }
-        if config.rebuild_on_change && plan.watches() {
-            watch::spawn(Arc::downgrade(self), &self.root, config, &plan, stop);
+        if let Some((watched, baseline)) = watching {
+            watch::spawn(Arc::downgrade(self), watched, baseline, config, stop);
         }
         Ok(())
     }
@@ -214,18 +223,9 @@ impl Preview {
         for (stage, kind, command) in steps {
             let Some(command) = command else { continue };
             self.set_stage(stage);
-            steps::run(
-                &self.supervisor,
-                &self.root,
-                kind,
-                command,
-                with_env(&self.root, command, None),
-                limit,
-                grace,
-                cancel,
-                &self.errors,
-            )
-            .await?;
+            let launch = Launch { supervisor: &self.supervisor, root: &self.root, grace, cancel };
+            let wrapped = with_env(&self.root, command, None);
+            steps::run(launch, kind, command, wrapped, limit, &self.errors).await?;
         }
         Ok(())
     }
@@ -273,6 +273,14 @@ impl Preview {
         }
         // Page crashes; older Chromiums lack the domain on page targets, which is no reason to fail.
         let _ = cdp.call("Inspector.enable", json!({}), Some(&page)).await;
+        // The viewport is exactly the configured size (the window's own frame would take some).
+        if let Some((width, height)) = viewport(&self.settings.preview.window_size) {
+            let metrics =
+                json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": false});
+            cdp.call("Emulation.setDeviceMetricsOverride", metrics, Some(&page))
+                .await
+                .map_err(cdp_failed)?;
+        }
         self.state().target_id = Some(target);
         if let Some(running) = self.running().as_mut() {
             running.page = Some(page.clone());
@@ -342,5 +350,18 @@ impl Preview {
             self.mapper.clear();
             let _ = cdp.call("Page.reload", json!({"ignoreCache": true}), Some(&page)).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn viewport_sizes_are_read() {
+        assert_eq!(viewport("1280,800"), Some((1280, 800)));
+        assert_eq!(viewport("375x667"), Some((375, 667)));
+        assert_eq!(viewport("wide"), None);
+        assert_eq!(viewport("0,10"), None);
     }
 }

@@ -4,14 +4,12 @@
 //! `file(line,col): error TS…`, esbuild's and Vite's `file:line:col: ERROR: …`), or one entry with
 //! the output's end when none is recognised.
 
-use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
-use hands_exec::{Kind, SpawnSpec, Status, Supervisor};
-use tokio_util::sync::CancellationToken;
+use hands_exec::{Kind, SpawnSpec, Status};
 
 use crate::collector::{Collector, ErrorKind, Occurrence};
+use crate::launch::Launch;
 
 /// Output kept of one step (head and tail).
 const STEP_OUTPUT: usize = 256 * 1024;
@@ -29,18 +27,15 @@ pub enum StepError {
 
 /// Run `command` (already wrapped with its environment) in `root`; `what` is `typecheck` or
 /// `build`. Errors found in a failed step's output are recorded in `errors`.
-#[allow(clippy::too_many_arguments)]
 pub async fn run(
-    supervisor: &Arc<Supervisor>,
-    root: &Path,
+    launch: Launch<'_>,
     what: ErrorKind,
     shown: &str,
     command: String,
     limit: Duration,
-    grace: Duration,
-    cancel: &CancellationToken,
     errors: &Collector,
 ) -> Result<(), StepError> {
+    let Launch { supervisor, root, grace, cancel } = launch;
     let name = if what == ErrorKind::Typecheck { "typecheck" } else { "build" };
     let spec = SpawnSpec {
         command,

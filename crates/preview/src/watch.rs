@@ -96,19 +96,19 @@ impl Watched {
     }
 }
 
-/// Start watching for `preview` until `stop` fires.
+/// Start watching `watched` for `preview` until `stop` fires; `baseline` is the fingerprint taken
+/// before the build that the preview shows (so that a change made during the build is seen).
 pub fn spawn(
     preview: WeakPreview,
-    root: &Path,
+    watched: Watched,
+    baseline: u64,
     config: &PreviewConfig,
-    plan: &Plan,
     stop: CancellationToken,
 ) {
-    let watched = Watched::new(root, config, plan);
     let interval = Duration::from_millis(config.watch_interval_ms.max(50));
     let debounce = Duration::from_millis(config.watch_debounce_ms);
     tokio::spawn(async move {
-        let Some(mut last) = fingerprint(&watched).await else { return };
+        let mut last = baseline;
         loop {
             tokio::select! {
                 () = tokio::time::sleep(interval) => {}
@@ -138,7 +138,8 @@ pub fn spawn(
     });
 }
 
-async fn fingerprint(watched: &Watched) -> Option<u64> {
+/// The fingerprint of `watched`, computed on the blocking pool.
+pub async fn fingerprint(watched: &Watched) -> Option<u64> {
     let watched = watched.clone();
     tokio::task::spawn_blocking(move || watched.fingerprint()).await.ok()
 }

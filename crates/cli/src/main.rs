@@ -55,12 +55,13 @@ enum Command {
         #[arg(long, default_value = "build")]
         mode: Mode,
     },
-    /// Serve the tools over MCP Streamable HTTP at /mcp (one session per MCP session).
+    /// Serve over HTTP: MCP at /mcp (one session per MCP session), the session API at /v1 and
+    /// the compatibility routes at /vibe.
     Serve {
         /// Address to listen on; anything but loopback needs a token.
         #[arg(long, default_value = "127.0.0.1:7777", value_name = "ADDR")]
         listen: std::net::SocketAddr,
-        /// Bearer token required at /mcp (default: setting server.token, env
+        /// Bearer token required at /mcp, /v1 and /vibe (default: setting server.token, env
         /// HANDS_SERVER__TOKEN). A random token may start with `-`: it is taken as the value.
         #[arg(long, value_name = "T", allow_hyphen_values = true)]
         token: Option<String>,
@@ -153,7 +154,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
             if token.is_some() {
                 config.token = token;
             }
-            serve::http(registry, &root, mode, listen, &config)
+            // TODO(store, model): read `[store]` and `[model]` from the settings once they have
+            // those sections (hands_store::StoreConfig; hands_agent::provider::from_config). Until
+            // then: SQLite at the default path, and no model (turns get 503).
+            let setup = serve::HostSetup {
+                store: hands_store::StoreConfig::default(),
+                provider: None,
+                agent: Default::default(),
+            };
+            serve::http(registry, &root, mode, listen, &config, setup)
         }
     }
 }

@@ -1,5 +1,7 @@
-//! `hands mcp` and `hands serve`: run the MCP front ends of hands-mcp on a multi-threaded runtime,
-//! and shut it down without waiting for a tool that ignored its cancellation.
+//! `hands mcp` and `hands serve`: run the MCP front end of hands-mcp, or the whole HTTP front end
+//! of hands-server (MCP at `/mcp`, the session API at `/v1` and `/vibe` over a session host), on a
+//! multi-threaded runtime, and shut it down without waiting for a tool that ignored its
+//! cancellation.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -8,8 +10,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
+use hands_agent::host::{AgentConfig, Host, HostParts};
+use hands_agent::model::Provider;
 use hands_core::{Mode, Registry};
-use hands_mcp::{ServerConfig, ServerFactory};
+use hands_mcp::ServerFactory;
+use hands_server::ServerConfig;
+use hands_store::{Store, StoreConfig};
 
 /// MCP over stdin/stdout until stdin closes or a signal arrives.
 pub fn stdio(registry: Registry, root: &Path, mode: Mode) -> Result<ExitCode> {
@@ -17,18 +23,45 @@ pub fn stdio(registry: Registry, root: &Path, mode: Mode) -> Result<ExitCode> {
     run(async move { hands_mcp::serve_stdio(factory).await.map_err(anyhow::Error::from) })
 }
 
-/// MCP over Streamable HTTP at `listen` until a signal arrives.
+/// What the session host of `hands serve` is built from besides the tools.
+pub struct HostSetup {
+    /// `[store]`: where sessions are kept.
+    pub store: StoreConfig,
+    /// The model; `None` when no `[model]` is configured (turns then get 503, direct tool calls
+    /// still work).
+    pub provider: Option<Arc<dyn Provider>>,
+    /// The loop's limits.
+    pub agent: AgentConfig,
+}
+
+/// MCP at `/mcp`, the session API at `/v1` and `/vibe` (over a host whose sessions live in the
+/// store `setup` names), on `listen` until a signal arrives. MCP sessions start in `mode`.
 pub fn http(
     registry: Registry,
     root: &Path,
     mode: Mode,
     listen: SocketAddr,
     config: &ServerConfig,
+    setup: HostSetup,
 ) -> Result<ExitCode> {
-    let factory = ServerFactory::new(Arc::new(registry), root, mode);
+    let registry = Arc::new(registry);
+    let factory = ServerFactory::new(Arc::clone(&registry), root, mode);
+    let store = open_store(&setup.store)?;
     let config = config.clone();
     run(async move {
-        hands_mcp::serve_http(factory, listen, &config).await.map_err(anyhow::Error::from)
+        let parts = HostParts { store, registry, provider: setup.provider, config: setup.agent };
+        let host = Host::open(parts).await.context("cannot open the session host")?;
+        hands_server::serve(host, factory, listen, &config).await.map_err(anyhow::Error::from)
+    })
+}
+
+fn open_store(config: &StoreConfig) -> Result<Arc<dyn Store>> {
+    hands_store::open_store(config).with_context(|| {
+        format!(
+            "cannot open the session store {}: set [store] path to a writable file, or \
+             backend = \"memory\" to keep sessions only while hands runs",
+            config.path.display()
+        )
     })
 }
 

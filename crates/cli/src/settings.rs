@@ -13,7 +13,8 @@ use hands_core::config::{Approval, OutputConfig, RecoveryConfig, TimeoutConfig};
 use hands_exec::{BashConfig, ExecConfig, ProcessConfig};
 use hands_fs::FsConfig;
 use hands_mcp::sandbox::SandboxConfig;
-use hands_mcp::{McpServersConfig, ServerConfig};
+use hands_mcp::McpServersConfig;
+use hands_server::ServerConfig;
 use serde::{Deserialize, Serialize};
 use toml::{Table, Value};
 
@@ -39,7 +40,7 @@ pub struct Settings {
     pub bash: BashConfig,
     /// `[processes]`
     pub processes: ProcessConfig,
-    /// `[server]`: who may talk to `hands serve`.
+    /// `[server]`: who may talk to `hands serve`, and how large a body the session API reads.
     pub server: ServerConfig,
     /// `[mcp_servers.NAME]`: MCP servers whose tools are brought in as `mcp__NAME__TOOL`.
     pub mcp_servers: McpServersConfig,

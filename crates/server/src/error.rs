@@ -101,6 +101,22 @@ fn code_of(status: StatusCode) -> &'static str {
     }
 }
 
+/// A handler that panicked (a bug): 500 `internal` instead of a dropped connection.
+pub fn panic_response(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    let what = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("a panic");
+    tracing::error!(panic = what, "a session API handler panicked");
+    ApiError {
+        status: StatusCode::INTERNAL_SERVER_ERROR,
+        code: "internal",
+        message: format!("hands failed inside this request ({what}); the log has the details"),
+    }
+    .into_response()
+}
+
 /// Largest plain-text error body carried over into a JSON error's message.
 const MAX_PLAIN_ERROR: usize = 16 * 1024;
 

@@ -5,8 +5,8 @@
 //!
 //! A request passes, outermost first: the JSON error layer (every error of `/v1` and `/vibe` is
 //! `{"error": {"code", "message"}}`), the guard of hands-mcp (Host/Origin → 403, bearer token →
-//! 401; `/healthz` is open), the body limit (413), then a handler in [`routes`] that calls one
-//! [`Host`] method.
+//! 401; `/healthz` is open), a panic catcher (500 rather than a dropped connection), the body
+//! limit (413), then a handler in [`routes`] that calls one [`Host`] method.
 //!
 //! ```no_run
 //! # async fn run(host: std::sync::Arc<hands_agent::host::Host>,
@@ -38,6 +38,7 @@ use axum::extract::Request;
 use hands_agent::host::Host;
 use hands_mcp::{HttpError, ServerFactory};
 use tokio_util::sync::CancellationToken;
+use tower_http::catch_panic::CatchPanicLayer;
 
 pub use config::{DEFAULT_MAX_BODY_BYTES, ServerConfig};
 pub use error::{ApiError, ErrorBody, ErrorDetail};
@@ -53,9 +54,9 @@ pub fn router(
     shutdown: CancellationToken,
 ) -> Router {
     let guard = config.mcp();
-    let api =
-        hands_mcp::guarded(routes::api(host, config.max_body_bytes, shutdown.clone()), &guard)
-            .layer(axum::middleware::from_fn(error::json_errors));
+    let api = routes::api(host, config.max_body_bytes, shutdown.clone())
+        .layer(CatchPanicLayer::custom(error::panic_response));
+    let api = hands_mcp::guarded(api, &guard).layer(axum::middleware::from_fn(error::json_errors));
     hands_mcp::router(mcp_factory, &guard, shutdown).merge(api).fallback(no_route)
 }
 

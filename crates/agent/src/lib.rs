@@ -7,6 +7,7 @@ pub mod event;
 pub mod host;
 pub mod model;
 mod plan;
+pub mod provider;
 mod skill;
 mod todo;
 

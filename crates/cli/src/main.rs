@@ -126,7 +126,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Tools { mode, json } => {
-            let (registry, mcp) = build_registry_with_mcp(&loaded)?;
+            let (registry, mcp) = build_registry_with_mcp(&loaded, &root)?;
             tools::print(&registry, mode, json)?;
             if !json {
                 for server in mcp.status() {
@@ -139,17 +139,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Call { tool, args, json } => {
             stop_leftovers();
-            let registry = build_registry(&loaded)?;
+            let registry = build_registry(&loaded, &root)?;
             call::run(&registry, &root, &tool, &args, json)
         }
         Command::Mcp { mode } => {
             stop_leftovers();
-            let registry = build_registry(&loaded)?;
+            let registry = build_registry(&loaded, &root)?;
             serve::stdio(registry, &root, mode)
         }
         Command::Serve { listen, token, mode } => {
             stop_leftovers();
-            let registry = build_registry(&loaded)?;
+            let registry = build_registry(&loaded, &root)?;
             let mut config = loaded.settings.server.clone();
             if token.is_some() {
                 config.token = token;
@@ -186,18 +186,28 @@ fn stop_leftovers() {
 }
 
 /// The registry with every tool this build has.
-fn build_registry(loaded: &settings::Loaded) -> Result<Registry> {
-    Ok(build_registry_with_mcp(loaded)?.0)
+fn build_registry(loaded: &settings::Loaded, root: &std::path::Path) -> Result<Registry> {
+    Ok(build_registry_with_mcp(loaded, root)?.0)
 }
 
 /// [`build_registry`], plus the MCP servers it connected (their failures, for `hands tools`).
-fn build_registry_with_mcp(loaded: &settings::Loaded) -> Result<(Registry, hands_mcp::McpClients)> {
+fn build_registry_with_mcp(
+    loaded: &settings::Loaded,
+    root: &std::path::Path,
+) -> Result<(Registry, hands_mcp::McpClients)> {
     let config_json = serde_json::to_value(&loaded.settings).context("configuration to JSON")?;
     let builder =
         Registry::builder(loaded.settings.core()).conditions(Conditions::from_process(config_json));
     let builder = hands_fs::register(builder, &loaded.settings.fs);
     let builder = hands_exec::register(builder, &loaded.settings.exec());
     let builder = hands_agent::register(builder);
+    // The preview tools, when the project has a preview (configured or detected).
+    let builder = hands_preview::register(
+        builder,
+        &loaded.settings.preview,
+        &loaded.settings.exec(),
+        root,
+    );
     // An inner hands of a bwrap sandbox only runs tools; its host talks to the MCP servers.
     let servers = if hands_mcp::sandbox::is_inner() {
         hands_mcp::McpServersConfig::default()

@@ -13,6 +13,7 @@ use hands_core::config::{Approval, OutputConfig, RecoveryConfig, TimeoutConfig};
 use hands_exec::{BashConfig, ExecConfig, ProcessConfig};
 use hands_fs::FsConfig;
 use hands_mcp::sandbox::SandboxConfig;
+use hands_preview::PreviewConfig;
 use hands_mcp::McpServersConfig;
 use hands_server::ServerConfig;
 use serde::{Deserialize, Serialize};
@@ -40,6 +41,8 @@ pub struct Settings {
     pub bash: BashConfig,
     /// `[processes]`
     pub processes: ProcessConfig,
+    /// `[preview]`: how the web app is built, served and watched in headless Chromium.
+    pub preview: PreviewConfig,
     /// `[server]`: who may talk to `hands serve`, and how large a body the session API reads.
     pub server: ServerConfig,
     /// `[mcp_servers.NAME]`: MCP servers whose tools are brought in as `mcp__NAME__TOOL`.
@@ -63,6 +66,7 @@ impl Default for Settings {
             fs: FsConfig::default(),
             bash: BashConfig::default(),
             processes: ProcessConfig::default(),
+            preview: PreviewConfig::default(),
             server: ServerConfig::default(),
             mcp_servers: McpServersConfig::default(),
             mcp_call_timeout_ms: hands_mcp::DEFAULT_CALL_TIMEOUT_MS,

@@ -317,6 +317,12 @@ impl Collector {
         }
     }
 
+    /// Count everything so far as announced (a result that already tells of the unread errors).
+    pub fn announce_all(&self) {
+        let mut inner = self.lock();
+        inner.announced = inner.seq;
+    }
+
     /// Errors and warnings not yet read.
     pub fn unread(&self) -> usize {
         let inner = self.lock();

@@ -375,8 +375,32 @@ impl Preview {
         }
         self.remove_discovery();
         self.mapper.clear();
-        drop(running); // removes the profile folder
+        let mut running = running;
+        if let Some(profile) = running.profile.take() {
+            remove_profile(profile).await;
+        }
         report
+    }
+}
+
+/// Remove the browser's profile folder. The browser is stopped, but a helper process may have
+/// been writing into it a moment ago, so a failed removal is tried again.
+async fn remove_profile(profile: tempfile::TempDir) {
+    let path = profile.keep();
+    let removed = tokio::task::spawn_blocking(move || {
+        for _ in 0..5 {
+            match std::fs::remove_dir_all(&path) {
+                Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                _ => return Ok(()),
+            }
+        }
+        std::fs::remove_dir_all(&path).map_err(|err| (path, err))
+    })
+    .await;
+    if let Ok(Err((path, err))) = removed {
+        tracing::warn!(%err, path = %path.display(), "could not remove the browser profile");
     }
 }
 

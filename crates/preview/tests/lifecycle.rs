@@ -36,6 +36,18 @@ async fn opening_twice_reuses_and_close_and_session_end_leave_nothing() {
     let browser = first["browserPid"].as_u64().unwrap() as u32;
     assert!(env.marked().contains(&browser), "the browser carries the session's marker");
     assert!(env.marked().len() > 1, "and so do its helper processes: {:?}", env.marked());
+    // A fresh profile folder, named on the browser's command line.
+    let cmdline = std::fs::read(format!("/proc/{browser}/cmdline")).unwrap();
+    let profile = cmdline
+        .split(|b| *b == 0)
+        .find_map(|arg| arg.strip_prefix(b"--user-data-dir="))
+        .map(|p| std::path::PathBuf::from(String::from_utf8_lossy(p).into_owned()))
+        .unwrap();
+    assert!(profile.join("DevToolsActivePort").exists(), "{}", profile.display());
+    let flags = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+    for flag in ["--headless=new", "--no-first-run", "--disable-background-networking"] {
+        assert!(flags.contains(flag), "{flag} missing: {flags}");
+    }
 
     // The discovery file: every field, on loopback.
     let file = env.root().join(".hands/devtools.json");
@@ -74,6 +86,7 @@ async fn opening_twice_reuses_and_close_and_session_end_leave_nothing() {
     assert_eq!(closed["stopped"], true, "{text}");
     assert!(env.nothing_left().await, "preview_close left {:?}", env.marked());
     assert!(!file.exists(), "the discovery file is removed");
+    assert!(!profile.exists(), "the profile folder is removed");
     let (_, status) = env.ok("preview_status", json!({})).await;
     assert_eq!(
         (status["stage"].as_str(), status["running"].as_bool()),

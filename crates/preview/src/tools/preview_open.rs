@@ -45,6 +45,8 @@ impl Tool for PreviewOpen {
         let preview = Preview::of(ctx.session(), &self.settings);
         let opened = preview.open(ctx.cancel_token()).await;
         let status = preview.status();
+        // The result tells of the unread errors itself; no notice repeats it.
+        preview.errors.announce_all();
         let structured = serde_json::to_value(&status).unwrap_or_default();
         match opened {
             Ok(how) => {

@@ -3,13 +3,17 @@
 
 mod ask;
 mod config;
+pub mod elide;
 pub mod event;
 pub mod host;
 pub mod model;
 mod plan;
+pub mod prompt;
 pub mod provider;
 mod skill;
+pub mod subagent;
 mod todo;
+pub mod turn;
 
 pub use ask::{
     AskUser, AskUserArgs, DEFAULT_TIMEOUT_MS as ASK_USER_DEFAULT_TIMEOUT_MS, MAX_OPTIONS,

@@ -1,0 +1,621 @@
+//! The agent loop: one user message is one turn.
+//!
+//! Each step builds a [`ModelRequest`] (the system prompt for the session's current mode, the
+//! conversation, the tools the mode offers — re-read every step, since enter/exit_plan_mode change
+//! it), injects the session's queued notices into the user content that goes with it, elides old
+//! tool results when the request nears the context window ([`crate::elide`]), and streams one
+//! response. The tool calls of the response run through [`Registry::dispatch_with`] with the turn's
+//! id (per-turn de-duplication keys on it) and the turn's cancel token: consecutive read-only calls
+//! run together, a mutating call runs alone, and the results go back in the order of the calls as
+//! one user message. The turn ends when the model answers without tool calls (`completed`), after
+//! `max_steps` model calls (`max_steps`), when the session is aborted (`aborted`), or when the
+//! provider fails (`error`).
+//!
+//! The conversation stays valid whatever happens: every tool use gets a result (calls cut short by
+//! an abort answer "aborted", calls never started answer "not run"), and consecutive messages of
+//! the same role (a user message after an aborted model call, or after a turn that ended with
+//! tool results) are merged when a request is built.
+//!
+//! The loop knows nothing about events or storage: it reports through an [`Observer`], which the
+//! host turns into stored events and stored messages, and which a sub-agent turns into progress.
+
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use hands_core::{
+    BoxFuture, CallOptions, CancellationToken, Content, Mode, Registry, Session, ToolCall,
+    ToolOutput,
+};
+use serde_json::Value;
+
+use crate::elide;
+use crate::model::{
+    Block, Message, ModelRequest, ModelResponse, Provider, ProviderError, ResultPart, Role,
+    ToolDef, Usage,
+};
+
+/// The loop's limits (from `[agent]`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limits {
+    /// Model calls per turn.
+    pub max_steps: u32,
+    /// Output tokens per response.
+    pub max_tokens: u32,
+    /// Fraction of the context window at which old tool results are elided.
+    pub elide_at: f64,
+}
+
+/// Which tools the model is offered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolScope {
+    /// Those the session's current mode offers ([`Registry::list`]), re-read every step.
+    Mode,
+    /// Exactly these (canonical names); calls of any other tool are refused before dispatch.
+    Only(Vec<String>),
+}
+
+/// A tool call the model asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolUse {
+    /// The provider's id for it.
+    pub id: String,
+    /// The tool, as the model wrote it.
+    pub name: String,
+    /// The arguments.
+    pub input: Value,
+}
+
+/// Why a turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndReason {
+    /// The model answered without tool calls.
+    Completed,
+    /// `max_steps` model calls were made.
+    MaxSteps,
+    /// The session was aborted.
+    Aborted,
+    /// The provider failed.
+    Error,
+}
+
+impl EndReason {
+    /// `completed`, `max_steps`, `aborted`, `error` (the stored turn status).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::MaxSteps => "max_steps",
+            Self::Aborted => "aborted",
+            Self::Error => "error",
+        }
+    }
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// Why.
+    pub reason: EndReason,
+    /// The model's last text, when it wrote any.
+    pub text: Option<String>,
+    /// For `Error`: what went wrong and what to do.
+    pub error: Option<String>,
+    /// Model calls made.
+    pub steps: u32,
+    /// Tokens used, summed over the steps.
+    pub usage: Usage,
+}
+
+fn done<'a>() -> BoxFuture<'a, ()> {
+    Box::pin(std::future::ready(()))
+}
+
+/// What the loop reports as it goes. Every method has a no-op default.
+pub trait Observer: Send + Sync {
+    /// Streamed text (deltas that arrived together are joined).
+    fn text(&self, _delta: String) -> BoxFuture<'_, ()> {
+        done()
+    }
+    /// A notice was injected for the model.
+    fn notice(&self, _text: String) -> BoxFuture<'_, ()> {
+        done()
+    }
+    /// A tool call starts.
+    fn call_started<'a>(&'a self, _call: &'a ToolUse) -> BoxFuture<'a, ()> {
+        done()
+    }
+    /// A tool call ended with `output` after `duration`.
+    fn call_finished<'a>(
+        &'a self,
+        _call: &'a ToolUse,
+        _output: &'a ToolOutput,
+        _duration: Duration,
+    ) -> BoxFuture<'a, ()> {
+        done()
+    }
+    /// Messages appended to the conversation since the last report (persist them).
+    fn messages<'a>(&'a self, _new: &'a [Message]) -> BoxFuture<'a, ()> {
+        done()
+    }
+    /// A model call is about to be made (step counts from 1).
+    fn step(&self, _step: u32) -> BoxFuture<'_, ()> {
+        done()
+    }
+}
+
+/// An observer that reports nothing.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Silent;
+
+impl Observer for Silent {}
+
+/// Renders the system prompt for the session's mode.
+pub type PromptFn<'a> = &'a (dyn Fn(Mode) -> String + Send + Sync);
+
+/// One turn to run.
+pub struct Turn<'a> {
+    /// The model.
+    pub provider: &'a dyn Provider,
+    /// The tools.
+    pub registry: &'a Registry,
+    /// The session the calls run in.
+    pub session: &'a Session,
+    /// The turn's id (de-duplication scope of the calls).
+    pub turn_id: &'a str,
+    /// Fired by an abort: ends the turn, cancels the model call and the tool calls.
+    pub cancel: CancellationToken,
+    /// Limits.
+    pub limits: Limits,
+    /// The system prompt.
+    pub prompt: PromptFn<'a>,
+    /// The tools offered.
+    pub scope: ToolScope,
+    /// Prefixed to the provider's call ids for the registry (a sub-agent's calls, so that their
+    /// spilled outputs do not collide with the parent's).
+    pub call_prefix: Option<String>,
+    /// Where progress goes.
+    pub observer: &'a dyn Observer,
+}
+
+/// What the user is told when the model provider fails.
+pub fn provider_advice(error: &ProviderError) -> String {
+    let what_to_do = match error {
+        ProviderError::Auth(_) => {
+            "Check the API key: the environment variable named by [model] api_key_env must hold a \
+             valid key for this provider."
+        }
+        ProviderError::UnknownModel(_) => {
+            "Check [model] model: the provider does not offer this model (or this key cannot use it)."
+        }
+        ProviderError::ContextOverflow(_) => {
+            "Start a new session, or lower [agent] elide_at so that old tool results are dropped \
+             sooner."
+        }
+        ProviderError::RateLimited { .. } => {
+            "Wait a little and send the message again, or raise the provider's rate limit."
+        }
+        ProviderError::Server { .. } => {
+            "The provider is having trouble; send the message again in a moment."
+        }
+        ProviderError::BadRequest { .. } => {
+            "The provider rejected the request hands built; send the message again, and report it \
+             as a bug in hands if it keeps happening."
+        }
+        ProviderError::Transport(_) => {
+            "Check the network connection and [model] base_url, then send the message again."
+        }
+        ProviderError::Protocol(_) => {
+            "Send the message again; report it as a bug in hands if it keeps happening."
+        }
+        ProviderError::Cancelled => "The turn was aborted.",
+    };
+    format!("{error}. {what_to_do}")
+}
+
+/// The tool uses of an assistant message, in order.
+pub fn tool_uses(message: &Message) -> Vec<ToolUse> {
+    message
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            Block::ToolUse { id, name, input } => {
+                Some(ToolUse { id: id.clone(), name: name.clone(), input: input.clone() })
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// A tool's output as the model sees it.
+pub fn result_block(tool_use_id: &str, output: &ToolOutput) -> Block {
+    let mut content: Vec<ResultPart> = output
+        .content
+        .iter()
+        .filter_map(|c| match c {
+            Content::Text { text } if text.is_empty() => None,
+            Content::Text { text } => Some(ResultPart::Text { text: text.clone() }),
+            Content::Image { data, mime_type } => Some(ResultPart::Image {
+                media_type: mime_type.clone(),
+                data: base64::engine::general_purpose::STANDARD.encode(data),
+            }),
+        })
+        .collect();
+    if !content.iter().any(|p| matches!(p, ResultPart::Text { .. })) {
+        let text = match &output.structured {
+            Some(value) => value.to_string(),
+            None if content.is_empty() => "(no output)".to_owned(),
+            None => String::new(),
+        };
+        if !text.is_empty() {
+            content.push(ResultPart::Text { text });
+        }
+    }
+    Block::ToolResult { tool_use_id: tool_use_id.to_owned(), content, is_error: output.is_error }
+}
+
+/// The first line(s) of a result, at most 300 characters (the `summary` of ToolCallFinished).
+pub fn summary(output: &ToolOutput) -> String {
+    let text = output.joined_text();
+    let text = text.trim();
+    let mut out: String = text.chars().take(300).collect();
+    if text.chars().count() > 300 {
+        out.pop();
+        out.push('…');
+    }
+    if out.is_empty() && output.content.iter().any(|c| matches!(c, Content::Image { .. })) {
+        out = "[image]".to_owned();
+    }
+    out
+}
+
+/// If the conversation ends with tool uses that have no results (hands stopped mid-call), the
+/// user message that answers them with "not finished" errors, to be appended before going on.
+pub fn repair(messages: &[Message]) -> Option<Message> {
+    let last = messages.last()?;
+    if last.role != Role::Assistant {
+        return None;
+    }
+    let uses = tool_uses(last);
+    if uses.is_empty() {
+        return None;
+    }
+    Some(Message {
+        role: Role::User,
+        content: uses
+            .iter()
+            .map(|u| {
+                result_block(
+                    &u.id,
+                    &ToolOutput::error(format!(
+                        "{} did not finish: hands stopped while it ran. Check its effects before \
+                         calling it again.",
+                        u.name
+                    )),
+                )
+            })
+            .collect(),
+    })
+}
+
+/// The conversation as sent: consecutive messages of the same role merged into one (a user
+/// message after an aborted model call, tool results followed by the next user message).
+pub fn merged(messages: &[Message]) -> Vec<Message> {
+    let mut out: Vec<Message> = Vec::with_capacity(messages.len());
+    for message in messages {
+        if message.content.is_empty() {
+            continue;
+        }
+        match out.last_mut() {
+            Some(prev) if prev.role == message.role => {
+                prev.content.extend(message.content.iter().cloned());
+            }
+            _ => out.push(message.clone()),
+        }
+    }
+    out
+}
+
+fn not_run(name: &str) -> ToolOutput {
+    ToolOutput::error(format!("{name} was not run: the turn was aborted before it started."))
+}
+
+impl Turn<'_> {
+    /// The tools offered now, as the model sees them.
+    pub fn tool_defs(&self) -> Vec<ToolDef> {
+        let specs = self.registry.list(self.session.mode());
+        specs
+            .into_iter()
+            .filter(|spec| match &self.scope {
+                ToolScope::Mode => true,
+                ToolScope::Only(names) => names.contains(&spec.name),
+            })
+            .map(|spec| ToolDef {
+                name: spec.name.clone(),
+                description: spec.description.clone(),
+                input_schema: spec.input_schema.clone(),
+            })
+            .collect()
+    }
+
+    /// Run the turn: `user` is appended to `messages`, and so is everything that follows.
+    pub async fn run(&self, messages: &mut Vec<Message>, user: Message) -> Outcome {
+        let mut saved = messages.len();
+        messages.push(user);
+        let mut steps = 0;
+        let mut usage = Usage::default();
+        let mut last_text: Option<String> = None;
+        let outcome =
+            |reason, text, error, steps, usage| Outcome { reason, text, error, steps, usage };
+        loop {
+            if self.cancel.is_cancelled() {
+                self.flush(messages, &mut saved).await;
+                return outcome(EndReason::Aborted, last_text, None, steps, usage);
+            }
+            if steps >= self.limits.max_steps {
+                self.flush(messages, &mut saved).await;
+                return outcome(EndReason::MaxSteps, last_text, None, steps, usage);
+            }
+            self.inject_notices(messages).await;
+            self.flush(messages, &mut saved).await;
+
+            let mode = self.session.mode();
+            let system = (self.prompt)(mode);
+            let tools = self.tool_defs();
+            let overhead = elide::request_tokens(&ModelRequest {
+                system: system.clone(),
+                tools: tools.clone(),
+                ..ModelRequest::default()
+            });
+            #[allow(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                clippy::cast_precision_loss
+            )]
+            let threshold =
+                (self.limits.elide_at * self.provider.context_window() as f64).max(0.0) as u64;
+            let elided = elide::elide(messages, overhead, threshold);
+            if elided.results > 0 {
+                tracing::debug!(
+                    turn = self.turn_id,
+                    results = elided.results,
+                    tokens = elided.tokens_saved,
+                    "elided old tool results"
+                );
+            }
+            let request = ModelRequest {
+                system,
+                messages: merged(messages),
+                tools,
+                max_tokens: self.limits.max_tokens,
+            };
+            steps += 1;
+            self.observer.step(steps).await;
+            let response = match self.call_model(&request).await {
+                Ok(response) => response,
+                Err(ProviderError::Cancelled) => {
+                    return outcome(EndReason::Aborted, last_text, None, steps, usage);
+                }
+                Err(error) => {
+                    let advice = provider_advice(&error);
+                    return outcome(EndReason::Error, last_text, Some(advice), steps, usage);
+                }
+            };
+            usage.input_tokens += response.usage.input_tokens;
+            usage.output_tokens += response.usage.output_tokens;
+            let uses = tool_uses(&response.message);
+            let text = response.message.text();
+            if !text.trim().is_empty() {
+                last_text = Some(text);
+            }
+            if !response.message.content.is_empty() {
+                messages.push(Message { role: Role::Assistant, content: response.message.content });
+                self.flush(messages, &mut saved).await;
+            }
+            if uses.is_empty() {
+                return outcome(EndReason::Completed, last_text, None, steps, usage);
+            }
+            let outputs = self.run_calls(&uses).await;
+            messages.push(Message {
+                role: Role::User,
+                content: uses.iter().zip(&outputs).map(|(u, o)| result_block(&u.id, o)).collect(),
+            });
+        }
+    }
+
+    /// Report the messages not reported yet.
+    async fn flush(&self, messages: &[Message], saved: &mut usize) {
+        if *saved < messages.len() {
+            self.observer.messages(&messages[*saved..]).await;
+            *saved = messages.len();
+        }
+    }
+
+    /// Queued notices ride on the user content that goes with the next model call.
+    async fn inject_notices(&self, messages: &mut [Message]) {
+        let notices = self.session.take_notices();
+        if notices.is_empty() {
+            return;
+        }
+        for notice in notices {
+            let text = format!("[notice] {notice}");
+            if let Some(last) = messages.last_mut().filter(|m| m.role == Role::User) {
+                last.content.push(Block::Text { text });
+            }
+            self.observer.notice(notice).await;
+        }
+    }
+
+    /// One model call; streamed text goes to the observer, deltas that queued up while it was
+    /// busy joined into one. Ends with `Cancelled` as soon as the turn is aborted.
+    async fn call_model(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let sink = move |delta: &str| {
+            let _ = tx.send(delta.to_owned());
+        };
+        let call = self.provider.complete(request, &sink, &self.cancel);
+        tokio::pin!(call);
+        let result = loop {
+            tokio::select! {
+                biased;
+                () = self.cancel.cancelled() => break Err(ProviderError::Cancelled),
+                result = &mut call => break result,
+                Some(mut text) = rx.recv() => {
+                    while let Ok(more) = rx.try_recv() {
+                        text.push_str(&more);
+                    }
+                    self.observer.text(text).await;
+                }
+            }
+        };
+        let mut rest = String::new();
+        while let Ok(more) = rx.try_recv() {
+            rest.push_str(&more);
+        }
+        if !rest.is_empty() && result.is_ok() {
+            self.observer.text(rest).await;
+        }
+        result
+    }
+
+    /// True when the call may run alongside its neighbours: a read-only tool (or an unknown one,
+    /// which only produces an error).
+    fn parallel(&self, call: &ToolUse) -> bool {
+        self.registry.get(&call.name).is_none_or(|tool| tool.spec().annotations.read_only)
+    }
+
+    /// Run the calls: consecutive read-only ones together, the others one at a time, in order.
+    async fn run_calls(&self, uses: &[ToolUse]) -> Vec<ToolOutput> {
+        let mut outputs: Vec<ToolOutput> = Vec::with_capacity(uses.len());
+        let mut i = 0;
+        while i < uses.len() {
+            if self.cancel.is_cancelled() {
+                outputs.extend(uses[i..].iter().map(|u| not_run(&u.name)));
+                break;
+            }
+            if self.parallel(&uses[i]) {
+                let end = (i..uses.len()).find(|&j| !self.parallel(&uses[j])).unwrap_or(uses.len());
+                let batch =
+                    futures_util::future::join_all(uses[i..end].iter().map(|u| self.call(u)));
+                outputs.extend(batch.await);
+                i = end;
+            } else {
+                outputs.push(self.call(&uses[i]).await);
+                i += 1;
+            }
+        }
+        outputs
+    }
+
+    async fn call(&self, call: &ToolUse) -> ToolOutput {
+        if let ToolScope::Only(names) = &self.scope {
+            let canonical = self.registry.get(&call.name).map(|t| t.spec().name.clone());
+            if !canonical.as_ref().is_some_and(|c| names.contains(c)) {
+                self.observer.call_started(call).await;
+                let output = ToolOutput::error(format!(
+                    "`{}` is not available here. Available tools: {}.",
+                    call.name,
+                    names.join(", ")
+                ));
+                self.observer.call_finished(call, &output, Duration::ZERO).await;
+                return output;
+            }
+        }
+        self.observer.call_started(call).await;
+        let started = Instant::now();
+        let id = match &self.call_prefix {
+            Some(prefix) => format!("{prefix}{}", call.id),
+            None => call.id.clone(),
+        };
+        let request =
+            ToolCall::new(id, call.name.clone(), call.input.clone()).in_turn(self.turn_id);
+        let options = CallOptions { progress: None, cancel: Some(self.cancel.clone()) };
+        let output = match self.registry.dispatch_with(self.session, request, options).await {
+            Ok(output) => output,
+            Err(error) => ToolOutput::error(format!(
+                "hands could not run {}: {error}. Try again; if it keeps failing, tell the user.",
+                call.name
+            )),
+        };
+        self.observer.call_finished(call, &output, started.elapsed()).await;
+        output
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn merging_joins_same_role_neighbours_and_drops_empty_messages() {
+        let results = Message {
+            role: Role::User,
+            content: vec![Block::ToolResult {
+                tool_use_id: "a".into(),
+                content: vec![],
+                is_error: false,
+            }],
+        };
+        let messages = vec![
+            Message::user("one"),
+            Message::user("two"),
+            Message { role: Role::Assistant, content: vec![] },
+            Message {
+                role: Role::Assistant,
+                content: vec![Block::ToolUse {
+                    id: "a".into(),
+                    name: "x".into(),
+                    input: json!({}),
+                }],
+            },
+            results,
+            Message::user("three"),
+        ];
+        let merged = merged(&messages);
+        assert_eq!(merged.len(), 3);
+        assert_eq!(merged[0].text(), "onetwo");
+        assert!(matches!(merged[2].content[0], Block::ToolResult { .. }));
+        assert_eq!(merged[2].text(), "three");
+    }
+
+    #[test]
+    fn repair_answers_dangling_tool_uses() {
+        let assistant = Message {
+            role: Role::Assistant,
+            content: vec![
+                Block::Text { text: "let me".into() },
+                Block::ToolUse { id: "a".into(), name: "bash".into(), input: json!({}) },
+            ],
+        };
+        let fix = repair(&[Message::user("hi"), assistant]).unwrap();
+        assert!(
+            matches!(&fix.content[..], [Block::ToolResult { tool_use_id, is_error: true, .. }] if tool_use_id == "a")
+        );
+        assert!(repair(&[Message::user("hi")]).is_none());
+    }
+
+    #[test]
+    fn results_keep_images_and_fall_back_to_structured_text() {
+        let out = ToolOutput::image(vec![1, 2, 3], "image/png");
+        let Block::ToolResult { content, .. } = result_block("x", &out) else { panic!() };
+        assert_eq!(
+            content,
+            vec![ResultPart::Image { media_type: "image/png".into(), data: "AQID".into() }]
+        );
+        let out = ToolOutput::default().with_structured(json!({"n": 1}));
+        let Block::ToolResult { content, .. } = result_block("x", &out) else { panic!() };
+        assert_eq!(content, vec![ResultPart::Text { text: "{\"n\":1}".into() }]);
+        let Block::ToolResult { content, .. } = result_block("x", &ToolOutput::default()) else {
+            panic!()
+        };
+        assert_eq!(content, vec![ResultPart::Text { text: "(no output)".into() }]);
+    }
+
+    #[test]
+    fn summaries_are_cut_at_300_characters() {
+        assert_eq!(summary(&ToolOutput::text("short")), "short");
+        let long = summary(&ToolOutput::text("é".repeat(400)));
+        assert_eq!(long.chars().count(), 300);
+        assert!(long.ends_with('…'));
+    }
+}

@@ -10,6 +10,7 @@ pub mod model;
 mod plan;
 pub mod prompt;
 pub mod provider;
+pub mod provider_sampling;
 mod skill;
 pub mod subagent;
 mod todo;

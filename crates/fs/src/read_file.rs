@@ -62,8 +62,8 @@ impl Tool for ReadFile {
     async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {
         let ws = Workspace::of(&ctx)?;
         let path = ws.resolve("path", &args.path)?;
-        let file = ws.open_read(&path).map_err(|err| ws.io_error("read", &path, &err))?;
-        let meta = file.metadata().map_err(|err| ws.io_error("read", &path, &err))?;
+        let (file, meta) =
+            ws.open_read_with_metadata(&path).map_err(|err| ws.io_error("read", &path, &err))?;
         // A small regular file is read right here: handing the work to the blocking pool and back
         // costs more than the read (measured: ~20 µs of a ~105 µs MCP round trip). Anything larger
         // goes to the blocking pool, so that a slow read never stalls the runtime.
@@ -99,8 +99,16 @@ fn read(
         )));
     }
     let size = meta.len();
-    let mut head = Vec::with_capacity(detect::SNIFF_BYTES);
-    file.by_ref().take(detect::SNIFF_BYTES as u64).read_to_end(&mut head).map_err(io_err)?;
+    // A regular file that read_file returns whole is read at once (its size is known: one read,
+    // no second read to find the end); anything else is sniffed from its first bytes.
+    let whole_read = meta.is_file() && size <= config.read_max_bytes;
+    let head = if whole_read {
+        read_known_size(&mut file, size, config.read_max_bytes).map_err(io_err)?
+    } else {
+        let mut head = Vec::with_capacity(detect::SNIFF_BYTES);
+        file.by_ref().take(detect::SNIFF_BYTES as u64).read_to_end(&mut head).map_err(io_err)?;
+        head
+    };
     let ledger = ctx.session().extension::<Ledger>();
     match detect::sniff(&head) {
         Kind::Image(mime) => {
@@ -159,7 +167,9 @@ fn read(
     let window = Window::new(args, config)?;
     let output = if size <= config.read_max_bytes {
         let mut bytes = head;
-        file.take(config.read_max_bytes).read_to_end(&mut bytes).map_err(io_err)?;
+        if !whole_read {
+            file.take(config.read_max_bytes).read_to_end(&mut bytes).map_err(io_err)?;
+        }
         let out = render(&mut &bytes[..], &window, config, ctx.cancel_token(), true);
         ledger.record(path, Seen::new(meta, Some(content_hash(&bytes))));
         out
@@ -171,6 +181,36 @@ fn read(
     }
     .map_err(io_err)?;
     finish(path, size, &window, output)
+}
+
+/// Read a regular file of `size` bytes (as its metadata said) whole, up to `max` bytes. One
+/// `read` for a file that did not change: a regular file answers a read short only at its end,
+/// so a short read is the end. A file that grew since its size was taken is read on to `max`.
+fn read_known_size(file: &mut cap_std::fs::File, size: u64, max: u64) -> io::Result<Vec<u8>> {
+    // One byte more than expected, to notice growth without another read.
+    let want = usize::try_from(size.min(max) + 1).unwrap_or(usize::MAX);
+    let mut bytes = vec![0; want];
+    let mut filled = 0;
+    while filled < want {
+        match file.read(&mut bytes[filled..]) {
+            Ok(0) => break,
+            Ok(n) => {
+                filled += n;
+                if filled < want {
+                    // Short: the end of a regular file.
+                    break;
+                }
+            }
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(err) => return Err(err),
+        }
+    }
+    bytes.truncate(filled);
+    if filled == want && (filled as u64) < max {
+        // It grew: read the rest the ordinary way.
+        file.take(max - filled as u64).read_to_end(&mut bytes)?;
+    }
+    Ok(bytes)
 }
 
 /// Which lines to show.

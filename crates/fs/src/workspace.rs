@@ -20,7 +20,14 @@ pub struct Workspace {
     root: Arc<PathBuf>,
     canonical: Arc<PathBuf>,
     dir: Arc<Dir>,
+    /// Device and inode of the directory the handle holds, as found when it was opened.
+    identity: (u64, u64),
+    /// When the root path was last checked to still name that directory.
+    checked: Arc<std::sync::Mutex<std::time::Instant>>,
 }
+
+/// How often [`Workspace::of`] checks that the root path still names the held directory.
+const RECHECK_PATH: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// A path inside the workspace, relative to the root, normalised (no `.`, no `..`). Empty for the
 /// root itself (which is also the default).
@@ -82,12 +89,16 @@ impl RelPath {
 impl Workspace {
     /// Open `root` as the workspace.
     pub fn open(root: &Path) -> io::Result<Self> {
+        use cap_std::fs::MetadataExt as _;
         let dir = Dir::open_ambient_dir(root, ambient_authority())?;
         let canonical = std::fs::canonicalize(root)?;
+        let held = dir.dir_metadata()?;
         Ok(Self {
             root: Arc::new(root.to_path_buf()),
             canonical: Arc::new(canonical),
             dir: Arc::new(dir),
+            identity: (held.dev(), held.ino()),
+            checked: Arc::new(std::sync::Mutex::new(std::time::Instant::now())),
         })
     }
 
@@ -108,14 +119,27 @@ impl Workspace {
         Ok(ws)
     }
 
-    /// True while the handle is the live directory found at the root path.
+    /// True while the handle is the live directory found at the root path. Every call checks
+    /// that the held directory was not deleted (an `fstat` of the handle: cheap); whether the root
+    /// path still names it (a `stat` of the path, which walks it: as dear as opening the file
+    /// the tool wants) is checked at most every [`RECHECK_PATH`] — a root moved aside and
+    /// replaced is noticed within that time, a root deleted (and re-created) at once.
     fn still_at_root(&self) -> bool {
         use cap_std::fs::MetadataExt as _;
         use std::os::unix::fs::MetadataExt as _;
-        let (Ok(held), Ok(now)) = (self.dir.dir_metadata(), std::fs::metadata(&*self.root)) else {
+        if !self.dir.dir_metadata().is_ok_and(|held| held.nlink() > 0) {
             return false;
-        };
-        held.nlink() > 0 && held.dev() == now.dev() && held.ino() == now.ino()
+        }
+        let mut checked = self.checked.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if checked.elapsed() < RECHECK_PATH {
+            return true;
+        }
+        let same =
+            std::fs::metadata(&*self.root).is_ok_and(|now| (now.dev(), now.ino()) == self.identity);
+        if same {
+            *checked = std::time::Instant::now();
+        }
+        same
     }
 
     /// Open the root of `ctx`, as a model-facing error if that fails.
@@ -175,13 +199,23 @@ impl Workspace {
     /// callers can say "that is a folder") are opened: a named pipe would block a read forever, so
     /// the open does not wait (`O_NONBLOCK`) and anything else is refused.
     pub fn open_read(&self, path: &RelPath) -> io::Result<cap_std::fs::File> {
+        self.open_read_with_metadata(path).map(|(file, _)| file)
+    }
+
+    /// [`Self::open_read`], also returning the opened file's metadata (saving callers a second
+    /// `statx`).
+    pub fn open_read_with_metadata(
+        &self,
+        path: &RelPath,
+    ) -> io::Result<(cap_std::fs::File, cap_std::fs::Metadata)> {
         let mut options = cap_std::fs::OpenOptions::new();
         options.read(true);
         options.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
         let file = self.dir.open_with(path.for_open(), &options)?;
-        let kind = file.metadata()?.file_type();
+        let meta = file.metadata()?;
+        let kind = meta.file_type();
         if kind.is_file() || kind.is_dir() {
-            Ok(file)
+            Ok((file, meta))
         } else {
             Err(io::Error::new(
                 io::ErrorKind::InvalidInput,

@@ -202,12 +202,8 @@ fn build_registry_with_mcp(
     let builder = hands_exec::register(builder, &loaded.settings.exec());
     let builder = hands_agent::register(builder);
     // The preview tools, when the project has a preview (configured or detected).
-    let builder = hands_preview::register(
-        builder,
-        &loaded.settings.preview,
-        &loaded.settings.exec(),
-        root,
-    );
+    let builder =
+        hands_preview::register(builder, &loaded.settings.preview, &loaded.settings.exec(), root);
     // An inner hands of a bwrap sandbox only runs tools; its host talks to the MCP servers.
     let servers = if hands_mcp::sandbox::is_inner() {
         hands_mcp::McpServersConfig::default()

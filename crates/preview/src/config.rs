@@ -55,7 +55,9 @@ pub struct PreviewConfig {
     pub chromium: String,
     /// The page's viewport (and the browser window), `WIDTH,HEIGHT` in CSS pixels.
     pub window_size: String,
-    /// Limit of the typecheck and build commands, each, in milliseconds.
+    /// Limit of the typecheck and build commands, each, in milliseconds. The whole preview_open
+    /// call has its own limit (`timeouts.tools.preview_open`, else `timeouts.default_ms`, 120 s):
+    /// raise both for a longer build.
     pub build_timeout_ms: u64,
     /// How long the server gets to answer at the URL, in milliseconds.
     pub ready_timeout_ms: u64,
@@ -82,7 +84,7 @@ impl Default for PreviewConfig {
             compat: Compat::None,
             chromium: "/usr/bin/chromium".into(),
             window_size: "1280,800".into(),
-            build_timeout_ms: 300_000,
+            build_timeout_ms: 100_000,
             ready_timeout_ms: 30_000,
             browser_timeout_ms: 20_000,
             max_errors: 500,

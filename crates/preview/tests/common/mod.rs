@@ -90,7 +90,12 @@ impl Env {
     }
 
     fn at(tmp: tempfile::TempDir, change: impl FnOnce(&mut PreviewConfig)) -> Self {
-        let mut config = PreviewConfig { ready_timeout_ms: 60_000, ..PreviewConfig::default() };
+        // Loose limits: CI shares two cores between several test binaries.
+        let mut config = PreviewConfig {
+            ready_timeout_ms: 60_000,
+            browser_timeout_ms: 60_000,
+            ..PreviewConfig::default()
+        };
         change(&mut config);
         let mut core = CoreConfig::default();
         core.timeouts.default_ms = 300_000;

@@ -213,6 +213,6 @@ fn build_registry_with_mcp(
     let mcp =
         hands_mcp::McpClients::connect_blocking(&servers, loaded.settings.mcp_call_timeout_ms);
     let builder = mcp.register(builder);
-    let provider = hands_mcp::sandbox::provider(&loaded.settings.sandbox)?;
+    let provider = hands_mcp::sandbox::provider(&loaded.settings.sandbox, &loaded.flags)?;
     Ok((builder.sandbox(provider).build(), mcp))
 }

@@ -108,6 +108,8 @@ pub struct Loaded {
     pub sources: BTreeMap<String, String>,
     /// Settings found but not applied, with why.
     pub ignored: Vec<String>,
+    /// The `-c key=value` flags applied (an inner sandbox hands gets them too).
+    pub flags: Vec<String>,
 }
 
 /// Where to look.
@@ -197,7 +199,7 @@ pub fn load(layers: &Layers<'_>) -> Result<Loaded> {
     let settings = Value::Table(table.clone())
         .try_into::<Settings>()
         .map_err(|err| anyhow::anyhow!("invalid configuration: {err}"))?;
-    Ok(Loaded { settings, table, sources, ignored })
+    Ok(Loaded { settings, table, sources, ignored, flags: layers.flags.to_vec() })
 }
 
 /// Settings a project's own `.hands/config.toml` may not set: each loosens what the user allows

@@ -61,6 +61,49 @@ fn hands_call_runs_bash_inside_bubblewrap() {
     assert!(!stdout.contains("eth"), "no network: {stdout}");
 }
 
+#[test]
+fn hands_call_overwrites_an_existing_file_inside_bubblewrap() {
+    // A `hands call` session is one-shot on the host; the inner hands must treat it so too, or
+    // its stale-write guard refuses to overwrite a file the single call never read.
+    if bwrap().is_none() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("notes.txt"), "old\n").unwrap();
+    let out = std::process::Command::new(hands_bin())
+        .args(["--root"])
+        .arg(tmp.path())
+        .args(["-c", "sandbox.backend=\"bwrap\""])
+        .args(["call", "write_file", "path=notes.txt", "content=new"])
+        .output()
+        .unwrap();
+    let text =
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{text}");
+    assert_eq!(std::fs::read_to_string(tmp.path().join("notes.txt")).unwrap(), "new");
+}
+
+#[test]
+fn command_line_settings_reach_the_inner_hands() {
+    // `-c fs.read_limit=1` on the host must hold inside: read_file shows one line, not three.
+    if bwrap().is_none() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("three.txt"), "first\nsecond\nthird\n").unwrap();
+    let out = std::process::Command::new(hands_bin())
+        .args(["--root"])
+        .arg(tmp.path())
+        .args(["-c", "sandbox.backend=\"bwrap\"", "-c", "fs.read_limit=1"])
+        .args(["call", "read_file", "path=three.txt"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("first"), "{stdout}");
+    assert!(!stdout.contains("third"), "the inner hands ignored -c fs.read_limit=1: {stdout}");
+}
+
 struct Fixture {
     _tmp: tempfile::TempDir,
     project: String,

@@ -57,7 +57,7 @@ struct Inner {
     id: String,
     project: String,
     root: PathBuf,
-    one_shot: bool,
+    one_shot: std::sync::atomic::AtomicBool,
     mode: tokio::sync::watch::Sender<Mode>,
     /// The current abort generation: `abort` fires it and installs a fresh one.
     cancel: Mutex<CancellationToken>,
@@ -108,7 +108,7 @@ impl Session {
     #[must_use]
     pub fn with_project(self, project: impl Into<String>) -> Self {
         let inner = &self.0;
-        Self::build(inner.id.clone(), project.into(), inner.root.clone(), inner.one_shot)
+        Self::build(inner.id.clone(), project.into(), inner.root.clone(), self.is_one_shot())
     }
 
     fn build(id: String, project: String, root: PathBuf, one_shot: bool) -> Self {
@@ -117,7 +117,7 @@ impl Session {
             id,
             project,
             root,
-            one_shot,
+            one_shot: std::sync::atomic::AtomicBool::new(one_shot),
             mode: tokio::sync::watch::Sender::new(Mode::Build),
             cancel: Mutex::new(closed.child_token()),
             closed,
@@ -146,7 +146,13 @@ impl Session {
 
     /// True for the session of a single `hands call`.
     pub fn is_one_shot(&self) -> bool {
-        self.0.one_shot
+        self.0.one_shot.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Mark the session as serving a single call, for a front end that learns it only after the
+    /// session exists: an inner sandbox hands whose host serves a `hands call`.
+    pub fn mark_one_shot(&self) {
+        self.0.one_shot.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The current mode.

@@ -230,7 +230,7 @@ impl Server {
         let connected = match &endpoint {
             Err(err) => Err(format!("invalid configuration: {err}")),
             Ok(endpoint) => {
-                match link::connect(endpoint, CONNECT_TIMEOUT, Arc::clone(&tools)).await {
+                match link::connect(endpoint, CONNECT_TIMEOUT, Arc::clone(&tools), false).await {
                     Err(err) => Err(err),
                     Ok(held) => match held.conn() {
                         None => Err("the session closed during the handshake".to_owned()),
@@ -359,7 +359,7 @@ impl Server {
         let unavailable = |err: String| {
             ToolError::model(format!("MCP server `{}` is not available: {err}", self.name))
         };
-        let held = link::connect(endpoint, CONNECT_TIMEOUT, Arc::clone(&self.tools))
+        let held = link::connect(endpoint, CONNECT_TIMEOUT, Arc::clone(&self.tools), false)
             .await
             .map_err(unavailable)?;
         if let Some(conn) = held.conn()

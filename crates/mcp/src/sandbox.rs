@@ -44,8 +44,15 @@ pub enum SandboxError {
     Runtime(String),
 }
 
-/// The provider `config` asks for. In an inner hands ([`is_inner`]) always `local`.
-pub fn provider(config: &SandboxConfig) -> Result<Arc<dyn SandboxProvider>, SandboxError> {
+/// The provider `config` asks for. In an inner hands ([`is_inner`]) always `local`. `flags` are
+/// the host's `-c key=value` overrides: an inner bwrap hands gets those of the tools' settings
+/// (it reads the same configuration files and environment itself), never those of the host's
+/// own sections (`server`, `sandbox`, `mcp_servers`, `model`), which may hold tokens and mean
+/// nothing inside.
+pub fn provider(
+    config: &SandboxConfig,
+    flags: &[String],
+) -> Result<Arc<dyn SandboxProvider>, SandboxError> {
     if is_inner() {
         return Ok(Arc::new(LocalProvider));
     }
@@ -58,12 +65,11 @@ pub fn provider(config: &SandboxConfig) -> Result<Arc<dyn SandboxProvider>, Sand
                 None => std::env::current_exe()
                     .map_err(|err| SandboxError::HandsMissing(err.to_string()))?,
             };
-            let inner = vec![
-                hands.display().to_string(),
-                "mcp".to_owned(),
-                "--root".to_owned(),
-                proxy::ROOT.to_owned(),
-            ];
+            let mut inner = vec![hands.display().to_string()];
+            for flag in flags.iter().filter(|flag| passes_inside(flag)) {
+                inner.extend(["-c".to_owned(), flag.clone()]);
+            }
+            inner.extend(["mcp".to_owned(), "--root".to_owned(), proxy::ROOT.to_owned()]);
             Ok(Arc::new(ProxyProvider::bwrap(bwrap, inner, config.network)?))
         }
         Backend::Remote => {
@@ -71,6 +77,14 @@ pub fn provider(config: &SandboxConfig) -> Result<Arc<dyn SandboxProvider>, Sand
             Ok(Arc::new(ProxyProvider::remote(url, config.token.clone(), config.recreate.clone())?))
         }
     }
+}
+
+/// True for a `-c key=value` flag an inner hands should get too.
+fn passes_inside(flag: &str) -> bool {
+    const HOST_ONLY: [&str; 4] = ["server", "sandbox", "mcp_servers", "model"];
+    let key = flag.split_once('=').map_or(flag, |(key, _)| key).trim();
+    let section = key.split('.').next().unwrap_or(key);
+    !HOST_ONLY.contains(&section)
 }
 
 /// `name` in one of `PATH`'s folders, if it is there.

@@ -161,6 +161,19 @@ impl ServerHandler for McpServer {
             let asker = crate::ask::ElicitationAsker::new(context.peer.clone());
             self.session.insert_extension(hands_core::ask::AskerHandle(Arc::new(asker)));
         }
+        // A hands host serving a single `hands call` through this (inner, sandboxed) server: the
+        // session is one-shot here too (no stale-write guard for a file never read, no
+        // background process outliving the call).
+        let one_shot = request
+            .capabilities
+            .experimental
+            .as_ref()
+            .and_then(|caps| caps.get(crate::client::listener::ONE_SHOT_CAPABILITY))
+            .and_then(|flags| flags.get("oneShot"))
+            .is_some_and(|flag| flag == &Value::Bool(true));
+        if one_shot {
+            self.session.mark_one_shot();
+        }
         context.peer.set_peer_info(request.clone());
         self.watch_mode(context.peer.clone());
         self.negotiate_initialize(&request)

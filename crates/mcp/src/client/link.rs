@@ -128,10 +128,11 @@ pub(crate) async fn connect(
     endpoint: &Endpoint,
     timeout: Duration,
     tools: Arc<ToolList>,
+    one_shot: bool,
 ) -> Result<Held, String> {
     let handle = Handle::current();
     let routes = Arc::new(Routes::default());
-    let listener = || Listener { routes: Arc::clone(&routes), tools: Arc::clone(&tools) };
+    let listener = || Listener { routes: Arc::clone(&routes), tools: Arc::clone(&tools), one_shot };
     let held = |service, pid| Held {
         service: Some(service),
         handle: handle.clone(),

@@ -107,14 +107,24 @@ impl ToolList {
 pub(crate) struct Listener {
     pub(crate) routes: Arc<Routes>,
     pub(crate) tools: Arc<ToolList>,
+    /// Tell a hands server that this connection serves one call (a host's `hands call`).
+    pub(crate) one_shot: bool,
 }
+
+/// The experimental capability by which a hands host tells an inner hands that the connection
+/// serves a one-shot session: `{"hands": {"oneShot": true}}`.
+pub const ONE_SHOT_CAPABILITY: &str = "hands";
 
 impl ClientHandler for Listener {
     fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("hands", env!("CARGO_PKG_VERSION")),
-        )
+        let mut capabilities = ClientCapabilities::default();
+        if self.one_shot {
+            let mut flags = serde_json::Map::new();
+            flags.insert("oneShot".into(), serde_json::Value::Bool(true));
+            capabilities.experimental =
+                Some(std::collections::BTreeMap::from([(ONE_SHOT_CAPABILITY.to_owned(), flags)]));
+        }
+        ClientConfig::new(capabilities, Implementation::new("hands", env!("CARGO_PKG_VERSION")))
     }
 
     async fn on_progress(

@@ -279,7 +279,7 @@ impl ProxySandbox {
         if let Some(link) = links.get(session.id()) {
             return Ok(Arc::clone(link));
         }
-        let link = Arc::new(self.connect().await?);
+        let link = Arc::new(self.connect(session.is_one_shot()).await?);
         links.insert(session.id().to_owned(), Arc::clone(&link));
         // The inner session (its processes, the inner bwrap) ends with the host session.
         let (sandbox, id, weak) = (self.me.clone(), session.id().to_owned(), Arc::downgrade(&link));
@@ -297,7 +297,7 @@ impl ProxySandbox {
     }
 
     /// Start (bwrap) or reach (remote) an inner hands and list its tools.
-    async fn connect(&self) -> Result<Link, ToolError> {
+    async fn connect(&self, one_shot: bool) -> Result<Link, ToolError> {
         static SERIAL: AtomicU64 = AtomicU64::new(0);
         let held = loop {
             let attempt = {
@@ -306,7 +306,8 @@ impl ProxySandbox {
                     .run(async move {
                         let tools = ToolList::new();
                         let held =
-                            link::connect(&endpoint, START_TIMEOUT, Arc::clone(&tools)).await?;
+                            link::connect(&endpoint, START_TIMEOUT, Arc::clone(&tools), one_shot)
+                                .await?;
                         if let Some(conn) = held.conn()
                             && let Err(err) = conn.list_into(&tools).await
                         {

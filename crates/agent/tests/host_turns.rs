@@ -420,3 +420,37 @@ async fn sessions_are_listed_and_deleted() {
     assert!(matches!(fx.host.delete_session(&a).await, Err(HostError::NotFound(_))));
     assert_eq!(fx.host.list_sessions().await.unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn process_notices_are_announced_wherever_they_ride() {
+    let fx = Fixture::new(Script::new(vec![
+        call("slow_read", json!({"label": "wait", "ms": 300})),
+        say("noted"),
+    ]))
+    .await;
+    let id = fx.session(Mode::Build).await;
+    let session = fx.host.session(&id).await.unwrap();
+    // Queued before the turn: injected with the user message.
+    session.push_notice("process p1 exited with code 0");
+    let mut sub = fx.host.subscribe(&id, 0).await.unwrap();
+    fx.host.post_message(&id, "go".into()).await.unwrap();
+    until(&mut sub, |k| matches!(k, EventKind::ToolCallStarted { .. })).await;
+    // Queued during a call: the registry attaches it to the call's result.
+    session.push_notice("process p2 exited with code 1");
+    let rest = until(&mut sub, |k| matches!(k, EventKind::TurnEnded { .. })).await;
+    let notices: Vec<String> = fx
+        .events(&id)
+        .await
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            EventKind::ProcessNotice { text } => Some(text),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(notices, vec!["process p1 exited with code 0", "process p2 exited with code 1"]);
+    assert!(!rest.is_empty());
+    let requests = fx.script.requests();
+    assert!(requests[0].messages[0].text().contains("[notice] process p1 exited"));
+    let results = result_text(&requests[1].messages.last().unwrap().content[0]);
+    assert!(results.contains("[notice] process p2 exited with code 1"), "{results}");
+}

@@ -7,7 +7,7 @@
 //!
 //! The hook the MCP server needs: after `initialize` (once the peer's info is set), call
 //! [`install`] with the connection's session and peer; it installs a
-//! [`SubagentEnv`](crate::subagent::SubagentEnv) with this provider when the client offers
+//! [`SubagentEnv`] with this provider when the client offers
 //! sampling, and does nothing otherwise (spawn_subagent then says that the session has no model).
 // Sampling is marked deprecated in rmcp (SEP-2577), but it is what MCP clients offer today.
 #![allow(deprecated)]

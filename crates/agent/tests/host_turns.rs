@@ -454,3 +454,56 @@ async fn process_notices_are_announced_wherever_they_ride() {
     let results = result_text(&requests[1].messages.last().unwrap().content[0]);
     assert!(results.contains("[notice] process p2 exited with code 1"), "{results}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_survives_a_restart_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sessions.db");
+    let root = tempfile::tempdir().unwrap();
+    let registry = registry_with(CoreConfig::default(), &Probe::default());
+    let open = |script: Arc<Script>| {
+        let store: Arc<dyn Store> = Arc::new(hands_store::SqliteStore::open(&db).unwrap());
+        let registry = registry.clone();
+        async move {
+            Host::open(HostParts {
+                store,
+                registry,
+                provider: Some(script),
+                config: AgentConfig::default(),
+            })
+            .await
+            .unwrap()
+        }
+    };
+    let script = Arc::new(Script::new(vec![
+        call("write_file", json!({"path": "a.txt", "content": "one\n"})),
+        say("Wrote a.txt."),
+    ]));
+    let host = open(script).await;
+    let new = NewSession {
+        id: Some("kept".into()),
+        project_id: None,
+        root: root.path().to_owned(),
+        mode: Mode::Build,
+        title: None,
+    };
+    host.create_session(new).await.unwrap();
+    host.post_message("kept", "write a".into()).await.unwrap();
+    assert_eq!(host.wait_turn("kept").await.unwrap().as_deref(), Some("completed"));
+    let before = host.transcript("kept").await.unwrap();
+    let events_before = host.subscribe("kept", 0).await.unwrap().replay;
+    host.close().await;
+    drop(host);
+
+    let script = Arc::new(Script::new(vec![say("It says one.")]));
+    let host = open(script.clone()).await;
+    assert_eq!(host.transcript("kept").await.unwrap(), before);
+    assert_eq!(host.subscribe("kept", 0).await.unwrap().replay, events_before);
+    host.post_message("kept", "what does it say?".into()).await.unwrap();
+    assert_eq!(host.wait_turn("kept").await.unwrap().as_deref(), Some("completed"));
+    assert_eq!(script.requests()[0].messages[..before.len()], before[..]);
+    let sub = host.subscribe("kept", events_before.len() as u64).await.unwrap();
+    assert_eq!(sub.replay.first().map(|e| e.id), Some(events_before.len() as u64 + 1));
+    assert_eq!(host.get_session("kept").await.unwrap().title.as_deref(), Some("write a"));
+    host.close().await;
+}

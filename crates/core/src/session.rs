@@ -66,6 +66,7 @@ struct Inner {
     extensions: Mutex<HashMap<TypeId, Extension>>,
     notices: Mutex<Vec<String>>,
     notice_sources: Mutex<Vec<NoticeSource>>,
+    hidden: Mutex<std::collections::HashSet<String>>,
     closers: Mutex<Vec<Closer>>,
     calls: AtomicU64,
 }
@@ -124,6 +125,7 @@ impl Session {
             extensions: Mutex::new(HashMap::new()),
             notices: Mutex::new(Vec::new()),
             notice_sources: Mutex::new(Vec::new()),
+            hidden: Mutex::new(std::collections::HashSet::new()),
             closers: Mutex::new(Vec::new()),
             calls: AtomicU64::new(0),
         }))
@@ -147,6 +149,19 @@ impl Session {
     /// True for the session of a single `hands call`.
     pub fn is_one_shot(&self) -> bool {
         self.0.one_shot.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Leave `tool` out of the tool lists front ends show this session — for a tool registered for
+    /// every session that this one cannot use (spawn_subagent over MCP when the client offers no
+    /// sampling and no model is configured). A call of it still gets the tool's own answer.
+    pub fn hide_tool(&self, tool: &str) {
+        self.0.hidden.lock().unwrap_or_else(PoisonError::into_inner).insert(tool.to_owned());
+    }
+
+    /// True when [`Self::hide_tool`] hid `tool` for this session.
+    pub fn is_tool_hidden(&self, tool: &str) -> bool {
+        let hidden = self.0.hidden.lock().unwrap_or_else(PoisonError::into_inner);
+        !hidden.is_empty() && hidden.contains(tool)
     }
 
     /// Mark the session as serving a single call, for a front end that learns it only after the

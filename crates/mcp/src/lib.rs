@@ -8,7 +8,7 @@ mod server;
 mod stdio;
 
 pub use http::{HttpError, ServerConfig, guarded, router, serve_http};
-pub use server::{McpServer, PAGE_SIZE, ServerFactory};
+pub use server::{McpServer, PAGE_SIZE, ServerFactory, SessionHook};
 pub use stdio::{StdioError, serve_stdio, shutdown_signal};
 
 mod client;

@@ -46,7 +46,15 @@ pub struct ServerFactory {
     plan_tools: Vec<Tool>,
     /// Sessions of the connections alive now, closed together at shutdown.
     live: Mutex<HashMap<String, Session>>,
+    /// Called at each connection's `initialize`.
+    hook: Mutex<Option<SessionHook>>,
 }
+
+/// Called at each connection's `initialize` with its session, the client and the client's
+/// request: the binary fills it to give a session what needs the client — the client's sampling
+/// as spawn_subagent's model, or hiding spawn_subagent when there is no model at all.
+pub type SessionHook =
+    Arc<dyn Fn(&Session, &Peer<RoleServer>, &InitializeRequestParams) + Send + Sync>;
 
 impl ServerFactory {
     /// A factory serving `registry` over `root`; new sessions start in `mode`.
@@ -59,7 +67,13 @@ impl ServerFactory {
             root: root.into(),
             mode,
             live: Mutex::new(HashMap::new()),
+            hook: Mutex::new(None),
         })
+    }
+
+    /// Set the hook run at each connection's `initialize` (replacing any earlier one).
+    pub fn set_session_hook(&self, hook: SessionHook) {
+        *self.hook.lock().unwrap_or_else(PoisonError::into_inner) = Some(hook);
     }
 
     /// A server for one new connection, with its own session.
@@ -175,6 +189,10 @@ impl ServerHandler for McpServer {
             self.session.mark_one_shot();
         }
         context.peer.set_peer_info(request.clone());
+        let hook = self.factory.hook.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        if let Some(hook) = hook {
+            hook(&self.session, &context.peer, &request);
+        }
         self.watch_mode(context.peer.clone());
         self.negotiate_initialize(&request)
     }
@@ -184,7 +202,14 @@ impl ServerHandler for McpServer {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let tools = self.factory.tools(self.session.mode());
+        let all = self.factory.tools(self.session.mode());
+        let shown: Vec<Tool>;
+        let tools: &[Tool] = if all.iter().any(|t| self.session.is_tool_hidden(&t.name)) {
+            shown = all.iter().filter(|t| !self.session.is_tool_hidden(&t.name)).cloned().collect();
+            &shown
+        } else {
+            all
+        };
         let start = match request.and_then(|r| r.cursor) {
             None => 0,
             Some(cursor) => {

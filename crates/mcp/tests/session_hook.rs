@@ -11,7 +11,7 @@ use hands_core::{
     ToolSpec,
 };
 use hands_mcp::ServerFactory;
-use rmcp::model::{ClientCapabilities, ClientInfo, Implementation};
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
 use rmcp::service::RunningService;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
@@ -42,18 +42,18 @@ fn tool(name: &str) -> Arc<dyn DynTool> {
 async fn connect(
     factory: &Arc<ServerFactory>,
     capabilities: ClientCapabilities,
-) -> RunningService<RoleClient, ClientInfo> {
+) -> RunningService<RoleClient, ClientConfig> {
     let (server_io, client_io) = tokio::io::duplex(1 << 16);
     let server = factory.connection();
     tokio::spawn(async move {
         let running = server.serve(server_io).await.unwrap();
         let _ = running.waiting().await;
     });
-    let info = ClientInfo::new(capabilities, Implementation::new("test", "1"));
+    let info = ClientConfig::new(capabilities, Implementation::new("test", "1"));
     info.serve(client_io).await.unwrap()
 }
 
-async fn names(client: &RunningService<RoleClient, ClientInfo>) -> Vec<String> {
+async fn names(client: &RunningService<RoleClient, ClientConfig>) -> Vec<String> {
     let tools = client.peer().list_all_tools().await.unwrap();
     tools.into_iter().map(|t| t.name.to_string()).collect()
 }

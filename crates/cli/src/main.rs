@@ -154,12 +154,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             if token.is_some() {
                 config.token = token;
             }
-            // TODO(store, model): read `[store]` and `[model]` from the settings once they have
-            // those sections (hands_store::StoreConfig; hands_agent::provider::from_config). Until
-            // then: SQLite at the default path, and no model (turns get 503).
             let setup = serve::HostSetup {
-                store: hands_store::StoreConfig::default(),
-                provider: None,
+                store: loaded.settings.store.clone(),
+                provider: serve::provider(&loaded.settings.model)?,
                 agent: Default::default(),
             };
             serve::http(registry, &root, mode, listen, &config, setup)

@@ -12,6 +12,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use hands_agent::host::{AgentConfig, Host, HostParts};
 use hands_agent::model::Provider;
+use hands_agent::provider::ModelConfig;
 use hands_core::{Mode, Registry};
 use hands_mcp::ServerFactory;
 use hands_server::ServerConfig;
@@ -64,6 +65,16 @@ pub fn http(
         let host = Host::open(parts).await.context("cannot open the session host")?;
         hands_server::serve(host, factory, listen, &config).await.map_err(anyhow::Error::from)
     })
+}
+
+/// The model `[model]` names, or `None` when it names none (`model` empty): then `hands serve`
+/// runs without one, and a message to a session gets 503.
+pub fn provider(config: &ModelConfig) -> Result<Option<Arc<dyn Provider>>> {
+    if config.model.trim().is_empty() {
+        return Ok(None);
+    }
+    let provider = hands_agent::provider::from_config(config).context("cannot use [model]")?;
+    Ok(Some(provider))
 }
 
 fn open_store(config: &StoreConfig) -> Result<Arc<dyn Store>> {

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
+use hands_agent::provider::ModelConfig;
 use hands_core::CoreConfig;
 use hands_core::config::{Approval, OutputConfig, RecoveryConfig, TimeoutConfig};
 use hands_exec::{BashConfig, ExecConfig, ProcessConfig};
@@ -16,6 +17,7 @@ use hands_mcp::McpServersConfig;
 use hands_mcp::sandbox::SandboxConfig;
 use hands_preview::PreviewConfig;
 use hands_server::ServerConfig;
+use hands_store::StoreConfig;
 use serde::{Deserialize, Serialize};
 use toml::{Table, Value};
 
@@ -45,6 +47,10 @@ pub struct Settings {
     pub preview: PreviewConfig,
     /// `[server]`: who may talk to `hands serve`, and how large a body the session API reads.
     pub server: ServerConfig,
+    /// `[store]`: where sessions are kept (one SQLite file by default).
+    pub store: StoreConfig,
+    /// `[model]`: the model the agent loop talks to; none is configured while `model` is empty.
+    pub model: ModelConfig,
     /// `[mcp_servers.NAME]`: MCP servers whose tools are brought in as `mcp__NAME__TOOL`.
     pub mcp_servers: McpServersConfig,
     /// Limit of one call to a configured MCP server, in milliseconds.
@@ -68,6 +74,8 @@ impl Default for Settings {
             processes: ProcessConfig::default(),
             preview: PreviewConfig::default(),
             server: ServerConfig::default(),
+            store: StoreConfig::default(),
+            model: ModelConfig::default(),
             mcp_servers: McpServersConfig::default(),
             mcp_call_timeout_ms: hands_mcp::DEFAULT_CALL_TIMEOUT_MS,
             sandbox: SandboxConfig::default(),
@@ -209,9 +217,14 @@ pub fn load(layers: &Layers<'_>) -> Result<Loaded> {
 /// repository chose would be known to whoever wrote it.
 /// MCP servers are commands hands starts on its own, and the sandbox section chooses whether tools
 /// are isolated at all (and `sandbox.recreate` is a shell command).
+/// The model section names a server and the variable whose key is sent to it: a repository could
+/// send the user's key (or any variable) to a server of its choosing. The store holds every
+/// session's transcript.
 const USER_ONLY: &[&str] = &[
     "mcp_servers",
     "sandbox",
+    "model",
+    "store",
     "approval",
     "fs.writable_protected",
     "bash.shell",

@@ -298,6 +298,17 @@ pub struct ProcessRow {
     pub log: Option<String>,
 }
 
+/// What stopping a background process did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ProcessStopped {
+    /// The process.
+    pub id: String,
+    /// What happened, as the stop_process tool says it (signals sent, status, last lines).
+    pub text: String,
+    /// The tool's structured result, when it has one.
+    pub structured: Option<Value>,
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

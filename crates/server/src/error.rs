@@ -70,7 +70,8 @@ impl From<HostError> for ApiError {
             HostError::NoModel => (StatusCode::SERVICE_UNAVAILABLE, "no_model"),
             HostError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "store"),
         };
-        if status.is_server_error() {
+        // A missing model is the operator's choice, not a fault of hands.
+        if status == StatusCode::INTERNAL_SERVER_ERROR {
             tracing::error!(%message, "session API request failed");
         }
         Self { status, code, message }

@@ -10,6 +10,9 @@ use crate::docs;
 use crate::error::ErrorBody;
 use crate::routes::{Operation, Payload};
 
+/// The largest event id the document promises to accept: 2^53 - 1.
+const MAX_SAFE_ID: u64 = (1 << 53) - 1;
+
 /// The document.
 pub fn document(operations: &[Operation]) -> Value {
     let mut generator = SchemaSettings::draft2020_12()
@@ -35,10 +38,11 @@ pub fn document(operations: &[Operation]) -> Value {
             })
             .collect();
         for param in op.params {
+            // Both are event ids (u64); kept to what every JSON reader holds exactly.
             let schema = if param.location == "query" {
-                json!({"type": "integer", "minimum": 0})
+                json!({"type": "integer", "minimum": 0, "maximum": MAX_SAFE_ID})
             } else {
-                json!({"type": "string"})
+                json!({"type": "string", "pattern": "^[0-9]{1,15}$"})
             };
             parameters.push(json!({
                 "name": param.name,
@@ -55,12 +59,22 @@ pub fn document(operations: &[Operation]) -> Value {
                 "description": status_text(op.status),
                 "content": {"application/json": {"schema": schema(&mut generator).to_value()}},
             }),
+            // Before OpenAPI 3.2's `itemSchema`, an event stream's `schema` describes one event.
             Payload::EventStream => json!({
                 "description": "The event stream; each `data:` is an Event.",
-                "content": {"text/event-stream": {
-                    "schema": {"type": "string"},
-                    "x-event-data": event.clone(),
-                }},
+                "content": {"text/event-stream": {"schema": {
+                    "type": "object",
+                    "required": ["id", "event", "data"],
+                    "properties": {
+                        "id": {"type": "string", "pattern": "^[0-9]+$"},
+                        "event": {"type": "string"},
+                        "data": {
+                            "type": "string",
+                            "contentMediaType": "application/json",
+                            "contentSchema": event.clone(),
+                        },
+                    },
+                }}},
             }),
             Payload::Empty => json!({"description": status_text(op.status)}),
         };

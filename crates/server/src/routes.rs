@@ -285,7 +285,7 @@ pub fn operations() -> Vec<Operation> {
             "Stop a background process",
             "SIGTERM to its group and descendants, a grace period, then SIGKILL.",
         )
-        .returns_with(200, Payload::Json(any_object)),
+        .returns::<docs::ProcessStopped>(200),
         Operation::new(Post, "/vibe/answer", "vibeAnswer", vibe::answer)
             .tag("compatibility")
             .doc(

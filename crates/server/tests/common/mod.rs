@@ -8,7 +8,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hands_agent::event::EventKind;
 use hands_agent::host::{Host, HostParts};
 use hands_agent::model::{
     Block, Message, ModelRequest, ModelResponse, Provider, ProviderError, Role, StopReason,
@@ -90,8 +89,11 @@ impl Provider for Scripted {
             let usage = Usage { input_tokens: 10, output_tokens: 5 };
             match reply {
                 Reply::Text(deltas) => {
+                    // Yield after each delta, as a network stream would: the loop then emits
+                    // each as its own event instead of joining those that queued up.
                     for delta in &deltas {
                         on_text(delta);
+                        tokio::task::yield_now().await;
                     }
                     Ok(ModelResponse {
                         message: Message {
@@ -137,11 +139,20 @@ impl TestServer {
     }
 
     pub async fn start_with(provider: Option<Arc<dyn Provider>>, config: ServerConfig) -> Self {
+        Self::start_full(provider, config, CoreConfig::default()).await
+    }
+
+    /// With the registry's core settings (`approval = ask`, …) too.
+    pub async fn start_full(
+        provider: Option<Arc<dyn Provider>>,
+        config: ServerConfig,
+        core: CoreConfig,
+    ) -> Self {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("proj");
         std::fs::create_dir_all(&root).unwrap();
         std::fs::write(root.join("hello.txt"), "hello world\n").unwrap();
-        let registry = Arc::new(registry());
+        let registry = Arc::new(registry(core));
         let host = Host::open(HostParts {
             store: Arc::new(hands_store::MemoryStore::new()),
             registry: Arc::clone(&registry),
@@ -248,8 +259,8 @@ pub async fn response(response: reqwest::Response) -> (u16, Value) {
 }
 
 /// Every tool of this build that a session host runs.
-pub fn registry() -> Registry {
-    let builder = Registry::builder(CoreConfig::default());
+pub fn registry(core: CoreConfig) -> Registry {
+    let builder = Registry::builder(core);
     let builder = hands_fs::register(builder, &Default::default());
     let builder = hands_exec::register(builder, &Default::default());
     hands_agent::register(builder).build()
@@ -275,7 +286,11 @@ impl SseStream {
         if let Some(id) = last_event_id {
             request = request.header("Last-Event-ID", id.to_string());
         }
-        let response = request.send().await.unwrap();
+        Self::from_response(request.send().await.unwrap())
+    }
+
+    /// Read `response`, which must be an event stream.
+    pub fn from_response(response: reqwest::Response) -> Self {
         assert_eq!(response.status(), 200);
         assert_eq!(response.headers()["content-type"], "text/event-stream");
         Self { response, buffer: Vec::new() }
@@ -330,7 +345,18 @@ fn parse(block: &str) -> Option<SseMessage> {
     any.then(|| SseMessage { id, event, data: serde_json::from_str(&data).unwrap() })
 }
 
-/// The SSE `event:` name of an event kind (to match against).
-pub fn name_of(kind: &EventKind) -> &'static str {
-    kind.name()
+/// Pids of live processes whose environment has `NAME=value` starting with `prefix`, read from
+/// /proc independently of hands' own code.
+pub fn live_with_env(prefix: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(env) = std::fs::read(entry.path().join("environ")) else { continue };
+        let zombie = std::fs::read_to_string(entry.path().join("stat"))
+            .is_ok_and(|s| s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')));
+        if !zombie && env.split(|b| *b == 0).any(|var| var.starts_with(prefix.as_bytes())) {
+            found.push(pid);
+        }
+    }
+    found
 }

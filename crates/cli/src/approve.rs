@@ -2,9 +2,16 @@
 //! terminal before a tool changes anything, and ask_user's questions are put to the person at the
 //! terminal. Installed only when someone is there to answer; otherwise nobody can be asked, and the
 //! core refuses such calls (ask_user says so) at once.
+//!
+//! `hands run` and `hands chat` answer the session host's `approval_requested` and `question`
+//! events instead: [`Lines`] reads what the person types (stdin, or `/dev/tty`) on a thread of its
+//! own, so that a prompt given up (the approval was aborted) leaves no read behind that would eat
+//! the next line; [`ask_approval`] and [`ask_question`] put one prompt and wait for one line.
 
 use std::io::{BufRead, BufReader, IsTerminal, Write};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::mpsc;
 
 use hands_core::approval::{ApprovalRequest, Approver, ApproverHandle, Decision};
 use hands_core::ask::{AskError, Asker, AskerHandle, Question};
@@ -30,17 +37,25 @@ impl Approver for TerminalApprover {
             });
             tokio::select! {
                 answer = ask => match answer {
-                    Ok(Ok(line)) if matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes") => {
-                        Decision::Approve
-                    }
-                    Ok(Ok(line)) if line.trim().len() > 1 && !line.trim().eq_ignore_ascii_case("no") => {
-                        Decision::Deny(Some(line.trim().to_owned()))
-                    }
+                    Ok(Ok(line)) => decision(&line),
                     _ => Decision::Deny(None),
                 },
                 () = cancel.cancelled() => Decision::Deny(Some("aborted".into())),
             }
         })
+    }
+}
+
+/// The decision a typed line gives: `y`/`yes` approves, other words deny and go to the model,
+/// `n`, `no` or an empty line deny.
+fn decision(line: &str) -> Decision {
+    let line = line.trim();
+    if matches!(line.to_ascii_lowercase().as_str(), "y" | "yes") {
+        Decision::Approve
+    } else if line.chars().count() > 1 && !line.eq_ignore_ascii_case("no") {
+        Decision::Deny(Some(line.to_owned()))
+    } else {
+        Decision::Deny(None)
     }
 }
 
@@ -144,6 +159,133 @@ pub fn install(session: &Session) {
     }
 }
 
+/// What the person types, line by line, read by a thread of its own into a queue. Prompts are
+/// shown on stderr (input from stdin) or on the terminal itself (input from `/dev/tty`, so that a
+/// prompt is seen even when stderr goes to a file).
+pub struct Lines {
+    queue: tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>,
+    echo: Echo,
+}
+
+enum Echo {
+    Stderr,
+    Tty(Mutex<std::fs::File>),
+}
+
+impl Lines {
+    /// Lines of stdin (the chat's input, a terminal or a pipe).
+    pub fn stdin() -> Arc<Self> {
+        Arc::new(Self { queue: reader(std::io::stdin()).into(), echo: Echo::Stderr })
+    }
+
+    /// Lines of the terminal, when a person is at one ([`terminal_available`]); `None` otherwise
+    /// (a pipe, CI, a service): nobody can be asked. Opened only when a prompt needs it: a reader
+    /// of the terminal in a background job would stop the whole process (SIGTTIN).
+    pub fn terminal() -> Option<Arc<Self>> {
+        if !terminal_available() {
+            return None;
+        }
+        let input = std::fs::File::open("/dev/tty").ok()?;
+        let output = std::fs::File::options().write(true).open("/dev/tty").ok()?;
+        Some(Arc::new(Self { queue: reader(input).into(), echo: Echo::Tty(Mutex::new(output)) }))
+    }
+
+    /// Where a person answers prompts in `hands chat`: the chat's own input when stdin is a
+    /// terminal, else the terminal, if any.
+    pub fn prompts_for(input: &Arc<Self>) -> Option<Arc<Self>> {
+        if std::io::stdin().is_terminal() { Some(Arc::clone(input)) } else { Self::terminal() }
+    }
+
+    /// The next line (without its line end); `None` at the end of the input.
+    pub async fn next(&self) -> Option<String> {
+        self.queue.lock().await.recv().await
+    }
+
+    /// Drop lines typed before a prompt was shown: a stray `y` must not approve what the person
+    /// has not seen yet.
+    pub fn discard_typed_ahead(&self) {
+        if let Ok(mut queue) = self.queue.try_lock() {
+            while queue.try_recv().is_ok() {}
+        }
+    }
+
+    /// Show `text` where this input's person looks.
+    pub fn show(&self, text: &str) {
+        match &self.echo {
+            Echo::Stderr => {
+                let mut err = std::io::stderr().lock();
+                let _ = err.write_all(text.as_bytes());
+                let _ = err.flush();
+            }
+            Echo::Tty(tty) => {
+                let mut tty = tty.lock().unwrap_or_else(PoisonError::into_inner);
+                let _ = tty.write_all(text.as_bytes());
+                let _ = tty.flush();
+            }
+        }
+    }
+}
+
+/// True when a person is at a terminal: stdin or stderr is one and `/dev/tty` opens.
+pub fn terminal_available() -> bool {
+    (std::io::stdin().is_terminal() || std::io::stderr().is_terminal())
+        && std::fs::File::options().read(true).write(true).open("/dev/tty").is_ok()
+}
+
+/// A thread that reads `input` line by line into a queue until the end of input (or until
+/// nobody listens). It blocks in `read`, so it is a plain thread, not one of the runtime's.
+fn reader(input: impl std::io::Read + Send + 'static) -> mpsc::UnboundedReceiver<String> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let spawned = std::thread::Builder::new().name("hands-input".into()).spawn(move || {
+        let mut input = BufReader::new(input);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match input.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {
+                    let text = String::from_utf8_lossy(&line);
+                    let text = text.trim_end_matches(['\n', '\r']).to_owned();
+                    if tx.send(text).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    if let Err(err) = spawned {
+        tracing::warn!(%err, "cannot start the thread that reads the input");
+    }
+    rx
+}
+
+/// Ask `lines`' person to approve `summary` (`plan`: the plan above); the decision, or a denial
+/// when the input ends.
+pub async fn ask_approval(lines: &Lines, summary: &str, plan: bool) -> Decision {
+    lines.discard_typed_ahead();
+    lines.show(&if plan {
+        "hands: approve this plan and start building? [y/N, or say what to change] ".to_owned()
+    } else {
+        format!("hands: allow {summary}? [y/N, or say why not] ")
+    });
+    match lines.next().await {
+        Some(line) => decision(&line),
+        None => Decision::Deny(Some("the user's input ended before they answered".into())),
+    }
+}
+
+/// Put ask_user's question to `lines`' person; the answer for the host (an option's number picks
+/// it; an empty line, or the end of the input, is an empty answer, which ask_user tells the model
+/// to take as "go on with your own judgement").
+pub async fn ask_question(lines: &Lines, question: &Question) -> String {
+    lines.discard_typed_ahead();
+    lines.show(&prompt(question));
+    match lines.next().await {
+        Some(line) => interpret(&line, &question.options).unwrap_or_default(),
+        None => String::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -167,6 +309,16 @@ mod tests {
              your own words; an empty line declines): "
         );
         assert!(prompt(&question(&[])).ends_with("?\nanswer (an empty line declines): "));
+    }
+
+    #[test]
+    fn yes_approves_and_other_words_deny_with_a_reason() {
+        assert_eq!(decision("y\n"), Decision::Approve);
+        assert_eq!(decision(" YES "), Decision::Approve);
+        for no in ["", "n", "no", "NO\n"] {
+            assert_eq!(decision(no), Decision::Deny(None), "{no:?}");
+        }
+        assert_eq!(decision("use cargo test\n"), Decision::Deny(Some("use cargo test".into())));
     }
 
     #[test]

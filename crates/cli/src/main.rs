@@ -3,9 +3,12 @@
 
 mod approve;
 mod call;
+mod chat;
+mod run;
 mod serve;
 mod settings;
 mod tools;
+mod view;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -69,6 +72,32 @@ enum Command {
         #[arg(long, default_value = "build")]
         mode: Mode,
     },
+    /// Run the agent on one task: the model's text on stdout, one line per tool call on stderr.
+    /// Exit 0 when the turn completed, 1 when it failed or ran out of steps, 130 when aborted
+    /// (Ctrl-C; a second one quits at once).
+    Run {
+        /// The task, in words.
+        task: String,
+        /// The mode a new session starts in (on --resume: switch to it).
+        #[arg(long)]
+        mode: Option<Mode>,
+        /// Go on with a stored session (its id is printed at the end of each run).
+        #[arg(long, value_name = "ID")]
+        resume: Option<String>,
+        /// The id of the new session (default: a fresh one).
+        #[arg(long, value_name = "ID", conflicts_with = "resume")]
+        session_id: Option<String>,
+    },
+    /// Talk with the agent: each line is a turn; /plan, /build, /todos, /exit. Ctrl-C aborts the
+    /// running turn, or leaves when none runs.
+    Chat {
+        /// The mode a new session starts in (on --resume: switch to it).
+        #[arg(long)]
+        mode: Option<Mode>,
+        /// Go on with a stored session.
+        #[arg(long, value_name = "ID")]
+        resume: Option<String>,
+    },
     /// Show the configuration.
     Config {
         #[command(subcommand)]
@@ -114,12 +143,19 @@ fn run(cli: Cli) -> Result<ExitCode> {
     if !root.is_dir() {
         anyhow::bail!("the root {} is not a directory", root.display());
     }
-    let loaded = settings::load(&settings::Layers {
-        user_file: settings::user_config_file(),
-        root: &root,
-        env: std::env::vars().collect(),
-        flags: &cli.set,
-    })?;
+    let mut loaded = load_settings(&root, &cli.set)?;
+    // `--resume` without `--root`: the session's own project (its configuration, skills,
+    // preview), wherever the command is typed.
+    let mut root = root;
+    if let (Command::Run { resume: Some(id), .. } | Command::Chat { resume: Some(id), .. }, None) =
+        (&cli.command, &cli.root)
+        && let Some(stored) = run::stored_root(&loaded.settings.store, id)?
+        && stored.is_dir()
+        && !run::same_dir(&stored, &root)
+    {
+        loaded = load_settings(&stored, &cli.set)?;
+        root = stored;
+    }
     match cli.command {
         Command::Config { action: ConfigAction::Show } => {
             print!("{}", settings::render(&loaded));
@@ -157,11 +193,46 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let setup = serve::HostSetup {
                 store: loaded.settings.store.clone(),
                 provider: serve::provider(&loaded.settings.model)?,
-                agent: Default::default(),
+                agent: loaded.settings.agent.clone(),
             };
             serve::http(registry, &root, mode, listen, &config, setup)
         }
+        Command::Run { task, mode, resume, session_id } => {
+            stop_leftovers();
+            let start = match resume {
+                Some(id) => run::Start::Resume { id, mode },
+                None => run::Start::New { id: session_id, mode: mode.unwrap_or_default() },
+            };
+            run::run(agent_setup(loaded, root)?, start, task)
+        }
+        Command::Chat { mode, resume } => {
+            stop_leftovers();
+            let start = match resume {
+                Some(id) => run::Start::Resume { id, mode },
+                None => run::Start::New { id: None, mode: mode.unwrap_or_default() },
+            };
+            chat::chat(agent_setup(loaded, root)?, start)
+        }
     }
+}
+
+fn load_settings(root: &std::path::Path, flags: &[String]) -> Result<settings::Loaded> {
+    settings::load(&settings::Layers {
+        user_file: settings::user_config_file(),
+        root,
+        env: std::env::vars().collect(),
+        flags,
+    })
+}
+
+/// What `hands run` and `hands chat` run on. Their approval policy is `ask` unless a layer says
+/// otherwise (TOOLS.md: the agent loop asks by default; `hands call` and MCP do not).
+fn agent_setup(mut loaded: settings::Loaded, root: PathBuf) -> Result<run::Setup> {
+    if loaded.sources.get("approval").is_none_or(|source| source == "default") {
+        loaded.settings.approval = hands_core::config::Approval::Ask;
+    }
+    let registry = build_registry(&loaded, &root)?;
+    Ok(run::Setup { registry, root, settings: loaded.settings })
 }
 
 /// Stop what a crashed hands left running (its records say what), before starting anything new.
@@ -197,7 +268,10 @@ fn build_registry_with_mcp(
         Registry::builder(loaded.settings.core()).conditions(Conditions::from_process(config_json));
     let builder = hands_fs::register(builder, &loaded.settings.fs);
     let builder = hands_exec::register(builder, &loaded.settings.exec());
-    let builder = hands_agent::register(builder);
+    // The session tools with their settings, and use_skill listing the project's skills too.
+    let skills =
+        hands_agent::UseSkill::discover(Some(root), hands_agent::user_skills_dir().as_deref());
+    let builder = hands_agent::register_with(builder, &loaded.settings.session_tools(), skills);
     // The preview tools, when the project has a preview (configured or detected).
     let builder =
         hands_preview::register(builder, &loaded.settings.preview, &loaded.settings.exec(), root);

@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
+use hands_agent::AskUserConfig;
+use hands_agent::host::AgentConfig;
 use hands_agent::provider::ModelConfig;
 use hands_core::CoreConfig;
 use hands_core::config::{Approval, OutputConfig, RecoveryConfig, TimeoutConfig};
@@ -57,6 +59,10 @@ pub struct Settings {
     pub mcp_call_timeout_ms: u64,
     /// `[sandbox]`: where tools run (`local`, `bwrap`, `remote`).
     pub sandbox: SandboxConfig,
+    /// `[agent]`: the loop's limits (steps per turn, output tokens, when old results are elided).
+    pub agent: AgentConfig,
+    /// `[ask_user]`: how long ask_user waits for an answer.
+    pub ask_user: AskUserConfig,
 }
 
 impl Default for Settings {
@@ -79,6 +85,8 @@ impl Default for Settings {
             mcp_servers: McpServersConfig::default(),
             mcp_call_timeout_ms: hands_mcp::DEFAULT_CALL_TIMEOUT_MS,
             sandbox: SandboxConfig::default(),
+            agent: AgentConfig::default(),
+            ask_user: AskUserConfig::default(),
         }
     }
 }
@@ -93,17 +101,31 @@ impl Settings {
         }
     }
 
-    /// The core's part.
+    /// The core's part. The registry's limit for ask_user is raised to at least ask_user's own
+    /// wait plus [`ASK_USER_MARGIN_MS`], so that a longer `ask_user.timeout_ms` is not cut short
+    /// by the backstop (ask_user's own limit gives the model the clearer message).
     pub fn core(&self) -> CoreConfig {
+        let mut timeouts = self.timeouts.clone();
+        let floor = self.ask_user.timeout_ms.saturating_add(ASK_USER_MARGIN_MS);
+        let limit = timeouts.tools.entry("ask_user".to_owned()).or_insert(floor);
+        *limit = (*limit).max(floor);
         CoreConfig {
             approval: self.approval,
             output: self.output.clone(),
-            timeouts: self.timeouts.clone(),
+            timeouts,
             recovery: self.recovery.clone(),
             dedup: self.dedup,
         }
     }
+
+    /// The agent's session-tool settings, for `hands_agent::register_with`.
+    pub fn session_tools(&self) -> hands_agent::AgentConfig {
+        hands_agent::AgentConfig { ask_user: self.ask_user.clone() }
+    }
 }
+
+/// How much longer than ask_user's own wait the registry lets an ask_user call run.
+pub const ASK_USER_MARGIN_MS: u64 = 10_000;
 
 /// The merged settings and where each value came from.
 #[derive(Debug, Clone)]
@@ -174,7 +196,8 @@ pub fn load(layers: &Layers<'_>) -> Result<Loaded> {
             for key in drop_user_only(&mut layer) {
                 tracing::warn!(file = %source, key, "ignored: only the user may set this");
                 ignored.push(format!(
-                    "{key} in {source} (the project cannot loosen what the user allows: set it                      in the user file, HANDS_* or -c)"
+                    "{key} in {source} (the project cannot loosen what the user allows: set it \
+                     in the user file, HANDS_* or -c)"
                 ));
             }
         }
@@ -364,9 +387,9 @@ fn render_table(table: &Table, prefix: &str, sources: &BTreeMap<String, String>,
         }
         let source = sources.get(&dotted).map_or("default", String::as_str);
         let key_text = toml_key(key);
-        // A secret is shown as set, never printed.
-        let shown =
-            if dotted == "server.token" { "\"<set>\"".to_owned() } else { value.to_string() };
+        // A secret is shown as set, never printed (a gateway's key may sit in a model header).
+        let secret = dotted == "server.token" || dotted.starts_with("model.headers.");
+        let shown = if secret { "\"<set>\"".to_owned() } else { value.to_string() };
         out.push_str(&format!("{key_text} = {shown}  # {source}\n"));
     }
     for (dotted, inner) in subtables {
@@ -500,6 +523,54 @@ mod tests {
         let loaded = load_with(&[], &[("HANDS_BASH__SHELL", "123")], &["fs.grep_limit=9"]).unwrap();
         assert_eq!(loaded.settings.bash.shell, "123");
         assert_eq!(loaded.settings.fs.grep_limit, 9, "numbers stay numbers where they should be");
+    }
+
+    #[test]
+    fn the_agent_sections_load_and_model_and_store_are_the_users_only() {
+        let loaded = load_with(
+            &[
+                ("user", "[model]\nprovider = \"openai\"\nmodel = \"gpt-4o\"\n"),
+                (
+                    "project",
+                    "[model]\nbase_url = \"http://evil.example\"\n[store]\npath = \"leak.db\"\n\
+                     [agent]\nmax_steps = 7\n[ask_user]\ntimeout_ms = 1000\n",
+                ),
+            ],
+            &[("HANDS_MODEL__API_KEY_ENV", "MY_KEY")],
+            &["store.backend=memory"],
+        )
+        .unwrap();
+        let s = &loaded.settings;
+        assert_eq!(s.model.model, "gpt-4o");
+        assert_eq!(s.model.base_url, None, "a project cannot send the key elsewhere");
+        assert_eq!(s.model.api_key_env.as_deref(), Some("MY_KEY"));
+        assert_ne!(s.store.path, Path::new("leak.db"));
+        assert_eq!(s.store.backend, hands_store::StoreBackend::Memory);
+        assert_eq!((s.agent.max_steps, s.ask_user.timeout_ms), (7, 1000));
+        assert_eq!(loaded.ignored.len(), 2, "{:?}", loaded.ignored);
+        let shown = render(&loaded);
+        assert!(shown.contains("max_steps = 7  # "), "{shown}");
+        assert!(shown.contains("api_key_env = \"MY_KEY\"  # environment variable"), "{shown}");
+        assert!(shown.contains("# ignored: model in"), "{shown}");
+    }
+
+    #[test]
+    fn the_registry_lets_ask_user_wait_as_long_as_it_is_set_to() {
+        let defaults = Settings::default().core();
+        assert_eq!(defaults.timeouts.tools.get("ask_user"), Some(&610_000));
+        let loaded =
+            load_with(&[("user", "[ask_user]\ntimeout_ms = 3600000\n")], &[], &[]).unwrap();
+        assert_eq!(loaded.settings.core().timeouts.tools.get("ask_user"), Some(&3_610_000));
+    }
+
+    #[test]
+    fn model_headers_are_shown_as_set_never_printed() {
+        let loaded =
+            load_with(&[("user", "[model.headers]\nx-gateway-key = \"secret-1\"\n")], &[], &[])
+                .unwrap();
+        let shown = render(&loaded);
+        assert!(!shown.contains("secret-1"), "{shown}");
+        assert!(shown.contains("x-gateway-key = \"<set>\""), "{shown}");
     }
 
     #[test]

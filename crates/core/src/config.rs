@@ -84,6 +84,9 @@ impl Default for TimeoutConfig {
             ("bash", 610_000),
             ("spawn_process", 60_000),
             ("stop_process", 30_000),
+            // ask_user waits up to its own `ask_user.timeout_ms` (10 min) for the user; this is
+            // the backstop, with a margin so that ask_user's clearer message comes first.
+            ("ask_user", 610_000),
         ];
         Self {
             default_ms: 120_000,

@@ -1,0 +1,280 @@
+//! How `hands run` and `hands chat` show a turn: the model's text on stdout as it streams, and on
+//! stderr one line per finished tool call (`✓ read_file src/main.rs (3 ms)`), notices, todo
+//! lists, mode changes and errors; while a call runs longer than a second, a spinner on stderr
+//! when it is a terminal. Text and lines never share a line: a line on stderr first ends the
+//! text's line on stdout.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use hands_agent::event::EventKind;
+use serde_json::Value;
+
+/// How often the spinner turns.
+pub const SPIN_EVERY: Duration = Duration::from_millis(100);
+/// A call shows the spinner once it has run this long.
+const SPIN_AFTER: Duration = Duration::from_secs(1);
+const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+
+/// A tool call in flight.
+struct Running {
+    label: String,
+    started: Instant,
+}
+
+/// Prints a turn's events: text to stdout as it streams, everything else as lines on stderr.
+pub struct View {
+    /// stdout has text without its line end yet.
+    mid_line: bool,
+    calls: HashMap<String, Running>,
+    /// stderr is a terminal (the spinner is drawn only there).
+    tty: bool,
+    spinner_shown: bool,
+    frame: usize,
+    /// How to allow calls without a terminal was said once.
+    pub hinted: bool,
+    /// The session's mode as last shown (a change made before the turn is not news).
+    mode: String,
+}
+
+impl View {
+    /// A view of a turn that starts in `mode`.
+    pub fn new(mode: String) -> Self {
+        use std::io::IsTerminal as _;
+        Self {
+            mid_line: false,
+            calls: HashMap::new(),
+            tty: std::io::stderr().is_terminal(),
+            spinner_shown: false,
+            frame: 0,
+            hinted: false,
+            mode,
+        }
+    }
+
+    pub fn event(&mut self, kind: &EventKind) {
+        match kind {
+            EventKind::TextDelta { text, .. } => self.text(text),
+            EventKind::ToolCallStarted { call_id, name, args, .. } => {
+                if name == "exit_plan_mode"
+                    && let Some(plan) = args.get("plan").and_then(Value::as_str)
+                {
+                    self.break_line();
+                    self.text(&format!("\n{}\n\n", plan.trim_end()));
+                }
+                let label = label(name, args);
+                self.calls.insert(call_id.clone(), Running { label, started: Instant::now() });
+            }
+            EventKind::ToolCallFinished {
+                call_id, name, duration_ms, is_error, summary, ..
+            } => {
+                let label = self.calls.remove(call_id).map_or_else(|| name.clone(), |c| c.label);
+                let mut line = format!(
+                    "{} {label} ({})",
+                    if *is_error { '✗' } else { '✓' },
+                    human(*duration_ms)
+                );
+                if *is_error && let Some(first) = summary.lines().find(|l| !l.trim().is_empty()) {
+                    line.push_str(": ");
+                    line.push_str(&cut(first.trim(), 160));
+                }
+                self.note(&line);
+            }
+            EventKind::ProcessNotice { text } => {
+                self.note(&format!("notice: {}", cut(text.lines().next().unwrap_or(""), 200)));
+            }
+            EventKind::TodosChanged { todos } => self.note(&todo_lines(todos)),
+            EventKind::ModeChanged { mode } if *mode != self.mode => {
+                self.mode.clone_from(mode);
+                self.note(&format!("mode: {mode}"));
+            }
+            EventKind::Error { message, .. } => self.note(&format!("hands: {message}")),
+            _ => {}
+        }
+    }
+
+    fn text(&mut self, text: &str) {
+        use std::io::Write as _;
+        if text.is_empty() {
+            return;
+        }
+        self.clear_spinner();
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
+        self.mid_line = !text.ends_with('\n');
+    }
+
+    fn break_line(&mut self) {
+        if self.mid_line {
+            self.text("\n");
+        }
+    }
+
+    /// A line on stderr, after the text so far.
+    pub fn note(&mut self, line: &str) {
+        self.clear_spinner();
+        self.break_line();
+        eprintln!("{line}");
+    }
+
+    /// A prompt is coming: clear the screen's last line for it.
+    pub fn pause(&mut self) {
+        self.clear_spinner();
+        self.break_line();
+    }
+
+    pub fn end(&mut self) {
+        self.clear_spinner();
+        self.break_line();
+    }
+
+    /// A call has run long enough for the spinner, and there is a terminal to draw it on.
+    pub fn spinning(&self) -> bool {
+        self.tty && !self.calls.is_empty()
+    }
+
+    pub fn spin(&mut self) {
+        let Some(oldest) = self.calls.values().min_by_key(|c| c.started) else { return };
+        let elapsed = oldest.started.elapsed();
+        if elapsed < SPIN_AFTER {
+            return;
+        }
+        let label = cut(&oldest.label, 60);
+        self.break_line();
+        self.frame = (self.frame + 1) % FRAMES.len();
+        let more = match self.calls.len() {
+            1 => String::new(),
+            n => format!(" and {} more", n - 1),
+        };
+        let elapsed = human(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX));
+        eprint!("\r\x1b[2K{} {label}{more} ({elapsed})", FRAMES[self.frame]);
+        self.spinner_shown = true;
+    }
+
+    fn clear_spinner(&mut self) {
+        if self.spinner_shown {
+            eprint!("\r\x1b[2K");
+            self.spinner_shown = false;
+        }
+    }
+}
+
+/// `read_file src/main.rs`: the tool and its main argument, on one short line.
+fn label(name: &str, args: &Value) -> String {
+    let text = |key: &str| args.get(key).and_then(Value::as_str).map(str::to_owned);
+    let main = match name {
+        "bash" | "spawn_process" => text("command"),
+        "read_file" | "write_file" | "edit_file" | "list_files" | "parse_document" => text("path"),
+        "glob" | "grep" => text("pattern").map(|p| match text("path") {
+            Some(path) => format!("{p} in {path}"),
+            None => p,
+        }),
+        "ask_user" => text("question"),
+        "use_skill" => text("name"),
+        "process_output" | "stop_process" => text("id"),
+        "spawn_subagent" => text("description").or_else(|| text("prompt")),
+        "exit_plan_mode" => Some(String::new()),
+        "todo_write" => args.get("todos").and_then(Value::as_array).map(|list| match list.len() {
+            1 => "1 item".to_owned(),
+            n => format!("{n} items"),
+        }),
+        _ => None,
+    };
+    let main = main.unwrap_or_else(|| match args {
+        Value::Object(map) if map.is_empty() => String::new(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    });
+    let first = main.lines().next().unwrap_or("").trim();
+    let mut shown = cut(first, 80);
+    if main.trim().lines().nth(1).is_some() && !shown.ends_with('…') {
+        shown.push('…');
+    }
+    if shown.is_empty() { name.to_owned() } else { format!("{name} {shown}") }
+}
+
+/// `text` cut to `max` characters, with `…` when cut.
+fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// `3 ms`, `1.2 s`, `2 min 5 s`.
+fn human(ms: u64) -> String {
+    match ms {
+        0..1_000 => format!("{ms} ms"),
+        1_000..60_000 => format!("{:.1} s", ms as f64 / 1000.0),
+        _ => format!("{} min {} s", ms / 60_000, (ms % 60_000) / 1000),
+    }
+}
+
+/// The todo list as the user sees it: `todos:` and one `[x] item` line each.
+fn todo_lines(todos: &Value) -> String {
+    let mut out = String::from("todos:");
+    for todo in todos.as_array().into_iter().flatten() {
+        let mark = match todo.get("status").and_then(Value::as_str) {
+            Some("completed") => "[x]",
+            Some("in_progress") => "[>]",
+            _ => "[ ]",
+        };
+        let content = todo.get("content").and_then(Value::as_str).unwrap_or("");
+        out.push_str(&format!("\n  {mark} {content}"));
+    }
+    if todos.as_array().is_none_or(Vec::is_empty) {
+        out.push_str(" (empty)");
+    }
+    out
+}
+
+/// The todo list of a session, for `/todos`.
+pub fn render_todos(todos: &[hands_agent::Todo]) -> String {
+    todo_lines(&serde_json::to_value(todos).unwrap_or(Value::Null))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn labels_show_the_main_argument_on_one_short_line() {
+        assert_eq!(label("read_file", &json!({"path": "src/main.rs"})), "read_file src/main.rs");
+        assert_eq!(label("bash", &json!({"command": "npm test"})), "bash npm test");
+        assert_eq!(label("bash", &json!({"command": "set -e\nmake"})), "bash set -e…");
+        assert_eq!(
+            label("grep", &json!({"pattern": "fn main", "path": "src"})),
+            "grep fn main in src"
+        );
+        assert_eq!(label("list_processes", &json!({})), "list_processes");
+        assert_eq!(label("mcp__x__y", &json!({"a": 1})), "mcp__x__y {\"a\":1}");
+        let long = label("bash", &json!({"command": "x".repeat(200)}));
+        assert_eq!(long.chars().count(), "bash ".len() + 80);
+        assert!(long.ends_with('…'));
+    }
+
+    #[test]
+    fn durations_read_like_a_person_writes_them() {
+        assert_eq!(human(3), "3 ms");
+        assert_eq!(human(1_234), "1.2 s");
+        assert_eq!(human(125_000), "2 min 5 s");
+    }
+
+    #[test]
+    fn todos_render_with_their_marks() {
+        let list = json!([
+            {"id": "1", "content": "Read", "status": "completed"},
+            {"id": "2", "content": "Fix", "status": "in_progress"},
+            {"id": "3", "content": "Test", "status": "pending"},
+        ]);
+        assert_eq!(todo_lines(&list), "todos:\n  [x] Read\n  [>] Fix\n  [ ] Test");
+        assert_eq!(todo_lines(&json!([])), "todos: (empty)");
+    }
+}

@@ -1,7 +1,7 @@
 //! The SSE event stream over the real API: a turn's events in order with `id:` and `event:`
 //! fields, a reconnect with `Last-Event-ID` (or `?after=`) that replays exactly the events missed,
-//! a reader too slow for the live channel that still gets every event once, and the ends of a
-//! stream (unknown session, deleted session).
+//! a reader too slow for the live channel that still gets every event once, the end of a stream
+//! whose session is deleted, and the keep-alive comments of an idle one.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -168,4 +168,29 @@ async fn the_stream_ends_when_its_session_is_deleted() {
     assert_eq!(status, 204);
     let end = tokio::time::timeout(Duration::from_secs(15), stream.next()).await;
     assert_eq!(end.unwrap(), None, "the stream should end");
+}
+
+/// An idle stream gets a comment every 15 s (virtual time: the test's clock is paused and jumps
+/// to the next timer whenever nothing else is ready).
+#[tokio::test(start_paused = true)]
+async fn an_idle_stream_gets_a_keep_alive_comment_every_15_s() {
+    let server = TestServer::start(None).await;
+    let id = server.session(json!({})).await;
+    // No client timeout: under the paused clock it would be the next timer to fire.
+    let client = reqwest::Client::new();
+    let mut response =
+        client.get(server.url(&format!("/v1/sessions/{id}/events"))).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let opened = tokio::time::Instant::now();
+    for n in 1..=2u32 {
+        let chunk = response.chunk().await.unwrap().unwrap();
+        let text = String::from_utf8(chunk.to_vec()).unwrap();
+        assert!(text.starts_with(':'), "not a comment: {text:?}");
+        let waited = opened.elapsed();
+        assert!(
+            waited >= hands_server::KEEP_ALIVE * n
+                && waited < hands_server::KEEP_ALIVE * n + Duration::from_secs(1),
+            "comment {n} after {waited:?}"
+        );
+    }
 }

@@ -84,6 +84,14 @@ impl View {
                 self.note(&format!("notice: {}", cut(text.lines().next().unwrap_or(""), 200)));
             }
             EventKind::TodosChanged { todos } => self.note(&todo_lines(todos)),
+            // The wait for the person is not the call's running time. Calls that need approval
+            // change things and run alone, so the call in flight is that one (or, for
+            // exit_plan_mode, reads beside it, whose spinner merely restarts).
+            EventKind::ApprovalDecided { .. } => {
+                for call in self.calls.values_mut() {
+                    call.started = Instant::now();
+                }
+            }
             EventKind::ModeChanged { mode } if *mode != self.mode => {
                 self.mode.clone_from(mode);
                 self.note(&format!("mode: {mode}"));

@@ -361,6 +361,9 @@ struct Live {
     turn: Mutex<TurnState>,
     /// The mode and todo list last announced (and stored).
     announced: tokio::sync::Mutex<(Mode, Vec<crate::Todo>)>,
+    /// Direct tool calls ([`Host::call_tool`]) in flight: an abort of the project counts a
+    /// session busy with one.
+    direct_calls: AtomicU64,
 }
 
 impl Live {
@@ -908,10 +911,19 @@ impl Host {
         recorder.started(&call_id, name, &args).await;
         let started = std::time::Instant::now();
         let call = ToolCall { id: call_id.clone(), name: name.to_owned(), args, turn: turn_id };
+        struct InFlight<'a>(&'a AtomicU64);
+        impl Drop for InFlight<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        live.direct_calls.fetch_add(1, Ordering::SeqCst);
+        let in_flight = InFlight(&live.direct_calls);
         let output = match self.parts.registry.dispatch(&live.session, call).await {
             Ok(output) => output,
             Err(err) => ToolOutput::error(format!("hands could not run {name}: {err}")),
         };
+        drop(in_flight);
         recorder.finished(&call_id, name, &output, started.elapsed()).await;
         Ok(output)
     }
@@ -983,16 +995,18 @@ impl Host {
         }
     }
 
-    /// Abort every live session of a project; returns how many sessions were aborted (0 is fine:
-    /// an idle project, or one whose sessions are not loaded).
+    /// Abort every live session of a project; returns how many of them had something to abort
+    /// (a turn, a direct call in flight, a running background process). 0 is fine: an idle
+    /// project, or one whose sessions are not loaded.
     pub async fn abort_project(&self, project_id: &str) -> HostResult<usize> {
         let sessions: Vec<Arc<Live>> = lock(&self.live)
             .values()
             .filter(|l| l.session.project() == project_id)
             .cloned()
             .collect();
-        futures_util::future::join_all(sessions.iter().map(|l| self.abort_live(l))).await;
-        Ok(sessions.len())
+        let busy =
+            futures_util::future::join_all(sessions.iter().map(|l| self.abort_live(l))).await;
+        Ok(busy.into_iter().filter(|&b| b).count())
     }
 
     /// The session's background processes (the list_processes tool's structured output).
@@ -1044,8 +1058,10 @@ impl Host {
     }
 
     /// Abort what runs in a live session: its calls and turn (the session's abort generation),
-    /// then its background processes (stop_process on each running one).
-    async fn abort_live(&self, live: &Live) {
+    /// then its background processes (stop_process on each running one). True when something
+    /// was running.
+    async fn abort_live(&self, live: &Live) -> bool {
+        let mut busy = live.running().is_some() || live.direct_calls.load(Ordering::SeqCst) > 0;
         live.session.abort();
         if self.parts.registry.get("list_processes").is_some()
             && self.parts.registry.get("stop_process").is_some()
@@ -1063,6 +1079,7 @@ impl Host {
                         .collect()
                 })
                 .unwrap_or_default();
+            busy |= !running.is_empty();
             futures_util::future::join_all(
                 running
                     .iter()
@@ -1071,6 +1088,7 @@ impl Host {
             .await;
         }
         live.wait_turn(Some(ABORT_WAIT)).await;
+        busy
     }
 
     fn info(&self, live: &Live) -> SessionInfo {
@@ -1179,6 +1197,7 @@ impl Host {
             conversation: tokio::sync::Mutex::new(messages),
             turn: Mutex::new(TurnState { running: None, last_status }),
             announced: tokio::sync::Mutex::new(announced),
+            direct_calls: AtomicU64::new(0),
         });
         map.insert(session.id().to_owned(), Arc::clone(&live));
         drop(map);

@@ -52,12 +52,20 @@ impl Serve {
         Self { child, base: format!("http://127.0.0.1:{port}") }
     }
 
-    /// SIGTERM, as a user's Ctrl-C or a service manager would: a clean exit.
+    /// SIGTERM, as a user's Ctrl-C or a service manager would: a clean exit, soon, even with an
+    /// event stream open.
     fn stop(mut self) {
         let status =
             Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap();
         assert!(status.success());
-        let exited = self.child.wait().unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        let exited = loop {
+            if let Some(exited) = self.child.try_wait().unwrap() {
+                break exited;
+            }
+            assert!(std::time::Instant::now() < deadline, "hands serve did not stop on SIGTERM");
+            std::thread::sleep(Duration::from_millis(50));
+        };
         assert!(exited.success(), "hands serve exited with {exited}");
     }
 }
@@ -222,5 +230,14 @@ async fn the_session_api_through_hands_serve_survives_a_restart() {
     .await;
     assert_eq!(status, 503, "{refused}");
     assert_eq!(refused["error"]["code"], "no_model");
+    // A client that keeps its event stream open does not hold the shutdown up.
+    let open = client
+        .get(format!("{base}/v1/sessions/kept/events?after=1000000"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(open.status(), 200);
     server.stop();
+    drop(open);
 }

@@ -535,12 +535,17 @@ struct TurnRecorder {
     store: Arc<dyn Store>,
     session_id: String,
     turn_id: Option<String>,
+    /// The store's id of each call in flight, by the model's id for it: models' ids are not
+    /// unique across sessions or even turns (local servers number them `call_0`, `call_1`, …).
+    record_ids: Mutex<HashMap<String, String>>,
 }
 
 impl TurnRecorder {
     async fn started(&self, id: &str, name: &str, args: &Value) {
+        let record_id = fresh_id("call");
+        lock(&self.record_ids).insert(id.to_owned(), record_id.clone());
         let record = ToolCallRecord {
-            id: id.to_owned(),
+            id: record_id,
             session_id: self.session_id.clone(),
             turn_id: self.turn_id.clone(),
             name: name.to_owned(),
@@ -566,8 +571,9 @@ impl TurnRecorder {
     async fn finished(&self, id: &str, name: &str, output: &ToolOutput, duration: Duration) {
         let duration_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
         let result = serde_json::to_value(output).unwrap_or(Value::Null);
+        let record_id = lock(&self.record_ids).remove(id).unwrap_or_else(|| id.to_owned());
         if let Err(err) =
-            self.store.finish_tool_call(id, result, output.is_error, duration_ms).await
+            self.store.finish_tool_call(&record_id, result, output.is_error, duration_ms).await
         {
             tracing::warn!(session = %self.session_id, call = id, %err, "storing a tool result");
         }
@@ -907,6 +913,7 @@ impl Host {
             store: Arc::clone(&self.parts.store),
             session_id: id.to_owned(),
             turn_id: turn_id.clone(),
+            record_ids: Mutex::default(),
         };
         recorder.started(&call_id, name, &args).await;
         let started = std::time::Instant::now();
@@ -1291,8 +1298,8 @@ impl TurnTask {
         if let Err(err) = store.end_turn(&turn_id, &status, now_ms()).await {
             tracing::warn!(turn = %turn_id, %err, "storing the end of a turn");
         }
-        hub.emit(EventKind::TurnEnded { turn_id: turn_id.clone(), reason: status.clone(), text })
-            .await;
+        // The turn is over before anyone hears so: a client that posts its next message as soon
+        // as it sees turn_ended must not find this turn still running.
         {
             let mut state = lock(&self.live.turn);
             if state.running.as_ref().is_some_and(|r| r.id == turn_id) {
@@ -1300,6 +1307,8 @@ impl TurnTask {
             }
             state.last_status = Some(status.clone());
         }
+        hub.emit(EventKind::TurnEnded { turn_id: turn_id.clone(), reason: status.clone(), text })
+            .await;
         self.done.send_replace(Some(status));
     }
 
@@ -1313,6 +1322,7 @@ impl TurnTask {
             store: Arc::clone(&self.parts.store),
             session_id: session.id().to_owned(),
             turn_id: Some(self.turn_id.clone()),
+            record_ids: Mutex::default(),
         };
         let turn = Turn {
             provider: self.provider.as_ref(),

@@ -507,3 +507,48 @@ async fn a_session_survives_a_restart_on_sqlite() {
     assert_eq!(host.get_session("kept").await.unwrap().title.as_deref(), Some("write a"));
     host.close().await;
 }
+
+#[tokio::test]
+async fn tool_calls_are_stored_even_when_the_model_repeats_its_call_ids() {
+    // Local model servers number the calls of each response call_0, call_1, …: the same ids in
+    // every step, turn and session. Each call must still be stored with its result.
+    let fx = Fixture::new(
+        Script::new(vec![
+            call("read_file", json!({"path": "a.txt"})),
+            say("one"),
+            call("read_file", json!({"path": "a.txt"})),
+            say("two"),
+            call("read_file", json!({"path": "a.txt"})),
+            say("three"),
+        ])
+        .with_local_ids(),
+    )
+    .await;
+    std::fs::write(fx.root.path().join("a.txt"), "hello\n").unwrap();
+    let first = fx.session(Mode::Build).await;
+    let second = fx.session(Mode::Build).await;
+    assert_eq!(fx.turn(&first, "read it").await, "completed");
+    assert_eq!(fx.turn(&first, "again").await, "completed");
+    assert_eq!(fx.turn(&second, "you too").await, "completed");
+    let calls = fx.store.tool_calls(&first).await.unwrap();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert!(calls.iter().all(|c| c.result.is_some() && c.is_error == Some(false)), "{calls:?}");
+    let calls = fx.store.tool_calls(&second).await.unwrap();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert!(calls[0].result.is_some(), "{calls:?}");
+}
+
+#[tokio::test]
+async fn a_message_posted_on_turn_ended_is_accepted() {
+    // A client that posts as soon as it sees turn_ended must not get "still running".
+    let fx = Fixture::new(Script::new(vec![say("first"), say("second")])).await;
+    let session = fx.session(Mode::Build).await;
+    let mut sub = fx.host.subscribe(&session, 0).await.unwrap();
+    fx.host.post_message(&session, "one".into()).await.unwrap();
+    within(30, until(&mut sub, |k| matches!(k, EventKind::TurnEnded { .. }))).await;
+    fx.host.post_message(&session, "two".into()).await.unwrap();
+    assert_eq!(
+        within(30, fx.host.wait_turn(&session)).await.unwrap().as_deref(),
+        Some("completed")
+    );
+}

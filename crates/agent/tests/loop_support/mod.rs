@@ -69,6 +69,8 @@ pub struct Script {
     /// Every request received, in order.
     pub requests: Mutex<Vec<ModelRequest>>,
     window: u64,
+    /// Number the calls of each response `call_0`, `call_1`, … as local model servers do.
+    local_ids: bool,
 }
 
 impl Script {
@@ -78,12 +80,19 @@ impl Script {
             rule: None,
             requests: Mutex::new(Vec::new()),
             window: 200_000,
+            local_ids: false,
         }
     }
 
     /// Answer each request with `rule` (for concurrent sessions).
     pub fn rule(rule: impl Fn(&ModelRequest) -> Step + Send + Sync + 'static) -> Self {
         Self { rule: Some(Box::new(rule)), ..Self::new(Vec::new()) }
+    }
+
+    /// Tool-use ids `call_0`, `call_1`, … in every response (they repeat across responses).
+    pub fn with_local_ids(mut self) -> Self {
+        self.local_ids = true;
+        self
     }
 
     pub fn with_window(mut self, window: u64) -> Self {
@@ -155,8 +164,9 @@ impl Provider for Script {
                         content.push(Block::Text { text });
                     }
                     let has_tools = !tools.is_empty();
-                    for (name, input) in tools {
-                        content.push(Block::ToolUse { id: next_id(), name, input });
+                    for (n, (name, input)) in tools.into_iter().enumerate() {
+                        let id = if self.local_ids { format!("call_{n}") } else { next_id() };
+                        content.push(Block::ToolUse { id, name, input });
                     }
                     Ok(ModelResponse {
                         message: Message { role: Role::Assistant, content },

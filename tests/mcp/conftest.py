@@ -224,7 +224,7 @@ def connect(hands: Path, root: Path, tmp_path: Path):
     servers: list[Server] = []
 
     @contextlib.asynccontextmanager
-    async def _connect(transport: str, mode: str | None = None) -> AsyncIterator[Conn]:
+    async def _connect(transport: str, mode: str | None = None, sampling_callback=None) -> AsyncIterator[Conn]:
         notes: list = []
 
         async def on_message(msg) -> None:
@@ -241,14 +241,14 @@ def connect(hands: Path, root: Path, tmp_path: Path):
             )
             with open(tmp_path / "stdio-stderr.log", "a") as errlog:
                 async with stdio_client(params, errlog=errlog) as (read, write):
-                    async with ClientSession(read, write, message_handler=on_message) as session:
+                    async with ClientSession(read, write, message_handler=on_message, sampling_callback=sampling_callback) as session:
                         init = await session.initialize()
                         yield Conn(session, transport, token, init, notes)
         elif transport == "http":
             srv = start_serve(hands, root, tmp_path / "serve.log", mode=mode)
             servers.append(srv)
             async with streamable_http_client(srv.url) as (read, write):
-                async with ClientSession(read, write, message_handler=on_message) as session:
+                async with ClientSession(read, write, message_handler=on_message, sampling_callback=sampling_callback) as session:
                     init = await session.initialize()
                     yield Conn(session, transport, srv.token_env, init, notes, server=srv)
             assert srv.alive(), f"hands serve died:\n{srv.stderr()}"

@@ -332,3 +332,30 @@ async def test_start_in_plan_mode_matches_cli(connect, transport, hands):
     async with connect(transport) as conn:
         names = {t.name for t in (await conn.session.list_tools()).tools}
         assert names == cli_tool_names(hands, "build")
+
+
+async def test_spawn_subagent_uses_the_clients_sampling(connect, transport):
+    """No model is configured: spawn_subagent is offered only to a client that offers sampling,
+    and the sub-agent's model is that client (its answer comes back as the tool result)."""
+    asked: list[types.CreateMessageRequestParams] = []
+
+    async def sample(context, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        asked.append(params)
+        return types.CreateMessageResult(
+            role="assistant",
+            content=types.TextContent(type="text", text="The answer is 42."),
+            model="test-sampler",
+            stop_reason="endTurn",
+        )
+
+    async with connect(transport) as conn:
+        names = {t.name for t in (await conn.session.list_tools()).tools}
+        assert "spawn_subagent" not in names, "offered with no model and no sampling"
+    async with connect(transport, sampling_callback=sample) as conn:
+        names = {t.name for t in (await conn.session.list_tools()).tools}
+        assert "spawn_subagent" in names, names
+        result = await call_ok(conn.session, "spawn_subagent", {"prompt": "What is the answer?"})
+        assert "42" in text_of(result), text_of(result)
+        assert asked, "the client was never asked to sample"
+        first = asked[0]
+        assert "What is the answer?" in str(first.messages), first.messages

@@ -275,7 +275,7 @@ async fn processes_are_listed_and_stopped_through_the_tools() {
 async fn a_sub_agent_researches_with_read_only_tools() {
     let fx = Fixture::new(Script::new(vec![
         // The parent hands the task over.
-        call("spawn_subagent", json!({"task": "What does secret.txt say?"})),
+        call("spawn_subagent", json!({"prompt": "What does secret.txt say?"})),
         // The sub-agent tries to write (refused), then reads.
         calls(vec![
             ("write_file", json!({"path": "x.txt", "content": "no"})),
@@ -319,7 +319,7 @@ async fn a_sub_agent_without_a_model_says_so() {
     let out = registry
         .dispatch(
             &session,
-            hands_core::ToolCall::new("c1", "spawn_subagent", json!({"task": "look around"})),
+            hands_core::ToolCall::new("c1", "spawn_subagent", json!({"prompt": "look around"})),
         )
         .await
         .unwrap();

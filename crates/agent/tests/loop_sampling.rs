@@ -88,7 +88,7 @@ async fn run(tools: bool) -> (String, Vec<CreateMessageRequestParams>) {
     let out = registry
         .dispatch(
             &session,
-            ToolCall::new("c1", "spawn_subagent", json!({"task": "find the answer"})),
+            ToolCall::new("c1", "spawn_subagent", json!({"prompt": "find the answer"})),
         )
         .await
         .unwrap();

@@ -162,7 +162,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Tools { mode, json } => {
-            let (registry, mcp) = build_registry_with_mcp(&loaded, &root)?;
+            let has_model = !loaded.settings.model.model.trim().is_empty();
+            let (registry, mcp) = build_registry_with_mcp(&loaded, &root, has_model)?;
             tools::print(&registry, mode, json)?;
             if !json {
                 for server in mcp.status() {
@@ -180,12 +181,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Mcp { mode } => {
             stop_leftovers();
-            let registry = build_registry(&loaded, &root)?;
-            serve::stdio(registry, &root, mode)
+            let registry = build_registry_with_mcp(&loaded, &root, true)?.0;
+            let subagent = serve::Subagent {
+                provider: serve::provider(&loaded.settings.model)?,
+                limits: loaded.settings.agent.subagent_limits(),
+            };
+            serve::stdio(registry, &root, mode, subagent)
         }
         Command::Serve { listen, token, mode } => {
             stop_leftovers();
-            let registry = build_registry(&loaded, &root)?;
+            let registry = build_registry_with_mcp(&loaded, &root, true)?.0;
             let mut config = loaded.settings.server.clone();
             if token.is_some() {
                 config.token = token;
@@ -254,14 +259,19 @@ fn stop_leftovers() {
 }
 
 /// The registry with every tool this build has.
+/// spawn_subagent is among them when a model is configured.
 fn build_registry(loaded: &settings::Loaded, root: &std::path::Path) -> Result<Registry> {
-    Ok(build_registry_with_mcp(loaded, root)?.0)
+    let has_model = !loaded.settings.model.model.trim().is_empty();
+    Ok(build_registry_with_mcp(loaded, root, has_model)?.0)
 }
 
-/// [`build_registry`], plus the MCP servers it connected (their failures, for `hands tools`).
+/// [`build_registry`], plus the MCP servers it connected (their failures, for `hands tools`);
+/// with spawn_subagent when `subagent` (a model is configured, or an MCP front end whose clients
+/// may offer sampling: it hides the tool from a connection that has neither).
 fn build_registry_with_mcp(
     loaded: &settings::Loaded,
     root: &std::path::Path,
+    subagent: bool,
 ) -> Result<(Registry, hands_mcp::McpClients)> {
     let config_json = serde_json::to_value(&loaded.settings).context("configuration to JSON")?;
     let builder =
@@ -272,6 +282,7 @@ fn build_registry_with_mcp(
     let skills =
         hands_agent::UseSkill::discover(Some(root), hands_agent::user_skills_dir().as_deref());
     let builder = hands_agent::register_with(builder, &loaded.settings.session_tools(), skills);
+    let builder = hands_agent::subagent::register(builder, subagent);
     // The preview tools, when the project has a preview (configured or detected).
     let builder =
         hands_preview::register(builder, &loaded.settings.preview, &loaded.settings.exec(), root);

@@ -19,8 +19,10 @@ use hands_server::ServerConfig;
 use hands_store::{Store, StoreConfig};
 
 /// MCP over stdin/stdout until stdin closes or a signal arrives.
-pub fn stdio(registry: Registry, root: &Path, mode: Mode) -> Result<ExitCode> {
-    let factory = ServerFactory::new(Arc::new(registry), root, mode);
+pub fn stdio(registry: Registry, root: &Path, mode: Mode, subagent: Subagent) -> Result<ExitCode> {
+    let registry = Arc::new(registry);
+    let factory = ServerFactory::new(Arc::clone(&registry), root, mode);
+    subagent.hook(&factory, registry);
     // One connection, one thread: every message is read, handled and answered on the same
     // thread, with no wake-up of another worker per message (measured: 27 → 21 µs per read_file
     // round trip). Blocking work (large reads, grep, writes, process reaping) still goes to the
@@ -58,6 +60,9 @@ pub fn http(
 ) -> Result<ExitCode> {
     let registry = Arc::new(registry);
     let factory = ServerFactory::new(Arc::clone(&registry), root, mode);
+    let subagent =
+        Subagent { provider: setup.provider.clone(), limits: setup.agent.subagent_limits() };
+    subagent.hook(&factory, Arc::clone(&registry));
     let store = open_store(&setup.store)?;
     let config = config.clone();
     run(async move {
@@ -65,6 +70,42 @@ pub fn http(
         let host = Host::open(parts).await.context("cannot open the session host")?;
         hands_server::serve(host, factory, listen, &config).await.map_err(anyhow::Error::from)
     })
+}
+
+/// What spawn_subagent runs on for an MCP connection: the client's sampling when it offers it,
+/// else the configured model; with neither, the tool is hidden from that connection.
+pub struct Subagent {
+    /// The configured model, if any.
+    pub provider: Option<Arc<dyn Provider>>,
+    /// `[agent] subagent_max_steps` and the other limits.
+    pub limits: hands_agent::turn::Limits,
+}
+
+impl Subagent {
+    /// Install the choice on each connection of `factory` as it initializes.
+    fn hook(self, factory: &ServerFactory, registry: Arc<Registry>) {
+        let Self { provider, limits } = self;
+        factory.set_session_hook(Arc::new(move |session, peer, _request| {
+            let sampling = hands_agent::provider_sampling::install(
+                session,
+                peer,
+                Arc::clone(&registry),
+                limits,
+            );
+            if sampling {
+                return;
+            }
+            match &provider {
+                Some(provider) => hands_agent::subagent::SubagentEnv {
+                    provider: Arc::clone(provider),
+                    registry: Arc::clone(&registry),
+                    limits,
+                }
+                .install(session),
+                None => session.hide_tool("spawn_subagent"),
+            }
+        }));
+    }
 }
 
 /// The model `[model]` names, or `None` when it names none (`model` empty): then `hands serve`

@@ -87,6 +87,8 @@ impl Default for TimeoutConfig {
             // ask_user waits up to its own `ask_user.timeout_ms` (10 min) for the user; this is
             // the backstop, with a margin so that ask_user's clearer message comes first.
             ("ask_user", 610_000),
+            // A sub-agent runs up to `[agent] subagent_max_steps` model calls and their tools.
+            ("spawn_subagent", 900_000),
         ];
         Self {
             default_ms: 120_000,

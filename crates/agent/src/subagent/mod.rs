@@ -69,7 +69,11 @@ pub struct SpawnSubagent;
 #[serde(deny_unknown_fields)]
 pub struct SpawnArgs {
     /// Everything the sub-agent should know: what to find out, where to look, what to report.
-    pub task: String,
+    #[serde(alias = "task")]
+    pub prompt: String,
+    /// A few words naming the job, for the user's view of the call (e.g. "find the DB calls").
+    #[serde(default)]
+    pub description: Option<String>,
 }
 
 fn system_prompt(root: &std::path::Path, tools: &[String], max_steps: u32) -> String {
@@ -132,9 +136,9 @@ impl Tool for SpawnSubagent {
     }
 
     async fn call(&self, ctx: Context, args: SpawnArgs) -> Result<ToolOutput, ToolError> {
-        if args.task.trim().is_empty() {
+        if args.prompt.trim().is_empty() {
             return Err(ToolError::model(
-                "`task` is empty: describe what the sub-agent should find out and report.",
+                "`prompt` is empty: describe what the sub-agent should find out and report.",
             ));
         }
         let Some(env) = ctx.session().get_extension::<SubagentEnv>() else {
@@ -163,7 +167,7 @@ impl Tool for SpawnSubagent {
             observer: &observer,
         };
         let mut messages = Vec::new();
-        let outcome = turn.run(&mut messages, Message::user(args.task)).await;
+        let outcome = turn.run(&mut messages, Message::user(args.prompt)).await;
         let text = outcome.text.unwrap_or_default();
         match outcome.reason {
             EndReason::Completed if text.trim().is_empty() => Ok(ToolOutput::text(
@@ -195,6 +199,6 @@ mod tests {
         let md = include_str!("spawn_subagent.md");
         let example = md.split("```json\n").nth(1).and_then(|s| s.split("```").next()).unwrap();
         let args: SpawnArgs = serde_json::from_str(example).unwrap();
-        assert!(!args.task.is_empty());
+        assert!(!args.prompt.is_empty());
     }
 }

@@ -3,7 +3,8 @@
 # run: hands (`hands mcp`, read_file), the reference filesystem server
 # (@modelcontextprotocol/server-filesystem, read_text_file) and a do-nothing responder that
 # answers each line at once (the floor of this machine's pipes and scheduler), also in a variant
-# that does the file system calls of the read (open, fstat, read, close) with no protocol library.
+# that does the file system calls of the read (open, fstat, read, close) with no protocol library,
+# and an rmcp server that answers each call at once (the floor of the protocol library + runtime).
 # Targets: hands' median within 1.3x of the floor's; >= 5x the reference's calls per second;
 # start-up to initialize-answered <= 20 ms.
 # Usage: bash bench/mcp.sh [N calls, default 2000]
@@ -15,7 +16,7 @@ for tool in node npm cargo; do
 done
 target="${CARGO_TARGET_DIR:-target}"
 cargo build --quiet --release -p hands
-cargo build --quiet --release -p hands-mcp --example bench_roundtrip --example mcp_floor --example bench_http
+cargo build --quiet --release -p hands-mcp --example bench_roundtrip --example mcp_floor --example mcp_rmcp_floor --example bench_http
 node_dir="bench/node"
 ref="$node_dir/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
 if [[ ! -f "$ref" ]]; then
@@ -28,6 +29,7 @@ echo "hello from a small file" >"$root/small.txt"
 client="$target/release/examples/bench_roundtrip"
 "$client" floor read_file small.txt "$n" -- "$target/release/examples/mcp_floor" | tee "$root/floor"
 "$client" floor-read read_file small.txt "$n" -- "$target/release/examples/mcp_floor" --read "$root" | tee "$root/floor_read"
+"$client" rmcp-floor read_file small.txt "$n" -- "$target/release/examples/mcp_rmcp_floor" | tee "$root/rmcp_floor"
 "$client" hands read_file small.txt "$n" -- "$target/release/hands" mcp --root "$root" | tee "$root/hands"
 "$client" reference read_text_file "$root/small.txt" "$((n / 4))" -- node "$ref" "$root" | tee "$root/ref"
 python3 - "$root" <<'PY'
@@ -36,8 +38,11 @@ def read(name):
     text = open(f"{sys.argv[1]}/{name}").read()
     return {k: float(v) for k, v in re.findall(r"(\w+)=([\d.]+)", text)}
 floor, floor_read, hands, ref = read("floor"), read("floor_read"), read("hands"), read("ref")
+rmcp_floor = read("rmcp_floor")
 print(f"hands median / floor median : {hands['median_us'] / floor['median_us']:.2f}x (target <= 1.3x)")
 print(f"hands median / floor+read   : {hands['median_us'] / floor_read['median_us']:.2f}x (the floor that also opens, stats, reads and closes the file)")
+print(f"rmcp-floor median / floor   : {rmcp_floor['median_us'] / floor['median_us']:.2f}x (an rmcp server answering at once: what the protocol library and runtime cost)")
+print(f"hands median / rmcp-floor   : {hands['median_us'] / rmcp_floor['median_us']:.2f}x (what hands adds on top of rmcp: registry, middleware, the read)")
 print(f"hands calls/s / reference   : {hands['calls_per_s'] / ref['calls_per_s']:.1f}x (target >= 5x; floor/reference = {floor['calls_per_s'] / ref['calls_per_s']:.1f}x)")
 print(f"hands start-up              : {hands['startup_ms']:.1f} ms (target <= 20 ms; reference {ref['startup_ms']:.0f} ms)")
 PY

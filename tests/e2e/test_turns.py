@@ -277,7 +277,7 @@ def test_a_subagent_runs_a_nested_loop_and_its_answer_is_the_result(setup, proje
     and its final answer comes back as the tool's result."""
     task = "Find where the needle is mentioned."
     model, hands = setup(fmt, [
-        {"text": "I will delegate.", "tool_calls": [{"name": "spawn_subagent", "input": {"task": task}}]},
+        {"text": "I will delegate.", "tool_calls": [{"name": "spawn_subagent", "input": {"prompt": task, "description": "find the needle"}}]},
         {"tool_calls": [{"name": "grep", "input": {"pattern": "needle"}}]},  # the sub-agent
         {"text": "The needle is in notes.md:2 and src/main.rs:2."},  # the sub-agent's answer
         {"text": "The sub-agent found it in two files."},
@@ -292,7 +292,8 @@ def test_a_subagent_runs_a_nested_loop_and_its_answer_is_the_result(setup, proje
     assert end["reason"] == "completed", (end, events.data())
     assert end["text"] == "The sub-agent found it in two files."
     assert len(requests) == 4
-    assert "task" in tool_schema(fmt, requests[0], "spawn_subagent").get("properties", {})
+    schema = tool_schema(fmt, requests[0], "spawn_subagent")
+    assert schema["required"] == ["prompt"] and "description" in schema["properties"], schema
     # The sub-agent's requests: its own conversation that starts with the task, read-only tools.
     sub = requests[1]
     assert user_texts(fmt, sub) and task in user_texts(fmt, sub)[0]
@@ -309,6 +310,8 @@ def test_a_subagent_runs_a_nested_loop_and_its_answer_is_the_result(setup, proje
     assert "The needle is in notes.md:2 and src/main.rs:2." in result.text
     assert result.is_error in (False, None)
     assert len(conversation(fmt, requests[3])) == 3, "the parent's conversation: user, assistant, result"
+    started = events.wait_type("tool_call_started", name="spawn_subagent")
+    assert started["args"] == {"prompt": task, "description": "find the needle"}
     finished = events.wait_type("tool_call_finished", name="spawn_subagent")
     assert finished["is_error"] is False and "notes.md:2" in finished["summary"]
     assert transcript_is_valid(hands.transcript(session["id"])) == []

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import re
 import signal
 import socket
@@ -18,7 +17,7 @@ import sys
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -584,11 +583,6 @@ def processes_with(needle: str) -> list[tuple[int, str]]:
             continue
         found.append((int(entry), cmd))
     return found
-
-
-def processes_running(cmd_fragment: str, marker: str) -> list[tuple[int, str]]:
-    """Processes carrying `marker` whose command line contains `cmd_fragment` (not hands itself)."""
-    return [(pid, cmd) for pid, cmd in processes_with(marker) if cmd_fragment in cmd and "hands" not in cmd.split(" ")[0]]
 
 
 def transcript_is_valid(messages: Iterable[dict]) -> list[str]:

@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n="${1:-2000}"
-for tool in node npm cargo; do
+for tool in node npm cargo taskset; do
     command -v "$tool" >/dev/null || { echo "missing: $tool" >&2; exit 1; }
 done
 target="${CARGO_TARGET_DIR:-target}"
@@ -27,24 +27,41 @@ root="$(mktemp -d)"
 trap 'rm -rf "$root"' EXIT
 echo "hello from a small file" >"$root/small.txt"
 client="$target/release/examples/bench_roundtrip"
-"$client" floor read_file small.txt "$n" -- "$target/release/examples/mcp_floor" | tee "$root/floor"
-"$client" floor-read read_file small.txt "$n" -- "$target/release/examples/mcp_floor" --read "$root" | tee "$root/floor_read"
-"$client" rmcp-floor read_file small.txt "$n" -- "$target/release/examples/mcp_rmcp_floor" | tee "$root/rmcp_floor"
-"$client" hands read_file small.txt "$n" -- "$target/release/hands" mcp --root "$root" | tee "$root/hands"
-"$client" reference read_text_file "$root/small.txt" "$((n / 4))" -- node "$ref" "$root" | tee "$root/ref"
+# The scheduler puts client and server on one core (wake-ups ~4 µs) or on two (~20 µs) as it
+# pleases, and a run mixes both; so each placement is pinned and measured on its own: "same" (both
+# on CPU 0) and "cross" (client on CPU 0, server on CPU 1).
+for placement in same cross; do
+    client_cpu=0
+    server_cpu=0
+    [[ $placement == cross ]] && server_cpu=1
+    run() { # NAME TOOL PATH N -- COMMAND…
+        local name=$1
+        shift
+        taskset -c "$client_cpu" "$client" "$name" "$1" "$2" "$3" -- taskset -c "$server_cpu" "${@:5}" |
+            tee "$root/$placement-$name"
+    }
+    echo "== $placement core"
+    run floor read_file small.txt "$n" -- "$target/release/examples/mcp_floor"
+    run floor_read read_file small.txt "$n" -- "$target/release/examples/mcp_floor" --read "$root"
+    run rmcp_floor read_file small.txt "$n" -- "$target/release/examples/mcp_rmcp_floor"
+    run hands read_file small.txt "$n" -- "$target/release/hands" mcp --root "$root"
+    run reference read_text_file "$root/small.txt" "$((n / 4))" -- node "$ref" "$root"
+done
 python3 - "$root" <<'PY'
 import sys, re
 def read(name):
     text = open(f"{sys.argv[1]}/{name}").read()
     return {k: float(v) for k, v in re.findall(r"(\w+)=([\d.]+)", text)}
-floor, floor_read, hands, ref = read("floor"), read("floor_read"), read("hands"), read("ref")
-rmcp_floor = read("rmcp_floor")
-print(f"hands median / floor median : {hands['median_us'] / floor['median_us']:.2f}x (target <= 1.3x)")
-print(f"hands median / floor+read   : {hands['median_us'] / floor_read['median_us']:.2f}x (the floor that also opens, stats, reads and closes the file)")
-print(f"rmcp-floor median / floor   : {rmcp_floor['median_us'] / floor['median_us']:.2f}x (an rmcp server answering at once: what the protocol library and runtime cost)")
-print(f"hands median / rmcp-floor   : {hands['median_us'] / rmcp_floor['median_us']:.2f}x (what hands adds on top of rmcp: registry, middleware, the read)")
-print(f"hands calls/s / reference   : {hands['calls_per_s'] / ref['calls_per_s']:.1f}x (target >= 5x; floor/reference = {floor['calls_per_s'] / ref['calls_per_s']:.1f}x)")
-print(f"hands start-up              : {hands['startup_ms']:.1f} ms (target <= 20 ms; reference {ref['startup_ms']:.0f} ms)")
+for placement in ("same", "cross"):
+    r = {k: read(f"{placement}-{k}") for k in ("floor", "floor_read", "rmcp_floor", "hands", "reference")}
+    floor, hands, ref = r["floor"], r["hands"], r["reference"]
+    print(f"-- {placement} core")
+    print(f"hands median / floor median : {hands['median_us'] / floor['median_us']:.2f}x (target <= 1.3x)")
+    print(f"floor+read / floor          : {r['floor_read']['median_us'] / floor['median_us']:.2f}x (the floor that also opens, stats, reads and closes the file)")
+    print(f"rmcp-floor / floor          : {r['rmcp_floor']['median_us'] / floor['median_us']:.2f}x (an rmcp server answering at once: the protocol library and runtime)")
+    print(f"hands / rmcp-floor          : {hands['median_us'] / r['rmcp_floor']['median_us']:.2f}x (what hands adds on top of rmcp: registry, middleware, the read)")
+    print(f"hands calls/s / reference   : {hands['calls_per_s'] / ref['calls_per_s']:.1f}x (target >= 5x; floor/reference = {floor['calls_per_s'] / ref['calls_per_s']:.1f}x)")
+    print(f"hands start-up              : {hands['startup_ms']:.1f} ms (target <= 20 ms; reference {ref['startup_ms']:.0f} ms)")
 PY
 
 echo "== HTTP: 64 concurrent clients x ${HTTP_CALLS:-1000} calls against hands serve"

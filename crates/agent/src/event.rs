@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// One event of a session.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Event {
     /// Increasing per session, from 1; the SSE `id:`.
     pub id: u64,
@@ -20,7 +20,7 @@ pub struct Event {
 }
 
 /// What happened. Serialised with a `type` tag (the SSE `event:` name is the same string).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EventKind {
     /// A turn began with this user message.

@@ -121,7 +121,7 @@ pub struct NewSession {
 }
 
 /// A session as front ends show it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SessionInfo {
     /// Id.
     pub id: String,

@@ -1,0 +1,163 @@
+//! A session's event log ([`Hub`]: stored, then broadcast) and its readers ([`Subscription`]).
+
+use super::*;
+
+/// Events of one session: first the stored ones after the requested id, then live ones. Live
+/// events with an id ≤ the last replayed one are skipped by [`Subscription::next`].
+pub struct Subscription {
+    /// Stored events after the requested id, oldest first.
+    pub replay: Vec<Event>,
+    /// Live events.
+    pub live: broadcast::Receiver<Event>,
+    /// Replay events handed out by `next`.
+    cursor: usize,
+    /// The id of the last event handed out (or replayed).
+    last: u64,
+    /// Events read from the store after the live receiver lagged.
+    backlog: VecDeque<Event>,
+    store: Arc<dyn Store>,
+    session_id: String,
+}
+
+impl Subscription {
+    /// The next event: the replay first, then live ones (none twice, none missed); `None` once the
+    /// session is gone (deleted, or the host closed).
+    pub async fn next(&mut self) -> Option<Event> {
+        if let Some(event) = self.replay.get(self.cursor) {
+            self.cursor += 1;
+            self.last = self.last.max(event.id);
+            return Some(event.clone());
+        }
+        loop {
+            if let Some(event) = self.backlog.pop_front() {
+                if event.id > self.last {
+                    self.last = event.id;
+                    return Some(event);
+                }
+                continue;
+            }
+            match self.live.recv().await {
+                Ok(event) if event.id <= self.last => {}
+                Ok(event) => {
+                    self.last = event.id;
+                    return Some(event);
+                }
+                Err(broadcast::error::RecvError::Lagged(missed)) => {
+                    tracing::debug!(session = %self.session_id, missed, "subscriber lagged");
+                    match read_events(self.store.as_ref(), &self.session_id, self.last).await {
+                        Ok(events) => self.backlog.extend(events),
+                        Err(err) => {
+                            tracing::warn!(session = %self.session_id, %err, "re-reading events")
+                        }
+                    }
+                }
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    }
+
+    /// The id of the last event handed out (or of the requested starting point).
+    pub fn last_id(&self) -> u64 {
+        self.last
+    }
+}
+
+/// All stored events of `session` after `after`, page by page.
+pub(super) async fn read_events(
+    store: &dyn Store,
+    session: &str,
+    after: u64,
+) -> StoreResult<Vec<Event>> {
+    let mut events = Vec::new();
+    let mut from = after;
+    loop {
+        let page = store.events_after(session, from, PAGE).await?;
+        let full = page.len() == PAGE;
+        for record in page {
+            from = record.id;
+            if let Some(event) = to_event(record) {
+                events.push(event);
+            }
+        }
+        if !full {
+            return Ok(events);
+        }
+    }
+}
+
+pub(super) fn to_event(record: EventRecord) -> Option<Event> {
+    match serde_json::from_value::<EventKind>(record.data) {
+        Ok(kind) => {
+            Some(Event { id: record.id, session_id: record.session_id, at_ms: record.at_ms, kind })
+        }
+        Err(err) => {
+            tracing::warn!(session = %record.session_id, id = record.id, %err, "unreadable event");
+            None
+        }
+    }
+}
+
+/// A session's event log: append to the store, then broadcast, in id order.
+pub(super) struct Hub {
+    pub(super) session_id: String,
+    pub(super) store: Arc<dyn Store>,
+    pub(super) tx: broadcast::Sender<Event>,
+    pub(super) order: tokio::sync::Mutex<()>,
+}
+
+impl Hub {
+    pub(super) fn new(session_id: String, store: Arc<dyn Store>) -> Self {
+        Self {
+            session_id,
+            store,
+            tx: broadcast::Sender::new(BROADCAST_CAPACITY),
+            order: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// Store the event, then broadcast it. A store failure is logged and the event dropped (it
+    /// has no id without the store).
+    pub(super) async fn emit(&self, kind: EventKind) -> Option<Event> {
+        let data = match serde_json::to_value(&kind) {
+            Ok(data) => data,
+            Err(err) => {
+                tracing::error!(%err, "event to JSON");
+                return None;
+            }
+        };
+        let _order = self.order.lock().await;
+        let at_ms = now_ms();
+        match self.store.append_event(&self.session_id, at_ms, data).await {
+            Ok(id) => {
+                let event = Event { id, session_id: self.session_id.clone(), at_ms, kind };
+                let _ = self.tx.send(event.clone());
+                Some(event)
+            }
+            Err(err) => {
+                tracing::warn!(session = %self.session_id, %err, event = kind.name(), "storing an event");
+                None
+            }
+        }
+    }
+}
+
+impl Host {
+    /// Events after `after` (0: from the start), then live ones. See the module documentation for
+    /// why nothing is lost or repeated between the two.
+    pub async fn subscribe(&self, id: &str, after: u64) -> HostResult<Subscription> {
+        let live = self.live(id).await?;
+        // First the live receiver, then the store: see the module documentation.
+        let receiver = live.hub.tx.subscribe();
+        let replay = read_events(self.parts.store.as_ref(), id, after).await?;
+        let last = replay.last().map_or(after, |e| e.id.max(after));
+        Ok(Subscription {
+            replay,
+            live: receiver,
+            cursor: 0,
+            last,
+            backlog: VecDeque::new(),
+            store: Arc::clone(&self.parts.store),
+            session_id: id.to_owned(),
+        })
+    }
+}

@@ -1,0 +1,169 @@
+//! What waits on the user: approvals ([`Host::decide`]) and questions ([`Host::answer`]).
+
+use super::*;
+
+/// Approvals waiting for [`Host::decide`].
+#[derive(Default)]
+pub(super) struct Approvals(Mutex<Vec<WaitingApproval>>);
+
+pub(super) struct WaitingApproval {
+    pub(super) session: String,
+    pub(super) id: String,
+    pub(super) tool: String,
+    pub(super) summary: String,
+    pub(super) reply: oneshot::Sender<Decision>,
+}
+
+impl Approvals {
+    pub(super) fn pending(&self, session: &str) -> Vec<Value> {
+        lock(&self.0)
+            .iter()
+            .filter(|a| a.session == session)
+            .map(|a| json!({"approval_id": a.id, "tool": a.tool, "summary": a.summary}))
+            .collect()
+    }
+
+    pub(super) fn remove(&self, id: &str) {
+        lock(&self.0).retain(|a| a.id != id);
+    }
+}
+
+/// The session's approver: announces the request and waits for [`Host::decide`].
+pub(super) struct HostApprover {
+    pub(super) hub: Arc<Hub>,
+    pub(super) approvals: Arc<Approvals>,
+}
+
+impl Approver for HostApprover {
+    fn approve<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Decision> {
+        Box::pin(async move {
+            let id = fresh_id("approval");
+            let (reply, decision) = oneshot::channel();
+            lock(&self.approvals.0).push(WaitingApproval {
+                session: request.session.clone(),
+                id: id.clone(),
+                tool: request.tool.clone(),
+                summary: request.summary.clone(),
+                reply,
+            });
+            struct Leave<'a>(&'a Approvals, &'a str);
+            impl Drop for Leave<'_> {
+                fn drop(&mut self) {
+                    self.0.remove(self.1);
+                }
+            }
+            let _leave = Leave(&self.approvals, &id);
+            self.hub
+                .emit(EventKind::ApprovalRequested {
+                    approval_id: id.clone(),
+                    tool: request.tool.clone(),
+                    summary: request.summary.clone(),
+                })
+                .await;
+            let decision = tokio::select! {
+                decision = decision => decision.unwrap_or(Decision::Deny(None)),
+                () = cancel.cancelled() => Decision::Deny(Some("the call was aborted".into())),
+            };
+            let approved = decision == Decision::Approve;
+            self.hub.emit(EventKind::ApprovalDecided { approval_id: id.clone(), approved }).await;
+            decision
+        })
+    }
+}
+
+/// The session's asker: parks the question in the host's table, announces it, waits.
+pub(super) struct HostAsker {
+    pub(super) hub: Arc<Hub>,
+    pub(super) questions: PendingQuestions,
+}
+
+impl Asker for HostAsker {
+    fn ask<'a>(
+        &'a self,
+        question: &'a Question,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<String, AskError>> {
+        Box::pin(async move {
+            let wait = self.questions.ask(question, cancel);
+            tokio::pin!(wait);
+            // One poll puts the question in the table, so that it can be answered as soon as the
+            // event is out.
+            if let Some(early) = (&mut wait).now_or_never() {
+                return early;
+            }
+            self.hub
+                .emit(EventKind::Question {
+                    question_id: question.id.clone(),
+                    question: question.question.clone(),
+                    options: question.options.clone(),
+                })
+                .await;
+            let answer = wait.await;
+            if answer.is_ok() {
+                self.hub
+                    .emit(EventKind::QuestionAnswered { question_id: question.id.clone() })
+                    .await;
+            }
+            answer
+        })
+    }
+}
+
+impl Host {
+    /// Answer a pending question. `session` and `question_id` may be omitted when exactly one
+    /// question is pending (in that session, or in the whole host). `Conflict` when none is (or
+    /// none with that id), `BadRequest` when several are and no id says which.
+    pub fn answer(
+        &self,
+        session: Option<&str>,
+        question_id: Option<&str>,
+        text: String,
+    ) -> HostResult<()> {
+        let result = match session {
+            Some(session) => self.questions.answer_in(session, question_id, text),
+            None => self.questions.answer(question_id, text),
+        };
+        result.map_err(|err| match err {
+            NoSuchQuestion::Ambiguous { .. } => HostError::BadRequest(err.to_string()),
+            NoSuchQuestion::NonePending | NoSuchQuestion::Unknown { .. } => {
+                HostError::Conflict(err.to_string())
+            }
+        })
+    }
+
+    /// Grant or deny a pending approval. `Conflict` when no such approval is waiting.
+    pub fn decide(
+        &self,
+        session: &str,
+        approval_id: &str,
+        approve: bool,
+        reason: Option<String>,
+    ) -> HostResult<()> {
+        let waiting = {
+            let mut table = lock(&self.approvals.0);
+            let index = table.iter().position(|a| a.session == session && a.id == approval_id);
+            match index {
+                Some(index) => table.remove(index),
+                None => {
+                    let pending: Vec<String> = table
+                        .iter()
+                        .filter(|a| a.session == session)
+                        .map(|a| a.id.clone())
+                        .collect();
+                    return Err(HostError::Conflict(format!(
+                        "no approval `{approval_id}` is waiting in session {session}; waiting: {}",
+                        if pending.is_empty() { "none".to_owned() } else { pending.join(", ") }
+                    )));
+                }
+            }
+        };
+        let decision = if approve { Decision::Approve } else { Decision::Deny(reason) };
+        // The approver may have given up meanwhile (an abort); then nothing waits for this.
+        let _ = waiting.reply.send(decision);
+        Ok(())
+    }
+}

@@ -412,6 +412,32 @@ pub(crate) fn human_size(bytes: u64) -> String {
 mod tests {
     use super::*;
 
+    fn opened(bytes: &[u8]) -> (tempfile::TempDir, cap_std::fs::File) {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("f"), bytes).unwrap();
+        let dir =
+            cap_std::fs::Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
+        let file = dir.open("f").unwrap();
+        (tmp, file)
+    }
+
+    #[test]
+    fn a_file_read_at_its_known_size_is_whole() {
+        let (_tmp, mut file) = opened(b"hello\n");
+        assert_eq!(read_known_size(&mut file, 6, 1024).unwrap(), b"hello\n");
+        let (_tmp, mut file) = opened(b"");
+        assert_eq!(read_known_size(&mut file, 0, 1024).unwrap(), b"");
+    }
+
+    #[test]
+    fn a_file_that_grew_since_its_size_was_taken_is_read_on_to_the_cap() {
+        // Its metadata said 3 bytes; it holds 10 now: all 10 come back, and the cap holds.
+        let (_tmp, mut file) = opened(b"0123456789");
+        assert_eq!(read_known_size(&mut file, 3, 1024).unwrap(), b"0123456789");
+        let (_tmp, mut file) = opened(b"0123456789");
+        assert_eq!(read_known_size(&mut file, 3, 8).unwrap(), b"01234567");
+    }
+
     fn lines(input: &[u8], keep: usize) -> Vec<(Vec<u8>, usize)> {
         let mut reader = input;
         let mut out = Vec::new();

@@ -634,3 +634,27 @@ async fn a_turn_is_over_before_turn_ended_is_announced() {
         "a turn still ran when its end was stored"
     );
 }
+
+#[tokio::test]
+async fn an_empty_turn_id_on_a_direct_call_is_no_turn() {
+    let fx = Fixture::new(Script::new(vec![])).await;
+    std::fs::write(fx.root.path().join("a.txt"), "hi\n").unwrap();
+    let session = fx.session(Mode::Build).await;
+    let out = fx
+        .host
+        .call_tool(&session, Some(String::new()), "read_file", json!({"path": "a.txt"}))
+        .await
+        .unwrap();
+    assert!(!out.is_error, "{}", out.joined_text());
+    let turns: Vec<_> = fx
+        .events(&session)
+        .await
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            EventKind::ToolCallStarted { turn_id, .. }
+            | EventKind::ToolCallFinished { turn_id, .. } => Some(turn_id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(turns, [None, None]);
+}

@@ -113,10 +113,7 @@ pub async fn call_tool(
     Path((id, name)): Path<(String, String)>,
     JsonBody(body): JsonBody<CallTool>,
 ) -> Result<Response, ApiError> {
-    let output = state
-        .host
-        .call_tool(&id, body.turn_id.filter(|t| !t.is_empty()), &name, Value::Object(body.args))
-        .await?;
+    let output = state.host.call_tool(&id, body.turn_id, &name, Value::Object(body.args)).await?;
     Ok(Json(output).into_response())
 }
 

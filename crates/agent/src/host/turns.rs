@@ -290,6 +290,8 @@ impl Host {
         name: &str,
         args: Value,
     ) -> HostResult<ToolOutput> {
+        // An empty turn id is no turn (its events carry none, it scopes no de-duplication).
+        let turn_id = turn_id.filter(|turn| !turn.is_empty());
         let live = self.live(id).await?;
         let call_id = fresh_id("call");
         let recorder = TurnRecorder {

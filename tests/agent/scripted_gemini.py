@@ -7,7 +7,10 @@ Serves `POST /v1beta/models/{model}:streamGenerateContent?alt=sse` (a stream of
 `functionCall` parts (`{"name", "args"}`, plus `id` only when the step gives one: Gemini 2.5 sends
 none, and the client makes its own), all in the last chunk, which also carries
 `finishReason` (`STOP` unless the step's `stop_reason` says otherwise) and `usageMetadata`.
-Tool results come back in the next request as `functionResponse` parts of a `user` turn.
+Tool results come back in the next request as `functionResponse` parts of a `user` turn; Gemini
+CLI 0.61 sends `{"id", "name", "response": {"output": <the tool's text>}}` (`{"error": ...}` for a
+failed call), names MCP tools `mcp_<server>_<tool>` (`mcp_hands_bash`), gives each call an `id`
+and echoes the model's calls with a `thoughtSignature`.
 
 The API key is checked (with `--expect-key`) in the `x-goog-api-key` header or the `key` query
 parameter; errors use Google's shape `{"error": {"code", "message", "status"}}`.

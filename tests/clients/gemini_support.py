@@ -115,6 +115,7 @@ class ScriptedModel:
     fmt: str
     steps: list[dict]
     work: Path
+    expect_key: str | None = None
     proc: subprocess.Popen | None = None
     port: int = 0
     log: Path = field(init=False)
@@ -128,7 +129,8 @@ class ScriptedModel:
         port_file = self.work / f"model-{self.fmt}.port"
         self.proc = subprocess.Popen(
             [sys.executable, str(SCRIPTED_MODEL), "--format", self.fmt, "--script", str(script),
-             "--port", "0", "--port-file", str(port_file), "--log", str(self.log)],
+             "--port", "0", "--port-file", str(port_file), "--log", str(self.log),
+             *(["--expect-key", self.expect_key] if self.expect_key else [])],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

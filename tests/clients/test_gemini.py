@@ -45,6 +45,7 @@ def hands_server(transport: str, work: Path, proj: Path, request: pytest.Fixture
         return {"command": str(hands_bin()), "args": ["mcp", "--root", str(proj)]}, ""
     serve = HandsServe(root=proj, work=work).start()
     request.addfinalizer(serve.stop)
+    request.node.hands_serve = serve
     return {"httpUrl": serve.url, "headers": {"Authorization": "Bearer $HANDS_TOKEN"}}, serve.token
 
 
@@ -103,6 +104,11 @@ def test_gemini_writes_reads_runs_and_edits_through_hands(transport: str, work: 
     assert answer in run.stdout, run.describe()
     for noise in ("Unexpected end of JSON input", "not connected", "Error connecting to MCP server", "MCP issues detected"):
         assert noise not in run.stderr, run.describe()
+    serve = getattr(request.node, "hands_serve", None)
+    if serve is not None:
+        # A whole Gemini session over HTTP leaves no warning (and no colour) in the log.
+        logged = serve.stderr.read_text()
+        assert "WARN" not in logged and "\x1b" not in logged, logged
 
 
 def test_gemini_sees_hands_schemas_without_warnings(work: Path, request: pytest.FixtureRequest) -> None:

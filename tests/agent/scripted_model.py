@@ -323,7 +323,7 @@ def load_steps(path: Path) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Serve scripted streaming model answers.")
-    parser.add_argument("--format", choices=("anthropic", "openai"), required=True)
+    parser.add_argument("--format", choices=("anthropic", "openai", "gemini"), required=True)
     parser.add_argument("--script", type=Path, required=True, help="JSON list of steps")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
@@ -334,7 +334,12 @@ def main(argv: list[str] | None = None) -> int:
 
     script = Script(load_steps(args.script), args.script.resolve().parent, args.log, args.format)
     wire = Anthropic if args.format == "anthropic" else OpenAI
-    server = ThreadingHTTPServer((args.host, args.port), make_handler(script, wire, args.expect_key))
+    handler = make_handler(script, wire, args.expect_key)
+    if args.format == "gemini":
+        import scripted_gemini  # the Gemini API's wire format, in its own module
+
+        handler = scripted_gemini.handler(make_handler(script, scripted_gemini.Gemini, args.expect_key))
+    server = ThreadingHTTPServer((args.host, args.port), handler)
     server.daemon_threads = True  # a hanging stream must not keep the process alive
     port = server.server_address[1]
     if args.port_file:

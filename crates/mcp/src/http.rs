@@ -72,15 +72,21 @@ pub fn router(
     config: &ServerConfig,
     shutdown: CancellationToken,
 ) -> Router {
-    // Host and Origin are checked by the guard, the same way for every route.
+    // Host and Origin are checked by the guard, the same way for every route. No SSE priming
+    // events (an event id with empty data, SEP-1699): clients of protocol 2025-06-18 and older
+    // (Gemini CLI) parse every event's data as JSON and drop the server on them, and hands never
+    // closes a stream early, which is all they are for; every message still has its event id.
     let mcp_config = StreamableHttpServerConfig::default()
         .disable_allowed_hosts()
         .disable_allowed_origins()
         .with_max_request_body_bytes(MAX_BODY_BYTES)
+        .with_sse_retry(None)
         .with_cancellation_token(shutdown);
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.sse_retry = None;
     let mcp = StreamableHttpService::new(
         move || Ok(factory.connection()),
-        Arc::new(LocalSessionManager::default()),
+        Arc::new(sessions),
         mcp_config,
     );
     let app = Router::new().route_service("/mcp", mcp).route("/healthz", get(|| async { "ok\n" }));

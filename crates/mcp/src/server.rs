@@ -17,7 +17,8 @@ use hands_core::{
 };
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequestParams,
-    ElicitationAction, Implementation, InitializeRequestParams, InitializeResult, ListToolsResult,
+    ElicitationAction, Implementation, InitializeRequestParams, InitializeResult,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
     PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities,
     ServerConfig, Tool,
 };
@@ -224,6 +225,33 @@ impl ServerHandler for McpServer {
             result.next_cursor = Some(end.to_string());
         }
         Ok(result)
+    }
+
+    // hands offers no resources or prompts (skills reach the model through `use_skill`), but
+    // clients probe for them anyway (Gemini CLI, the Inspector): an empty list is the true answer,
+    // where rmcp's default method-not-found is logged as a WARN line on every probe.
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::default())
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(ListResourceTemplatesResult::default())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Ok(ListPromptsResult::default())
     }
 
     async fn call_tool(

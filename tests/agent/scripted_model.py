@@ -10,9 +10,9 @@ that a test can check what the client sent. Python 3.11 standard library only.
     python3 tests/agent/scripted_model.py --format anthropic --script script.json \
         --port 0 --port-file port.txt --log requests.jsonl [--expect-key KEY]
 
-A wire format is a class with `paths` (the routes that take a step), `key_ok`, `error_body`,
-`start`, `ping` and `render`, and optionally `side` (answers to a client's start-up calls that must
-not use up a step). `FORMATS` maps `--format` names to them; a format in a module of its own
+A wire format is a class with `paths` (the routes that take a step; or a `handles(path)` method
+for routes with parameters), `key_ok`, `error_body`, `start`, `ping` and `render`, and optionally
+`side` (answers to a client's start-up calls that must not use up a step). `FORMATS` maps `--format` names to them; a format in a module of its own
 registers itself there (see `load_extra_formats`).
 
 The script format is documented in README.md beside this file.
@@ -386,7 +386,8 @@ def make_handler(script: Script, wire: type, expect_key: str | None) -> type:
             path = self.path.split("?", 1)[0].rstrip("/")
             if self.side("POST", body):
                 return
-            if path not in wire.paths:
+            handles = getattr(wire, "handles", None)
+            if not (handles(path) if handles else path in wire.paths):
                 self.send_json(404, wire.error_body(404, f"scripted_model: no route {self.path} (serving {script.fmt})"))
                 return
             if expect_key is not None and not wire.key_ok(self, expect_key):

@@ -267,29 +267,37 @@ class Serve:
             conn.close()
 
 
+def environ_of(pid: int) -> dict[str, str]:
+    """A process's environment (we are root, or its owner)."""
+    raw = Path(f"/proc/{pid}/environ").read_bytes()
+    return dict(item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item)
+
+
 @pytest.fixture
 def hands_serve(hands: Path, tmp_path: Path) -> Iterator[Callable[..., Serve]]:
-    """`hands_serve(root, line=None)` starts `hands serve --root <root> --token <random>` (or `line`, a
-    shell command line such as the README's, run by bash with the binary first on PATH and the token
-    in HANDS_TOKEN) with `--listen 127.0.0.1:<free port>` added, and waits for /healthz."""
+    """`hands_serve(root, script=None)` starts `hands serve --root <root> --token <random>` with
+    `--listen 127.0.0.1:<free port>` and waits for /healthz. With `script` (shell lines such as the
+    README's, the last one starting hands), bash runs the lines with the binary first on PATH and
+    `exec`s the last with `--listen ...` added; the token is then the HANDS_TOKEN that hands got."""
     started: list[Serve] = []
 
-    def start(root: Path, line: str | None = None) -> Serve:
+    def start(root: Path, script: str | None = None) -> Serve:
         token = "tok-" + uuid.uuid4().hex
         log = tmp_path / f"serve-{len(started)}.log"
         for _attempt in range(3):  # a free port can be taken between probe and bind
             port = free_port()
-            if line is None:
+            if script is None:
                 argv = [str(hands), "serve", "--root", str(root), "--token", token, "--listen", f"127.0.0.1:{port}"]
             else:
-                argv = ["bash", "-c", f"exec {line} --listen 127.0.0.1:{port}"]
+                *lines, last = [line for line in script.strip().splitlines() if line.strip()]
+                argv = ["bash", "-euc", "\n".join([*lines, f"exec {last} --listen 127.0.0.1:{port}"])]
             env = dict(os.environ, HANDS_TOKEN=token, RUST_BACKTRACE="1", PATH=f"{hands.parent}:{os.environ.get('PATH', '')}")
             with open(log, "ab") as logf:
                 proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=logf, stderr=logf, env=env, cwd=root)
             deadline = time.monotonic() + 15
             while time.monotonic() < deadline and proc.poll() is None:
                 if healthy(port):
-                    srv = Serve(proc, port, token, log)
+                    srv = Serve(proc, port, environ_of(proc.pid).get("HANDS_TOKEN", token), log)
                     started.append(srv)
                     return srv
                 time.sleep(0.05)

@@ -112,10 +112,10 @@ def readme_block(name: str) -> str:
 
 
 def readme_serve(hands_serve: Callable, project: Path) -> Any:
-    """`hands serve` started with the README's `hands-serve` command line (on a free port)."""
-    lines = [line for line in readme_block("hands-serve").splitlines() if line.startswith("hands serve")]
-    assert len(lines) == 1, f"the hands-serve block should have one `hands serve` line: {lines}"
-    serve = hands_serve(project, lines[0].replace("/path/to/project", shlex.quote(str(project))))
+    """`hands serve` started with the README's `hands-serve` block, run as written (on a free port)."""
+    block = readme_block("hands-serve")
+    assert block.strip().splitlines()[-1].startswith("hands serve"), "the hands-serve block should end with `hands serve`"
+    serve = hands_serve(project, block.replace("/path/to/project", shlex.quote(str(project))))
     # The token is required, so a client that got through sent it.
     assert serve.status_without_token() == 401, "hands serve answers /mcp without its bearer token"
     return serve

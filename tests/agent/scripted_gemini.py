@@ -127,7 +127,7 @@ def handler(base: type) -> type:
     non-streaming `generateContent`."""
 
     class GeminiHandler(base):  # type: ignore[misc, valid-type]
-        def answer(self, n: int, step: dict, model: str) -> None:
+        def answer(self, n: int, step: dict, model: str, request: Any = None) -> None:
             route = ROUTE.match(urlsplit(self.path).path.rstrip("/"))
             model = route.group("model") if route else model
             if route and route.group("method") == "generateContent" and "status" not in step and not step.get("hang") and "fixture" not in step:
@@ -135,7 +135,13 @@ def handler(base: type) -> type:
                     time.sleep(step["delay_ms"] / 1000)
                 self.send_json(200, Gemini.whole(n, step, model))
                 return
-            super().answer(n, step, model)
+            super().answer(n, step, model, request)
 
     return GeminiHandler
 
+
+
+Gemini.wrap_handler = staticmethod(handler)  # type: ignore[attr-defined]
+
+# `--format gemini`, found by scripted_model's `load_extra_formats`.
+FORMATS = {"gemini": Gemini}

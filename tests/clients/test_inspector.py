@@ -5,8 +5,9 @@ The README's `inspector-stdio` and `inspector-http` blocks are run as written â€
 place of `npx @modelcontextprotocol/inspector@<version>`, and the binary's path, the project's path,
 the port and the token swapped in: their `tools/list` line as it is, their `tools/call` line once for
 each call of task.py's task (tool name and arguments swapped in). The results the Inspector prints
-must carry what the model would need (task.py's check), the file on disk must be the task's, and
-`tools/list` must raise no schema warning (`unknown format`, Inspector 2.12's `Schema portability`)."""
+must carry what the model would need (task.py's check) and the file on disk must be the task's
+(test_stdio, test_http); `tools/list` must raise no schema warning (`unknown format`, Inspector
+2.12's `Schema portability`; test_schemas_raise_no_warning)."""
 
 from __future__ import annotations
 
@@ -51,21 +52,26 @@ def with_call(argv: list[str], tool: str, arguments: dict[str, str]) -> list[str
     return [*argv[:start], *(f"{k}={v}" for k, v in arguments.items()), *argv[end:]]
 
 
-def run_task(block: str, swaps: dict[str, str], run_client, env: dict[str, str], project: Path, refusing_proxy) -> None:
-    listed, template = commands(block)
-    assert listed[-2:] == ["--method", "tools/list"], listed
-    assert "tools/call" in template, template
-    env = {**env, "MCP_CATALOG_PATH": str(project.parent / "inspector-catalog.json")}
+def inspector_env(env: dict[str, str], project: Path) -> dict[str, str]:
+    return {**env, "MCP_CATALOG_PATH": str(project.parent / "inspector-catalog.json")}
 
-    run = run_client(localise(listed, swaps), env, project)
+
+def list_tools(block: str, swaps: dict[str, str], run_client, env: dict[str, str], project: Path):
+    """The block's `tools/list` line, run as written: hands' tools are listed."""
+    listed = commands(block)[0]
+    assert listed[-2:] == ["--method", "tools/list"], listed
+    run = run_client(localise(listed, swaps), inspector_env(env, project), project)
     assert run.rc == 0, run.report()
     names = {tool["name"] for tool in json.loads(run.stdout)["tools"]}
     assert {"write_file", "read_file", "bash", "edit_file"} <= names, sorted(names)
-    printed = run.stdout + run.stderr
-    assert "unknown format" not in printed, run.report()
-    counts = re.search(r"Schema portability: (\d+) errors?, (\d+) warnings?", printed)
-    assert counts is None or counts.groups() == ("0", "0"), counts.group(0)
+    return run
 
+
+def run_task(block: str, swaps: dict[str, str], run_client, env: dict[str, str], project: Path, refusing_proxy) -> None:
+    list_tools(block, swaps, run_client, env, project)
+    template = commands(block)[1]
+    assert "tools/call" in template, template
+    env = inspector_env(env, project)
     task = make_task(lambda t: t, lambda n: f"call-{n}")
     seen = {}
     for step in task.steps:
@@ -90,6 +96,24 @@ def test_http(hands, project, hands_serve, client_env, run_client, refusing_prox
     swaps = {"http://127.0.0.1:7777/mcp": serve.url, "$HANDS_TOKEN": serve.token}
     run_task(readme_block("inspector-http"), swaps, run_client, client_env, project, refusing_proxy)
     serve.assert_quiet()
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_schemas_raise_no_warning(transport, hands, project, hands_serve, client_env, run_client, refusing_proxy):
+    """Inspector 2.12 checks every tool's schema for portability (`Schema portability: N errors,
+    M warnings across K tools`) and ajv warns on non-standard formats (`unknown format "uint64"`):
+    hands' schemas raise neither, whichever transport lists them."""
+    if transport == "stdio":
+        swaps = {"hands": str(hands), "/path/to/project": str(project)}
+    else:
+        serve = hands_serve(project)
+        swaps = {"http://127.0.0.1:7777/mcp": serve.url, "$HANDS_TOKEN": serve.token}
+    run = list_tools(readme_block(f"inspector-{transport}"), swaps, run_client, client_env, project)
+    printed = run.stdout + run.stderr
+    assert "unknown format" not in printed, run.report()
+    counts = re.search(r"Schema portability: (\d+) errors?, (\d+) warnings?", printed)
+    assert counts is None or counts.groups() == ("0", "0"), counts.group(0)
+    assert not refusing_proxy.attempts, f"the Inspector tried to reach other hosts: {refusing_proxy.attempts}"
 
 
 @pytest.fixture(autouse=True)

@@ -107,7 +107,7 @@ class Gemini:
         return b": ping\n\n"
 
     @staticmethod
-    def render(n: int, step: dict, model: str) -> list[bytes]:
+    def render(n: int, step: dict, model: str, request: Any = None) -> list[bytes]:
         return [sse(None, chunk) for chunk in Gemini.chunks(n, step, model)]
 
     @staticmethod

@@ -177,10 +177,11 @@ class Model:
 
 @pytest.fixture
 def model_server(tmp_path: Path) -> Iterator[Callable[[str, list[dict]], Model]]:
-    """`model_server(fmt, steps)` starts tests/agent/scripted_model.py in wire format `fmt`."""
+    """`model_server(fmt, steps, expect_key=None)` starts tests/agent/scripted_model.py in wire
+    format `fmt` (checking the API key when `expect_key` is given)."""
     started: list[Model] = []
 
-    def start(fmt: str, steps: list[dict]) -> Model:
+    def start(fmt: str, steps: list[dict], expect_key: str | None = None) -> Model:
         work = tmp_path / f"model-{len(started)}"
         work.mkdir()
         script = work / "script.json"
@@ -190,7 +191,8 @@ def model_server(tmp_path: Path) -> Iterator[Callable[[str, list[dict]], Model]]
         errf = open(work / "stderr.log", "wb")
         proc = subprocess.Popen(
             [sys.executable, str(SCRIPTED_MODEL), "--format", fmt, "--script", str(script), "--port", "0",
-             "--port-file", str(port_file), "--log", str(work / "requests.jsonl"), "--access-log", str(work / "access.log")],
+             "--port-file", str(port_file), "--log", str(work / "requests.jsonl"), "--access-log", str(work / "access.log"),
+             *(["--expect-key", expect_key] if expect_key else [])],
             stdin=subprocess.DEVNULL, stdout=errf, stderr=errf,
         )
         errf.close()
@@ -254,6 +256,11 @@ class Serve:
 
     def stderr(self) -> str:
         return self.log.read_text(errors="replace")[-4000:] if self.log.exists() else ""
+
+    def assert_quiet(self) -> None:
+        """Nothing hands logged so far is a warning or carries ANSI colour (its log is no terminal)."""
+        logged = self.log.read_text(errors="replace") if self.log.exists() else ""
+        assert "WARN" not in logged and "\x1b" not in logged, f"hands serve logged:\n{logged[-4000:]}"
 
     def status_without_token(self) -> int:
         """The HTTP status of an MCP initialize sent without the bearer token (401 when it is required)."""

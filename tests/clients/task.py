@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 REPO = Path(__file__).resolve().parents[2]
+# The hands tools the task calls, in order.
+TOOLS = ("write_file", "read_file", "bash", "edit_file")
 FINAL_ANSWER = "Done: notes/plan.txt is written, checked and edited."
 
 
@@ -44,6 +46,7 @@ def make_task(tool_name: Callable[[str], str], call_id: Callable[[int], str]) ->
         ("edit_file", {"path": "notes/plan.txt", "old_string": "second line", "new_string": "second line, edited"},
          ["-second line", "+second line, edited"]),
     ]
+    assert tuple(tool for tool, _, _ in calls) == TOOLS
     steps, expect = [], {}
     for n, (tool, args, wanted) in enumerate(calls):
         cid = call_id(n)
@@ -78,6 +81,20 @@ def results_responses(body: Any) -> dict[str, str]:
     for item in body.get("input", []) if isinstance(body, dict) else []:
         if isinstance(item, dict) and item.get("type") == "function_call_output":
             out[item["call_id"]] = text_of(item.get("output", ""))
+    return out
+
+
+def results_gemini(body: Any) -> dict[str, str]:
+    """name -> the tool's text of every `functionResponse` part in a generateContent request (Gemini
+    CLI sends `{"name", "response": {"output": <text>}}`; other shapes are kept as JSON)."""
+    out = {}
+    for content in body.get("contents", []) if isinstance(body, dict) else []:
+        for part in content.get("parts", []) if isinstance(content, dict) else []:
+            response = part.get("functionResponse") if isinstance(part, dict) else None
+            if isinstance(response, dict):
+                shown = response.get("response", {})
+                output = shown.get("output") if isinstance(shown, dict) else None
+                out[response.get("name", "")] = output if isinstance(output, str) else json.dumps(shown)
     return out
 
 

@@ -15,7 +15,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from gemini_support import HandsServe, hands_bin
+from conftest import Serve
 
 OLD_PROTOCOL = "2025-06-18"
 
@@ -37,7 +37,7 @@ def sse_events(raw: bytes) -> list[dict]:
 
 
 class McpHttp:
-    def __init__(self, serve: HandsServe) -> None:
+    def __init__(self, serve: Serve) -> None:
         self.serve = serve
         self.session: str | None = None
 
@@ -74,53 +74,49 @@ def assert_only_messages(raw: bytes, what: str) -> list[dict]:
     return messages
 
 
-def test_http_streams_to_a_2025_06_18_client_carry_only_messages(tmp_path: Path) -> None:
-    (tmp_path / "proj").mkdir()
-    serve = HandsServe(root=tmp_path / "proj", work=tmp_path).start()
+def test_http_streams_to_a_2025_06_18_client_carry_only_messages(project: Path, hands_serve) -> None:
+    serve = hands_serve(project)
+    mcp = McpHttp(serve)
+    init = {
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": OLD_PROTOCOL, "capabilities": {}, "clientInfo": {"name": "wire-test", "version": "0"}},
+    }
+    status, kind, raw = mcp.post(init)
+    assert status == 200 and kind.startswith("text/event-stream"), (status, kind, raw)
+    [answer] = assert_only_messages(raw, "initialize")
+    assert answer["result"]["protocolVersion"] == OLD_PROTOCOL
+    assert mcp.session, "no Mcp-Session-Id"
+
+    status, _, _ = mcp.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    assert status == 202
+
+    status, _, raw = mcp.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    assert status == 200
+    assert any(t["name"] == "bash" for t in assert_only_messages(raw, "tools/list")[-1]["result"]["tools"])
+
+    call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "bash", "arguments": {"command": "echo wire-ok"}}}
+    status, _, raw = mcp.post(call)
+    assert status == 200
+    assert "wire-ok" in json.dumps(assert_only_messages(raw, "tools/call")[-1]["result"])
+
+    # The standalone GET stream: nothing until there is something to say (its keep-alive is a
+    # comment, 15 s away), where the priming event used to come at once.
+    conn = http.client.HTTPConnection("127.0.0.1", serve.port, timeout=5)
     try:
-        mcp = McpHttp(serve)
-        init = {
-            "jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": OLD_PROTOCOL, "capabilities": {}, "clientInfo": {"name": "wire-test", "version": "0"}},
-        }
-        status, kind, raw = mcp.post(init)
-        assert status == 200 and kind.startswith("text/event-stream"), (status, kind, raw)
-        [answer] = assert_only_messages(raw, "initialize")
-        assert answer["result"]["protocolVersion"] == OLD_PROTOCOL
-        assert mcp.session, "no Mcp-Session-Id"
-
-        status, _, _ = mcp.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        assert status == 202
-
-        status, _, raw = mcp.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
-        assert status == 200
-        assert any(t["name"] == "bash" for t in assert_only_messages(raw, "tools/list")[-1]["result"]["tools"])
-
-        call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "bash", "arguments": {"command": "echo wire-ok"}}}
-        status, _, raw = mcp.post(call)
-        assert status == 200
-        assert "wire-ok" in json.dumps(assert_only_messages(raw, "tools/call")[-1]["result"])
-
-        # The standalone GET stream: nothing until there is something to say (its keep-alive is a
-        # comment, 15 s away), where the priming event used to come at once.
-        conn = http.client.HTTPConnection("127.0.0.1", serve.port, timeout=5)
+        headers = {k: v for k, v in mcp.headers().items() if k != "Content-Type"}
+        conn.request("GET", "/mcp", headers={**headers, "Accept": "text/event-stream"})
+        response = conn.getresponse()
+        assert response.status == 200, response.status
+        assert conn.sock is not None
+        conn.sock.settimeout(1.5)
         try:
-            headers = {k: v for k, v in mcp.headers().items() if k != "Content-Type"}
-            conn.request("GET", "/mcp", headers={**headers, "Accept": "text/event-stream"})
-            response = conn.getresponse()
-            assert response.status == 200, response.status
-            assert conn.sock is not None
-            conn.sock.settimeout(1.5)
-            try:
-                early = response.read1(4096)
-            except TimeoutError:
-                early = b""
-        finally:
-            conn.close()
-        assert b"data:" not in early and b"retry:" not in early, f"the GET stream sent {early!r}"
+            early = response.read1(4096)
+        except TimeoutError:
+            early = b""
     finally:
-        serve.stop()
-    assert "WARN" not in serve.stderr.read_text(), serve.stderr.read_text()
+        conn.close()
+    assert b"data:" not in early and b"retry:" not in early, f"the GET stream sent {early!r}"
+    serve.assert_quiet()
 
 
 def rpc(proc: subprocess.Popen, message: dict) -> dict | None:
@@ -137,12 +133,11 @@ def rpc(proc: subprocess.Popen, message: dict) -> dict | None:
             return reply
 
 
-def test_probes_are_answered_and_stderr_stays_quiet_and_plain(tmp_path: Path) -> None:
-    (tmp_path / "proj").mkdir()
+def test_probes_are_answered_and_stderr_stays_quiet_and_plain(hands: Path, project: Path, tmp_path: Path) -> None:
     stderr = tmp_path / "mcp.stderr"
     with stderr.open("w") as err:
         proc = subprocess.Popen(
-            [str(hands_bin()), "mcp", "--root", str(tmp_path / "proj")],
+            [str(hands), "mcp", "--root", str(project)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
         )
     try:

@@ -329,6 +329,152 @@ fn stdin_eof_exits_and_stops_every_process() {
     }
 }
 
+/// Where stdout goes for the stdio-streams tests.
+enum Out {
+    /// A file: not a pipe, so hands writes it with blocking calls.
+    File,
+    /// A pipe, read by a thread.
+    Pipe,
+    /// The same pipe as stderr (`2>&1`).
+    PipeWithStderr,
+}
+
+/// What one raw stdio session gave back.
+struct Session {
+    status: std::process::ExitStatus,
+    stdout: String,
+    stderr: String,
+    /// Whether stdin's pipe (the open file description hands shared with us) was left non-blocking.
+    stdin_left_nonblocking: bool,
+}
+
+/// O_NONBLOCK in the flags of one of this process's descriptors, from /proc/self/fdinfo.
+fn nonblocking(fd: &impl std::os::fd::AsRawFd) -> bool {
+    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_raw_fd())).unwrap();
+    let flags = info.lines().find_map(|l| l.strip_prefix("flags:")).unwrap().trim();
+    u32::from_str_radix(flags, 8).unwrap() & 0o4000 != 0
+}
+
+/// `hands mcp` with stdin a pipe we keep a copy of, stdout `out`; `lines` are written `delay`
+/// after the start, one by one, then stdin is closed and hands must exit within 20 s.
+fn raw_session(out: Out, delay: Duration, lines: &[Value]) -> Session {
+    use std::io::{Read, Write};
+    use std::process::Command;
+    let tmp = tempfile::tempdir().unwrap();
+    let (stdin_read, mut stdin_write) = std::io::pipe().unwrap();
+    let stderr_path = tmp.path().join("stderr");
+    let stderr_file = std::fs::File::create(&stderr_path).unwrap();
+    let stdout_path = tmp.path().join("stdout");
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("hands"));
+    cmd.args(["mcp", "--root"]).arg(tmp.path()).stdin(stdin_read.try_clone().unwrap());
+    let mut reader = None;
+    match out {
+        Out::File => {
+            cmd.stdout(std::fs::File::create(&stdout_path).unwrap()).stderr(stderr_file);
+        }
+        Out::Pipe => {
+            let (r, w) = std::io::pipe().unwrap();
+            cmd.stdout(w).stderr(stderr_file);
+            reader = Some(r);
+        }
+        Out::PipeWithStderr => {
+            let (r, w) = std::io::pipe().unwrap();
+            cmd.stdout(w.try_clone().unwrap()).stderr(w);
+            reader = Some(r);
+        }
+    }
+    let mut child = cmd.spawn().unwrap();
+    drop(cmd); // our copies of the write ends: the reader thread ends when hands exits
+    let collect = reader.map(|mut r| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            r.read_to_string(&mut text).unwrap();
+            text
+        })
+    });
+    std::thread::sleep(delay);
+    for line in lines {
+        writeln!(stdin_write, "{line}").unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(stdin_write);
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(20) {
+            child.kill().unwrap();
+            panic!("hands mcp did not exit on stdin EOF");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let piped = collect.map(|t| t.join().unwrap());
+    let stdout = match (&out, piped) {
+        (Out::File, _) | (_, None) => std::fs::read_to_string(&stdout_path).unwrap(),
+        (_, Some(text)) => text,
+    };
+    Session {
+        status,
+        stdout,
+        stderr: std::fs::read_to_string(&stderr_path).unwrap(),
+        stdin_left_nonblocking: nonblocking(&stdin_read),
+    }
+}
+
+fn handshake_and_list() -> Vec<Value> {
+    vec![
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    ]
+}
+
+/// Both answers, each a whole JSON-RPC line, and nothing else.
+fn assert_answers(session: &Session) {
+    assert!(session.status.success(), "{:?}\n{}", session.status, session.stderr);
+    let answers: Vec<Value> = session
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(answers.len(), 2, "{}", session.stdout);
+    assert_eq!(answers[0]["result"]["serverInfo"]["name"], "hands");
+    assert!(answers[1]["result"]["tools"].as_array().is_some_and(|t| !t.is_empty()));
+}
+
+/// stdin a pipe, stdout a file (`… | hands mcp > out`): hands used to set O_NONBLOCK on stdin for
+/// the reactor, find stdout was no pipe and fall back to blocking reads of that now non-blocking
+/// stdin; a read before the client's first line failed with EAGAIN (`Error reading from stream:
+/// Resource temporarily unavailable`) and the handshake with it.
+#[test]
+fn a_pipe_in_and_a_file_out_wait_for_late_messages() {
+    let session = raw_session(Out::File, Duration::from_millis(500), &handshake_and_list());
+    assert_answers(&session);
+    assert_eq!(session.stderr, "", "stderr");
+    assert!(!session.stdin_left_nonblocking, "stdin's pipe left non-blocking");
+}
+
+/// Both pipes (a client's usual set-up): the reactor path answers, and stdin's pipe is given back
+/// blocking, as hands found it (O_NONBLOCK is shared with whoever else holds the pipe).
+#[test]
+fn pipes_in_and_out_answer_and_give_stdin_back_blocking() {
+    let session = raw_session(Out::Pipe, Duration::from_millis(300), &handshake_and_list());
+    assert_answers(&session);
+    assert_eq!(session.stderr, "", "stderr");
+    assert!(!session.stdin_left_nonblocking, "stdin's pipe left non-blocking");
+}
+
+/// stdout and stderr one pipe (`2>&1`): the answers still come whole and nothing else is written.
+#[test]
+fn stdout_shared_with_stderr_still_answers() {
+    let session =
+        raw_session(Out::PipeWithStderr, Duration::from_millis(300), &handshake_and_list());
+    assert_answers(&session);
+    assert!(!session.stdin_left_nonblocking, "stdin's pipe left non-blocking");
+}
+
 /// A client that declares elicitation and answers every approval question the same way.
 #[derive(Clone)]
 struct Asker {

@@ -67,7 +67,10 @@ pub fn read_instructions(root: &Path) -> Vec<Instructions> {
 /// Open `path` beneath `dir` for reading, only when it is a regular file: the open does not wait
 /// (`O_NONBLOCK`, which a regular file ignores), so a named pipe is refused at once instead of
 /// blocking until somebody writes to it; a pipe, socket, device or folder gives `InvalidInput`.
-pub(crate) fn open_regular(dir: &cap_std::fs::Dir, path: &Path) -> std::io::Result<cap_std::fs::File> {
+pub(crate) fn open_regular(
+    dir: &cap_std::fs::Dir,
+    path: &Path,
+) -> std::io::Result<cap_std::fs::File> {
     use cap_std::fs::OpenOptionsExt as _;
     let mut options = cap_std::fs::OpenOptions::new();
     options.read(true).custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);

@@ -159,7 +159,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     }
     match cli.command {
         Command::Config { action: ConfigAction::Show } => {
-            print!("{}", settings::render(&loaded));
+            term::data(&settings::render(&loaded))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Tools { mode, json } => {

@@ -205,6 +205,8 @@ pub struct Agent {
     /// The session.
     pub id: String,
     prompter: Prompter,
+    /// The project root and `[preview]`, to show what preview_open runs when it asks.
+    preview: (PathBuf, hands_preview::PreviewConfig),
 }
 
 impl Agent {
@@ -212,6 +214,7 @@ impl Agent {
     /// session.
     pub async fn start(setup: Setup, start: Start, prompter: Prompter) -> Result<Self> {
         let provider = provider(&setup.settings.model)?;
+        let preview = (setup.root.clone(), setup.settings.preview.clone());
         let store = open_store(&setup.settings.store)?;
         let parts = HostParts {
             store,
@@ -250,7 +253,7 @@ impl Agent {
         if !prompter.available() {
             host.session(&id).await?.insert_extension(AskerHandle(Arc::new(NobodyAsker)));
         }
-        Ok(Self { host, id, prompter })
+        Ok(Self { host, id, prompter, preview })
     }
 
     /// Post `text` and print the turn until it ends; how it ended (`completed`, `max_steps`,
@@ -323,7 +326,12 @@ impl Agent {
                 view.pause();
                 // The event's summary is cut at 300 characters: the call's own arguments give
                 // the whole of it.
-                let summary = view.approval_text(tool).unwrap_or_else(|| summary.clone());
+                let mut summary = view.approval_text(tool).unwrap_or_else(|| summary.clone());
+                if tool == "preview_open" {
+                    // Its arguments say nothing of the commands it runs: show them.
+                    let (root, config) = &self.preview;
+                    summary = format!("{summary}\n{}", approve::preview_plan(root, config));
+                }
                 asks.queue.push_back(Ask::Approval {
                     id: approval_id.clone(),
                     summary,

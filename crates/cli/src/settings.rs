@@ -212,7 +212,7 @@ pub fn load(layers: &Layers<'_>) -> Result<Loaded> {
         }
         mark(&layer, "", &source, &mut sources);
         for (key, asked, max) in lowered {
-            tracing::warn!(file = %source, key, asked, max, "clamped: over the most a project may set");
+            tracing::warn!(file = %source, key = %key, asked, max, "clamped: over the most a project may set");
             sources.insert(
                 key.clone(),
                 format!("{source} (clamped: it asked for {asked}, more than a project may set)"),
@@ -396,7 +396,7 @@ fn clamp_limits(layer: &mut Table, base: &Table) -> Vec<(String, i64, i64)> {
                     };
                     if *asked > max {
                         out.push((dotted, *asked, max));
-                        *value = Value::Integer(max);
+                        *asked = max;
                     }
                 }
                 _ => {}
@@ -799,7 +799,8 @@ mod tests {
         let mut numbers = Vec::new();
         fn walk(table: &Table, prefix: &str, out: &mut Vec<(String, i64)>) {
             for (key, value) in table {
-                let dotted = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+                let dotted =
+                    if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
                 match value {
                     Value::Table(inner) => walk(inner, &dotted, out),
                     Value::Integer(n) => out.push((dotted, *n)),

@@ -190,7 +190,8 @@ mod tests {
             ("call.rs", include_str!("call.rs")),
             ("tools.rs", include_str!("tools.rs")),
         ];
-        let banned = ["println!", "print!(", "eprint", "write_all", "writeln!", "std::io::stdout()"];
+        let banned =
+            ["println!", "print!(", "eprint", "write_all", "writeln!", "std::io::stdout()"];
         for (name, source) in sources {
             let code = source.split("#[cfg(test)]").next().unwrap();
             for word in banned {

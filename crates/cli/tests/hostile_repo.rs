@@ -134,7 +134,11 @@ fn named_pipes_as_ignore_files_do_not_hang_grep_or_glob_and_are_reported() {
     let started = Instant::now();
     let grep = run_within(world.hands().args(["call", "grep", "pattern=needle"]), PROMPTLY);
     assert_eq!(grep.code, 0, "{}{}", grep.stdout, grep.stderr);
-    assert!(grep.stdout.contains("a.txt") && grep.stdout.contains("clean/c.txt"), "{}", grep.stdout);
+    assert!(
+        grep.stdout.contains("a.txt") && grep.stdout.contains("clean/c.txt"),
+        "{}",
+        grep.stdout
+    );
     assert!(!grep.stdout.contains("sub/b.txt"), "the folder with the bad .ignore is skipped");
     assert!(grep.stdout.contains("Skipped: ignore files that are not regular"), "{}", grep.stdout);
     assert!(grep.stdout.contains(".gitignore is not a regular file"), "{}", grep.stdout);
@@ -173,7 +177,12 @@ fn a_project_cannot_set_the_commands_the_preview_runs() {
     assert!(shown.stdout.contains("serve = \"\"  # default"), "{}", shown.stdout);
     // A user's own flag makes Chromium fail fast; the preview gets as far as starting the browser.
     let out = run_within(
-        world.hands().args(["-c", "preview.chromium=/nonexistent/chromium", "call", "preview_open"]),
+        world.hands().args([
+            "-c",
+            "preview.chromium=/nonexistent/chromium",
+            "call",
+            "preview_open",
+        ]),
         Duration::from_secs(60),
     );
     assert!(
@@ -182,7 +191,12 @@ fn a_project_cannot_set_the_commands_the_preview_runs() {
         out.stderr
     );
     for mark in ["MARK_T", "MARK_B", "MARK_S"] {
-        assert!(!world.root.join(mark).exists(), "{mark} was written: {}{}", out.stdout, out.stderr);
+        assert!(
+            !world.root.join(mark).exists(),
+            "{mark} was written: {}{}",
+            out.stdout,
+            out.stderr
+        );
     }
 }
 
@@ -194,11 +208,16 @@ fn a_project_grace_period_is_clamped_and_sigterm_ends_hands_promptly() {
     world.project_config("[processes]\nstop_grace_ms = 3600000\n");
     let shown = run_within(world.hands().args(["config", "show"]), PROMPTLY);
     assert!(
-        shown.stdout.contains("stop_grace_ms = 5000  # ") && shown.stdout.contains("(clamped: it asked for 3600000"),
+        shown.stdout.contains("stop_grace_ms = 5000  # ")
+            && shown.stdout.contains("(clamped: it asked for 3600000"),
         "{}",
         shown.stdout
     );
-    assert!(shown.stdout.contains("# clamped: processes.stop_grace_ms = 3600000 in "), "{}", shown.stdout);
+    assert!(
+        shown.stdout.contains("# clamped: processes.stop_grace_ms = 3600000 in "),
+        "{}",
+        shown.stdout
+    );
 
     // A command that ignores SIGTERM: only the grace period's end (SIGKILL) stops it.
     let child = world

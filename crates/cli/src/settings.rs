@@ -829,7 +829,7 @@ mod tests {
         std::fs::create_dir_all(root.join(".hands")).unwrap();
         rustix::fs::mkfifoat(
             rustix::fs::CWD,
-            &root.join(".hands/config.toml"),
+            root.join(".hands/config.toml"),
             rustix::fs::Mode::from_raw_mode(0o644),
         )
         .unwrap();

@@ -4,7 +4,9 @@
 //! The instruction files (`AGENTS.md`, `CLAUDE.md`, `.hands/instructions.md`, in that order) are
 //! read through a directory handle on the project root (cap-std), so a symlink cannot make the
 //! prompt include a file from outside the project, and each is capped at [`INSTRUCTIONS_MAX_BYTES`]
-//! (the rest is cut with a note). Missing or unreadable files are skipped.
+//! (the rest is cut with a note). Missing or unreadable files are skipped, and so is anything
+//! that is not a regular file (with a warning): the open does not wait, so a named pipe at
+//! `AGENTS.md` cannot hang hands.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -33,10 +35,14 @@ pub fn read_instructions(root: &Path) -> Vec<Instructions> {
     };
     let mut found = Vec::new();
     for path in INSTRUCTION_FILES {
-        let Ok(file) = dir.open(path) else { continue };
-        if !file.metadata().is_ok_and(|m| m.is_file()) {
-            continue;
-        }
+        let file = match open_regular(&dir, Path::new(path)) {
+            Ok(file) => file,
+            Err(err) if err.kind() == std::io::ErrorKind::InvalidInput => {
+                tracing::warn!(file = %path, "instruction file skipped: {err}");
+                continue;
+            }
+            Err(_) => continue,
+        };
         let mut bytes = Vec::new();
         if file.take(INSTRUCTIONS_MAX_BYTES as u64 + 1).read_to_end(&mut bytes).is_err() {
             continue;
@@ -56,6 +62,27 @@ pub fn read_instructions(root: &Path) -> Vec<Instructions> {
         }
     }
     found
+}
+
+/// Open `path` beneath `dir` for reading, only when it is a regular file: the open does not wait
+/// (`O_NONBLOCK`, which a regular file ignores), so a named pipe is refused at once instead of
+/// blocking until somebody writes to it; a pipe, socket, device or folder gives `InvalidInput`.
+pub(crate) fn open_regular(
+    dir: &cap_std::fs::Dir,
+    path: &Path,
+) -> std::io::Result<cap_std::fs::File> {
+    use cap_std::fs::OpenOptionsExt as _;
+    let mut options = cap_std::fs::OpenOptions::new();
+    options.read(true).custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+    let file = dir.open_with(path, &options)?;
+    if file.metadata()?.is_file() {
+        Ok(file)
+    } else {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "it is not a regular file (a named pipe, socket, device or folder)",
+        ))
+    }
 }
 
 /// [`read_instructions`] on the blocking pool.

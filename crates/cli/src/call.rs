@@ -2,7 +2,7 @@
 //! text (an image as one line: MIME type, size and the file it was saved to); exits 0 on success,
 //! 1 when the result is an error, 2 on a usage error.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -10,6 +10,8 @@ use anyhow::{Context as _, Result, bail};
 use hands_core::middleware::truncate::{OUTPUTS_DIR, outputs_dir, save_new};
 use hands_core::{Content, Registry, Session, ToolCall, ToolOutput};
 use serde_json::{Map, Value};
+
+use crate::term;
 
 /// Run one call.
 pub fn run(
@@ -23,7 +25,7 @@ pub fn run(
     let Some(found) = registry.get(tool) else {
         // Let the registry word the error (it lists close names); it is a usage error.
         let output = block_on(registry.dispatch(&session, ToolCall::new("c", tool, Value::Null)))??;
-        eprintln!("hands: {}", output.joined_text());
+        term::errln(&format!("hands: {}", output.joined_text()));
         return Ok(ExitCode::from(2));
     };
     let args = parse_args(&found.spec().input_schema, raw)?;
@@ -40,7 +42,7 @@ pub fn run(
     let output = match block_on(dispatch_then_close(registry, &session, call))? {
         Ok(output) => output,
         Err(err) => {
-            eprintln!("hands: {err}");
+            term::errln(&format!("hands: {err}"));
             return Ok(ExitCode::from(1));
         }
     };
@@ -133,8 +135,6 @@ fn print(root: &Path, id: &str, output: &ToolOutput, json: bool) -> Result<()> {
             saved.push(save_image(root, id, i, data, mime_type)?);
         }
     }
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
     if json {
         let mut value = serde_json::to_value(output)?;
         if let Some(Value::Array(items)) = value.get_mut("content") {
@@ -145,8 +145,7 @@ fn print(root: &Path, id: &str, output: &ToolOutput, json: bool) -> Result<()> {
                 }
             }
         }
-        serde_json::to_writer_pretty(&mut out, &value)?;
-        writeln!(out)?;
+        term::data(&format!("{}\n", serde_json::to_string_pretty(&value)?))?;
         return Ok(());
     }
     let mut saved = saved.iter();
@@ -159,13 +158,11 @@ fn print(root: &Path, id: &str, output: &ToolOutput, json: bool) -> Result<()> {
                 saved.next().map_or("?", String::as_str)
             ),
         };
+        let end = if line.ends_with('\n') { "" } else { "\n" };
         if output.is_error {
-            eprintln!("{line}");
+            term::err(&format!("{line}{end}"));
         } else {
-            out.write_all(line.as_bytes())?;
-            if !line.ends_with('\n') {
-                out.write_all(b"\n")?;
-            }
+            term::data(&format!("{line}{end}"))?;
         }
     }
     Ok(())

@@ -11,7 +11,7 @@ use hands_core::Mode;
 
 use crate::approve::Lines;
 use crate::run::{self, Agent, Prompter, Setup, Start};
-use crate::view;
+use crate::{term, view};
 
 const HELP: &str = "\
 /plan    plan mode: read-only tools; the agent proposes a plan with exit_plan_mode
@@ -34,12 +34,12 @@ pub fn chat(setup: Setup, start: Start) -> Result<ExitCode> {
         let agent = Agent::start(setup, start, prompter).await?;
         let session = agent.host.session(&agent.id).await?;
         if interactive {
-            eprintln!(
+            term::errln(&format!(
                 "hands chat: session {} ({} mode). /help lists the commands; /exit or Ctrl-D \
                  leaves.",
                 agent.id,
                 session.mode()
-            );
+            ));
         }
         let code = loop {
             if interactive {
@@ -48,13 +48,13 @@ pub fn chat(setup: Setup, start: Start) -> Result<ExitCode> {
             let line = tokio::select! {
                 line = input.next() => line,
                 _ = interrupts.recv() => {
-                    eprintln!();
+                    term::errln("");
                     break 130;
                 }
             };
             let Some(line) = line else {
                 if interactive {
-                    eprintln!();
+                    term::errln("");
                 }
                 break 0;
             };
@@ -63,27 +63,29 @@ pub fn chat(setup: Setup, start: Start) -> Result<ExitCode> {
                 Some("exit" | "quit") => break 0,
                 Some("plan") => {
                     session.set_mode(Mode::Plan);
-                    eprintln!("mode: plan (read-only tools; the agent proposes a plan)");
+                    term::errln("mode: plan (read-only tools; the agent proposes a plan)");
                 }
                 Some("build") => {
                     session.set_mode(Mode::Build);
-                    eprintln!("mode: build");
+                    term::errln("mode: build");
                 }
                 Some("todos") => {
                     let todos = hands_agent::todos(&session).borrow().clone();
-                    eprintln!("{}", view::render_todos(&todos));
+                    term::errln(&view::render_todos(&todos));
                 }
-                Some("help") => eprintln!("{HELP}"),
-                Some(other) => eprintln!("hands: unknown command /{other}; /help lists them"),
+                Some("help") => term::errln(HELP),
+                Some(other) => {
+                    term::errln(&format!("hands: unknown command /{other}; /help lists them"));
+                }
                 None if line.is_empty() => {}
                 None => match agent.turn(line.to_owned(), &mut interrupts).await {
                     Ok(reason) => run::explain(&reason),
-                    Err(err) => eprintln!("hands: {err:#}"),
+                    Err(err) => term::errln(&format!("hands: {err:#}")),
                 },
             }
         };
         agent.host.close().await;
-        eprintln!("resume with: hands chat --resume {}", agent.id);
+        term::errln(&format!("resume with: hands chat --resume {}", agent.id));
         Ok(ExitCode::from(code))
     })
 }

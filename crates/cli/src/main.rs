@@ -7,6 +7,7 @@ mod chat;
 mod run;
 mod serve;
 mod settings;
+mod term;
 mod tools;
 mod view;
 
@@ -124,7 +125,7 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("hands: {err:#}");
+            term::errln(&format!("hands: {err:#}"));
             ExitCode::from(2)
         }
     }
@@ -165,7 +166,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     }
     match cli.command {
         Command::Config { action: ConfigAction::Show } => {
-            print!("{}", settings::render(&loaded));
+            term::data(&settings::render(&loaded))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Tools { mode, json } => {
@@ -175,7 +176,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             if !json {
                 for server in mcp.status() {
                     if let Some(error) = server.error {
-                        println!("MCP server {} unavailable: {error}", server.name);
+                        term::out(&format!("MCP server {} unavailable: {error}\n", server.name));
                     }
                 }
             }

@@ -27,6 +27,7 @@ use tokio::task::JoinHandle;
 
 use crate::approve::{self, Lines};
 use crate::settings::{self, Settings};
+use crate::term;
 use crate::view::{SPIN_EVERY, View};
 
 /// What `hands run` and `hands chat` are built from.
@@ -71,11 +72,11 @@ pub fn run(setup: Setup, start: Start, task: String) -> Result<ExitCode> {
                 exit_code(reason)
             }
             Err(err) => {
-                eprintln!("hands: {err:#}");
+                term::errln(&format!("hands: {err:#}"));
                 1
             }
         };
-        eprintln!("resume with: hands run --resume {} \"…\"", agent.id);
+        term::errln(&format!("resume with: hands run --resume {} \"…\"", agent.id));
         Ok(ExitCode::from(code))
     })
 }
@@ -108,10 +109,10 @@ pub fn exit_code(reason: &str) -> u8 {
 /// A line on stderr for a turn that did not complete (an error was printed when it came).
 pub fn explain(reason: &str) {
     match reason {
-        "aborted" => eprintln!("hands: the turn was aborted"),
-        "max_steps" => eprintln!(
+        "aborted" => term::errln("hands: the turn was aborted"),
+        "max_steps" => term::errln(
             "hands: the turn stopped after agent.max_steps model calls; resume the session to \
-             let it go on, or raise agent.max_steps"
+             let it go on, or raise agent.max_steps",
         ),
         _ => {}
     }
@@ -204,6 +205,8 @@ pub struct Agent {
     /// The session.
     pub id: String,
     prompter: Prompter,
+    /// The project root and `[preview]`, to show what preview_open runs when it asks.
+    preview: (PathBuf, hands_preview::PreviewConfig),
 }
 
 impl Agent {
@@ -211,6 +214,7 @@ impl Agent {
     /// session.
     pub async fn start(setup: Setup, start: Start, prompter: Prompter) -> Result<Self> {
         let provider = provider(&setup.settings.model)?;
+        let preview = (setup.root.clone(), setup.settings.preview.clone());
         let store = open_store(&setup.settings.store)?;
         let parts = HostParts {
             store,
@@ -249,7 +253,7 @@ impl Agent {
         if !prompter.available() {
             host.session(&id).await?.insert_extension(AskerHandle(Arc::new(NobodyAsker)));
         }
-        Ok(Self { host, id, prompter })
+        Ok(Self { host, id, prompter, preview })
     }
 
     /// Post `text` and print the turn until it ends; how it ended (`completed`, `max_steps`,
@@ -290,7 +294,10 @@ impl Agent {
                     if aborting {
                         view.end();
                         kill_now(&self.id);
-                        eprintln!("hands: quit; resume with: hands run --resume {} \"…\"", self.id);
+                        term::errln(&format!(
+                            "hands: quit; resume with: hands run --resume {} \"…\"",
+                            self.id
+                        ));
                         std::process::exit(130);
                     }
                     aborting = true;
@@ -317,9 +324,17 @@ impl Agent {
         match kind {
             EventKind::ApprovalRequested { approval_id, tool, summary } => {
                 view.pause();
+                // The event's summary is cut at 300 characters: the call's own arguments give
+                // the whole of it.
+                let mut summary = view.approval_text(tool).unwrap_or_else(|| summary.clone());
+                if tool == "preview_open" {
+                    // Its arguments say nothing of the commands it runs: show them.
+                    let (root, config) = &self.preview;
+                    summary = format!("{summary}\n{}", approve::preview_plan(root, config));
+                }
                 asks.queue.push_back(Ask::Approval {
                     id: approval_id.clone(),
-                    summary: summary.clone(),
+                    summary,
                     plan: tool == "exit_plan_mode",
                 });
             }
@@ -363,6 +378,7 @@ impl Agent {
     fn deny_unasked(&self, view: &mut View, ask: Ask) {
         match ask {
             Ask::Approval { id, summary, .. } => {
+                let summary = term::line(&summary);
                 if view.hinted {
                     view.note(&format!("hands: denied {summary} (no terminal to ask on)"));
                 } else {

@@ -138,6 +138,8 @@ pub struct Loaded {
     pub sources: BTreeMap<String, String>,
     /// Settings found but not applied, with why.
     pub ignored: Vec<String>,
+    /// Limits a project set higher than it may, lowered to the most it may set.
+    pub clamped: Vec<String>,
     /// The `-c key=value` flags applied (an inner sandbox hands gets them too).
     pub flags: Vec<String>,
 }
@@ -169,6 +171,7 @@ pub fn load(layers: &Layers<'_>) -> Result<Loaded> {
     let Value::Table(mut table) = defaults else { bail!("the defaults are not a table") };
     let mut sources = BTreeMap::new();
     let mut ignored = Vec::new();
+    let mut clamped = Vec::new();
     mark(&table, "", "default", &mut sources);
 
     let files = [
@@ -177,10 +180,14 @@ pub fn load(layers: &Layers<'_>) -> Result<Loaded> {
     ];
     for (path, is_project) in files {
         let Some(path) = path else { continue };
-        let text = match std::fs::read_to_string(&path) {
+        let text = match read_config(&path) {
             Ok(text) => text,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(err) => bail!("cannot read the configuration file {}: {err}", path.display()),
+            Err(err) => bail!(
+                "cannot read the configuration file {}: {err}; make it a regular TOML file, or \
+                 remove it",
+                path.display()
+            ),
         };
         toml::from_str::<Settings>(&text).map_err(|err| {
             anyhow::anyhow!(
@@ -192,6 +199,7 @@ pub fn load(layers: &Layers<'_>) -> Result<Loaded> {
         let mut layer: Table = toml::from_str(&text)
             .with_context(|| format!("invalid configuration in {}", path.display()))?;
         let source = path.display().to_string();
+        let mut lowered = Vec::new();
         if is_project {
             for key in drop_user_only(&mut layer) {
                 tracing::warn!(file = %source, key, "ignored: only the user may set this");
@@ -200,8 +208,20 @@ pub fn load(layers: &Layers<'_>) -> Result<Loaded> {
                      in the user file, HANDS_* or -c)"
                 ));
             }
+            lowered = clamp_limits(&mut layer, &table);
         }
         mark(&layer, "", &source, &mut sources);
+        for (key, asked, max) in lowered {
+            tracing::warn!(file = %source, key = %key, asked, max, "clamped: over the most a project may set");
+            sources.insert(
+                key.clone(),
+                format!("{source} (clamped: it asked for {asked}, more than a project may set)"),
+            );
+            clamped.push(format!(
+                "{key} = {asked} in {source} was lowered to {max}, the most a project may set; \
+                 set it in the user file, HANDS_* or -c to allow more"
+            ));
+        }
         merge(&mut table, layer);
     }
 
@@ -230,7 +250,28 @@ pub fn load(layers: &Layers<'_>) -> Result<Loaded> {
     let settings = Value::Table(table.clone())
         .try_into::<Settings>()
         .map_err(|err| anyhow::anyhow!("invalid configuration: {err}"))?;
-    Ok(Loaded { settings, table, sources, ignored, flags: layers.flags.to_vec() })
+    Ok(Loaded { settings, table, sources, ignored, clamped, flags: layers.flags.to_vec() })
+}
+
+/// The text of the configuration file at `path`. Only a regular file is read: the open does not
+/// wait (`O_NONBLOCK`), so a named pipe a repository put at `.hands/config.toml` is refused at
+/// once instead of hanging hands, as are sockets and devices.
+fn read_config(path: &Path) -> std::io::Result<String> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut file = std::fs::File::options()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "it is not a regular file (a named pipe, socket, device or folder)",
+        ));
+    }
+    let mut text = String::new();
+    file.read_to_string(&mut text)?;
+    Ok(text)
 }
 
 /// Settings a project's own `.hands/config.toml` may not set: each loosens what the user allows
@@ -243,6 +284,10 @@ pub fn load(layers: &Layers<'_>) -> Result<Loaded> {
 /// The model section names a server and the variable whose key is sent to it: a repository could
 /// send the user's key (or any variable) to a server of its choosing. The store holds every
 /// session's transcript.
+/// Every setting whose value is a command or a program is the user's only: the preview's
+/// `typecheck`, `build` and `serve` commands and its `chromium` program run when the user approves
+/// "preview_open", a prompt that cannot show what a repository put there (`bash.shell` and
+/// `mcp_servers` above are the others; `[processes]` and `[exec]` hold none).
 const USER_ONLY: &[&str] = &[
     "mcp_servers",
     "sandbox",
@@ -254,7 +299,114 @@ const USER_ONLY: &[&str] = &[
     "server.allowed_hosts",
     "server.allowed_origins",
     "server.token",
+    "preview.typecheck",
+    "preview.build",
+    "preview.serve",
+    "preview.chromium",
 ];
+
+/// The most a project's `.hands/config.toml` may set each limit to (time limits in milliseconds,
+/// sizes in bytes, counts as they are). A project may lower any limit; it may raise one only up
+/// to this maximum, or up to the value the user's own layers give (the user file, else the
+/// default), whichever is larger: a repository cannot keep hands waiting for an hour after
+/// SIGTERM, run a model for thousands of steps on the user's key, or fill memory and disk.
+/// Values over the maximum are lowered to it, with a warning, and `hands config show` says so.
+/// Every number a project can set is listed (a test checks it); `None`: not a limit (a port).
+const PROJECT_MAXIMA: &[(&str, Option<u64>)] = &[
+    // Grace periods and short waits: they delay shutdown and every stop.
+    ("processes.stop_grace_ms", Some(5_000)),
+    ("timeouts.grace_ms", Some(5_000)),
+    ("recovery.wait_ms", Some(5_000)),
+    ("processes.settle_ms", Some(10_000)),
+    ("preview.watch_debounce_ms", Some(5_000)),
+    ("preview.watch_interval_ms", Some(5_000)),
+    // Time limits of calls and waits.
+    ("timeouts.default_ms", Some(600_000)),
+    ("timeouts.tools.*", Some(1_800_000)),
+    ("bash.default_timeout_ms", Some(600_000)),
+    ("bash.max_timeout_ms", Some(1_800_000)),
+    ("processes.ready_timeout_ms", Some(120_000)),
+    ("processes.long_run_timeout_ms", Some(3_600_000)),
+    ("preview.build_timeout_ms", Some(600_000)),
+    ("preview.ready_timeout_ms", Some(120_000)),
+    ("preview.browser_timeout_ms", Some(60_000)),
+    ("ask_user.timeout_ms", Some(3_600_000)),
+    ("mcp_call_timeout_ms", Some(600_000)),
+    ("model.request_timeout_ms", Some(600_000)),
+    // Sizes: memory, disk and what goes into the model's context.
+    ("output.max_bytes", Some(262_144)),
+    ("bash.max_output_bytes", Some(16_777_216)),
+    ("processes.buffer_bytes", Some(16_777_216)),
+    ("processes.log_max_bytes", Some(268_435_456)),
+    ("fs.read_max_bytes", Some(16_777_216)),
+    ("fs.image_max_bytes", Some(20_971_520)),
+    ("fs.write_max_bytes", Some(67_108_864)),
+    ("server.max_body_bytes", Some(67_108_864)),
+    // Counts.
+    ("fs.glob_limit", Some(10_000)),
+    ("fs.grep_limit", Some(1_000)),
+    ("fs.grep_max_line_chars", Some(10_000)),
+    ("fs.list_depth", Some(10)),
+    ("fs.list_max_entries", Some(10_000)),
+    ("fs.read_limit", Some(10_000)),
+    ("fs.read_max_line_chars", Some(10_000)),
+    ("fs.threads", Some(16)),
+    ("processes.max_per_session", Some(32)),
+    ("recovery.max_per_project", Some(10)),
+    ("preview.max_errors", Some(5_000)),
+    ("agent.max_steps", Some(200)),
+    ("agent.subagent_max_steps", Some(100)),
+    ("agent.max_tokens", Some(64_000)),
+    ("model.max_retries", Some(10)),
+    ("preview.port", None),
+];
+
+/// The project maximum for dotted `key` (`Some(None)`: listed, not a limit).
+fn project_maximum(key: &str) -> Option<Option<u64>> {
+    PROJECT_MAXIMA.iter().find_map(|(pattern, max)| {
+        let hit = match pattern.strip_suffix('*') {
+            Some(prefix) => key.starts_with(prefix),
+            None => key == *pattern,
+        };
+        hit.then_some(*max)
+    })
+}
+
+/// Lower every number in the project `layer` that is over its maximum (or over what `base`, the
+/// user's layers so far, already gives, when that is more); returns `(key, asked, lowered to)`.
+fn clamp_limits(layer: &mut Table, base: &Table) -> Vec<(String, i64, i64)> {
+    fn walk(
+        layer: &mut Table,
+        base: Option<&Table>,
+        prefix: &str,
+        out: &mut Vec<(String, i64, i64)>,
+    ) {
+        for (key, value) in layer.iter_mut() {
+            let dotted = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+            let below = base.and_then(|b| b.get(key));
+            match value {
+                Value::Table(inner) => walk(inner, below.and_then(Value::as_table), &dotted, out),
+                Value::Integer(asked) => {
+                    // An unlisted number is held to the user's value: nothing can slip through.
+                    let user = below.and_then(Value::as_integer).unwrap_or(0);
+                    let max = match project_maximum(&dotted) {
+                        Some(None) => continue,
+                        Some(Some(max)) => i64::try_from(max).unwrap_or(i64::MAX).max(user),
+                        None => user,
+                    };
+                    if *asked > max {
+                        out.push((dotted, *asked, max));
+                        *asked = max;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(layer, Some(base), "", &mut out);
+    out
+}
 
 /// Remove the user-only keys from a project layer; returns the ones that were there.
 fn drop_user_only(layer: &mut Table) -> Vec<&'static str> {
@@ -371,7 +523,10 @@ pub fn render(loaded: &Loaded) -> String {
     for ignored in &loaded.ignored {
         out.push_str(&format!("\n# ignored: {ignored}"));
     }
-    if !loaded.ignored.is_empty() {
+    for clamped in &loaded.clamped {
+        out.push_str(&format!("\n# clamped: {clamped}"));
+    }
+    if !loaded.ignored.is_empty() || !loaded.clamped.is_empty() {
         out.push('\n');
     }
     out
@@ -571,6 +726,119 @@ mod tests {
         let shown = render(&loaded);
         assert!(!shown.contains("secret-1"), "{shown}");
         assert!(shown.contains("x-gateway-key = \"<set>\""), "{shown}");
+    }
+
+    // Red-team finding (issue 11, item 4): a repository's [preview] commands ran after an
+    // approval that read `allow preview_open: {}?`.
+    #[test]
+    fn command_valued_settings_are_the_users_only() {
+        let loaded = load_with(
+            &[
+                ("user", "[preview]\nbuild = \"make site\"\n"),
+                (
+                    "project",
+                    "[preview]\ntypecheck = \"id > MARK\"\nbuild = \"id > MARK\"\n\
+                     serve = \"id > MARK\"\nchromium = \"/tmp/evil\"\nwindow_size = \"800,600\"\n",
+                ),
+            ],
+            &[],
+            &[],
+        )
+        .unwrap();
+        let preview = &loaded.settings.preview;
+        assert_eq!((preview.typecheck.as_str(), preview.serve.as_str()), ("", ""));
+        assert_eq!(preview.build, "make site", "the user's own command stays");
+        assert_eq!(preview.chromium, hands_preview::PreviewConfig::default().chromium);
+        assert_eq!(preview.window_size, "800,600", "other preview settings still apply");
+        assert_eq!(loaded.ignored.len(), 4, "{:?}", loaded.ignored);
+        assert!(render(&loaded).contains("# ignored: preview.serve in"));
+    }
+
+    // Red-team finding (issue 11, item 14): `processes.stop_grace_ms = 3600000` in a project file
+    // kept hands running long past SIGTERM.
+    #[test]
+    fn project_limits_are_clamped_to_the_project_maximum_or_the_users_value() {
+        let loaded = load_with(
+            &[(
+                "project",
+                "[processes]\nstop_grace_ms = 3600000\nsettle_ms = 100\n\
+                 [agent]\nmax_steps = 100000\n[timeouts.tools]\nbash = 99999999\n",
+            )],
+            &[],
+            &[],
+        )
+        .unwrap();
+        let s = &loaded.settings;
+        assert_eq!(s.processes.stop_grace_ms, 5_000);
+        assert_eq!(s.processes.settle_ms, 100, "a project may lower a limit");
+        assert_eq!(s.agent.max_steps, 200);
+        assert_eq!(s.timeouts.tools.get("bash"), Some(&1_800_000));
+        assert_eq!(loaded.clamped.len(), 3, "{:?}", loaded.clamped);
+        assert!(loaded.sources["processes.stop_grace_ms"].contains("clamped"));
+        let shown = render(&loaded);
+        assert!(shown.contains("stop_grace_ms = 5000  # "), "{shown}");
+        assert!(shown.contains("# clamped: processes.stop_grace_ms = 3600000 in"), "{shown}");
+        // The user may allow more: their own value is the project's maximum then; and the user's
+        // own layers are never clamped.
+        let loaded = load_with(
+            &[
+                ("user", "[processes]\nstop_grace_ms = 60000\n"),
+                ("project", "[processes]\nstop_grace_ms = 3600000\n"),
+            ],
+            &[("HANDS_AGENT__MAX_STEPS", "5000")],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(loaded.settings.processes.stop_grace_ms, 60_000);
+        assert_eq!(loaded.settings.agent.max_steps, 5_000);
+    }
+
+    #[test]
+    fn every_number_has_a_project_maximum_at_least_its_default() {
+        let defaults = Value::try_from(Settings::default()).unwrap();
+        let mut numbers = Vec::new();
+        fn walk(table: &Table, prefix: &str, out: &mut Vec<(String, i64)>) {
+            for (key, value) in table {
+                let dotted =
+                    if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+                match value {
+                    Value::Table(inner) => walk(inner, &dotted, out),
+                    Value::Integer(n) => out.push((dotted, *n)),
+                    _ => {}
+                }
+            }
+        }
+        walk(defaults.as_table().unwrap(), "", &mut numbers);
+        assert!(numbers.len() > 30, "{numbers:?}");
+        for (key, default) in numbers {
+            match project_maximum(&key) {
+                None => panic!("{key} has no entry in PROJECT_MAXIMA: decide its project maximum"),
+                Some(None) => {}
+                Some(Some(max)) => {
+                    assert!(max >= u64::try_from(default).unwrap(), "{key}: {max} < {default}")
+                }
+            }
+        }
+    }
+
+    // Issue 11, item 13: a named pipe at .hands/config.toml hung every command.
+    #[test]
+    fn a_named_pipe_for_a_config_file_is_refused_at_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("proj");
+        std::fs::create_dir_all(root.join(".hands")).unwrap();
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            root.join(".hands/config.toml"),
+            rustix::fs::Mode::from_raw_mode(0o644),
+        )
+        .unwrap();
+        let started = std::time::Instant::now();
+        let err = load(&Layers { user_file: None, root: &root, env: Vec::new(), flags: &[] })
+            .unwrap_err()
+            .to_string();
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        assert!(err.contains(".hands/config.toml") && err.contains("not a regular file"), "{err}");
     }
 
     #[test]

@@ -1,10 +1,10 @@
 //! `hands tools`: the tool list, as text for people or as JSON in MCP's `tools/list` shape.
 
-use std::io::Write;
-
 use anyhow::Result;
 use hands_core::{Mode, Registry, ToolSpec};
 use serde_json::{Value, json};
+
+use crate::term;
 
 /// A spec in MCP's shape.
 pub fn mcp_json(spec: &ToolSpec) -> Value {
@@ -29,18 +29,20 @@ pub fn mcp_json(spec: &ToolSpec) -> Value {
 /// Print the tools of `mode`.
 pub fn print(registry: &Registry, mode: Mode, json: bool) -> Result<()> {
     let specs = registry.list(mode);
-    let mut out = std::io::stdout().lock();
     if json {
         let tools: Vec<Value> = specs.into_iter().map(mcp_json).collect();
-        serde_json::to_writer_pretty(&mut out, &json!({ "tools": tools }))?;
-        writeln!(out)?;
+        term::data(&format!("{}\n", serde_json::to_string_pretty(&json!({ "tools": tools }))?))?;
         return Ok(());
     }
     let width = specs.iter().map(|s| s.name.len()).max().unwrap_or(0);
+    let mut out = String::new();
     for spec in specs {
+        // An MCP server names and describes its own tools: one escaped line each.
         let summary = spec.description.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
         let tag = if spec.annotations.read_only { "read-only" } else { "writes" };
-        writeln!(out, "{:width$}  {tag:9}  {summary}", spec.name)?;
+        let name = term::line(&spec.name);
+        out.push_str(&format!("{name:width$}  {tag:9}  {}\n", term::line(summary)));
     }
+    term::data(&out)?;
     Ok(())
 }

@@ -116,7 +116,7 @@ fn run(ctx: &Context, config: &FsConfig, args: &GlobArgs) -> Result<ToolOutput, 
     let root = ws.root().to_path_buf();
     let base = root.join(start.as_path());
     let spec = WalkSpec { start: start.clone(), include_ignored: args.include_ignored };
-    let states = walk::run_spec(
+    let (states, skipped) = walk::run_spec(
         &root,
         &spec,
         config,
@@ -161,7 +161,7 @@ fn run(ctx: &Context, config: &FsConfig, args: &GlobArgs) -> Result<ToolOutput, 
     all.sort_unstable();
     all.truncate(limit);
     let paths: Vec<String> = all.into_iter().map(|h| h.path).collect();
-    Ok(render(&args.pattern, &start, paths, total))
+    Ok(walk::note_skipped(render(&args.pattern, &start, paths, total), &skipped))
 }
 
 fn render(pattern: &str, start: &crate::RelPath, paths: Vec<String>, total: usize) -> ToolOutput {

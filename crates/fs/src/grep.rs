@@ -389,6 +389,7 @@ fn run(ctx: &Context, config: &FsConfig, args: &GrepArgs) -> Result<ToolOutput, 
         matcher: &matcher,
     };
     let start = walk::start(&ws, "path", args.path.as_deref())?;
+    let mut skipped = Vec::new();
     let states = match &start {
         Start::File(rel) => {
             let mut state = ThreadHits::new(&plan);
@@ -401,13 +402,16 @@ fn run(ctx: &Context, config: &FsConfig, args: &GrepArgs) -> Result<ToolOutput, 
             vec![state]
         }
         Start::Dir(rel) => {
-            search_tree(ctx, config, &ws, rel, include.as_ref(), args.include_ignored, &plan)
+            let (states, skips) =
+                search_tree(ctx, config, &ws, rel, include.as_ref(), args.include_ignored, &plan);
+            skipped = skips;
+            states
         }
     };
     if ctx.is_cancelled() {
         return Err(walk::cancelled("grep"));
     }
-    Ok(render(&plan, &args.pattern, offset, limit, states))
+    Ok(walk::note_skipped(render(&plan, &args.pattern, offset, limit, states), &skipped))
 }
 
 fn search_tree(
@@ -418,7 +422,7 @@ fn search_tree(
     include: Option<&FileGlob>,
     include_ignored: bool,
     plan: &Plan<'_>,
-) -> Vec<ThreadHits> {
+) -> (Vec<ThreadHits>, Vec<String>) {
     let root = ws.root().to_path_buf();
     let base = root.join(start.as_path());
     let spec = WalkSpec { start: start.clone(), include_ignored };

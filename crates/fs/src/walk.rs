@@ -7,6 +7,13 @@
 //! A `path` that is itself ignored (or lies in an ignored folder) is still searched, as rg does: the
 //! `ignore` crate applies ignore rules before `filter_entry`, so when `filter_entry` never saw the
 //! start folder, the walk is run again rooted at it.
+//!
+//! The `ignore` crate opens every folder's `.gitignore`, `.ignore` and `.git/info/exclude` with a
+//! plain blocking open, so a named pipe there (or a device, through a symlink) would hang the walk
+//! thread until the call's timeout and leave it blocked. Each folder's ignore files are therefore
+//! checked with `stat` (which never blocks) before the walk enters it: a folder whose ignore file
+//! is not a regular file is not entered, and the start folder's own such file turns that kind
+//! of ignore file off for the walk; both are reported ([`note_skipped`]).
 
 use std::ffi::OsStr;
 use std::path::{Component, Path};
@@ -137,6 +144,7 @@ pub(crate) fn threads(config: &FsConfig) -> usize {
 /// `root` joined with their path from the root either way. When the start folder was pruned by
 /// ignore rules, the walk is repeated rooted at the start folder, where only the ignore files from
 /// there down apply (and `config.excluded_dirs` are still never entered below it).
+/// Also returns what was skipped because an ignore file is not a regular file, one line each.
 pub(crate) fn run_spec<S, I, V>(
     root: &Path,
     spec: &WalkSpec,
@@ -144,14 +152,15 @@ pub(crate) fn run_spec<S, I, V>(
     cancel: &CancellationToken,
     init: I,
     visit: V,
-) -> Vec<S>
+) -> (Vec<S>, Vec<String>)
 where
     S: Send,
     I: Fn() -> S + Sync,
     V: Fn(&mut S, DirEntry) -> WalkState + Sync,
 {
     let saw_start = Arc::new(AtomicBool::new(false));
-    let walk = builder(root, root, spec, config, &saw_start);
+    let skipped = Arc::new(Mutex::new(Vec::new()));
+    let walk = builder(root, root, spec, config, &saw_start, &skipped);
     let mut states = run(&walk, cancel, &init, &visit);
     let excluded = spec
         .start
@@ -162,10 +171,100 @@ where
     if pruned && !spec.include_ignored && !excluded && !cancel.is_cancelled() {
         let base = root.join(spec.start.as_path());
         let here = WalkSpec { start: RelPath::default(), include_ignored: false };
-        let walk = builder(&base, &base, &here, config, &saw_start);
+        let walk = builder(&base, &base, &here, config, &saw_start, &skipped);
         states.extend(run(&walk, cancel, &init, &visit));
     }
-    states
+    let mut skipped = std::mem::take(&mut *lock(&skipped));
+    skipped.sort();
+    skipped.dedup();
+    (states, skipped)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Which of a folder's ignore files the walk reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum IgnoreKind {
+    /// `.gitignore`
+    Git,
+    /// `.ignore`
+    Ignore,
+    /// `.git/info/exclude` (or a worktree's: `.git` is a file naming the git folder, whose
+    /// `commondir` names the shared one).
+    Exclude,
+}
+
+/// The ignore files of folder `dir` that exist but are not regular files (after symlinks), by
+/// kind and path: the `ignore` crate would block opening a named pipe, or read a device forever.
+/// Only `stat` is used, and the one-line `.git` and `commondir` files read are regular files.
+fn irregular_ignore_files(dir: &Path) -> Vec<(IgnoreKind, std::path::PathBuf)> {
+    let irregular = |path: &Path| std::fs::metadata(path).is_ok_and(|m| !m.is_file());
+    let mut out = Vec::new();
+    for (kind, name) in [(IgnoreKind::Git, ".gitignore"), (IgnoreKind::Ignore, ".ignore")] {
+        let path = dir.join(name);
+        if irregular(&path) {
+            out.push((kind, path));
+        }
+    }
+    let dot_git = dir.join(".git");
+    let Ok(meta) = std::fs::metadata(&dot_git) else { return out };
+    let common = if meta.is_file() {
+        // A worktree: `gitdir: PATH`, and PATH/commondir names the shared git folder.
+        let first_line = |path: &Path| {
+            std::fs::read_to_string(path).ok().and_then(|t| t.lines().next().map(str::to_owned))
+        };
+        let Some(git_dir) = first_line(&dot_git)
+            .and_then(|l| l.strip_prefix("gitdir: ").map(std::path::PathBuf::from))
+        else {
+            return out;
+        };
+        let commondir = git_dir.join("commondir");
+        if irregular(&commondir) {
+            out.push((IgnoreKind::Exclude, commondir));
+            return out;
+        }
+        if !std::fs::metadata(&commondir).is_ok_and(|m| m.is_file()) {
+            return out;
+        }
+        match first_line(&commondir) {
+            Some(line) if line.starts_with('.') => git_dir.join(line),
+            Some(line) => std::path::PathBuf::from(line),
+            None => return out,
+        }
+    } else {
+        dot_git
+    };
+    let exclude = common.join("info").join("exclude");
+    if irregular(&exclude) {
+        out.push((IgnoreKind::Exclude, exclude));
+    }
+    out
+}
+
+/// `path` as the model sees it: relative to `root` when under it.
+fn shown(path: &Path, root: &Path) -> String {
+    path.strip_prefix(root).unwrap_or(path).to_string_lossy().into_owned()
+}
+
+/// `output` with a last paragraph on what the walk skipped, when it skipped anything.
+pub(crate) fn note_skipped(
+    mut output: hands_core::ToolOutput,
+    skipped: &[String],
+) -> hands_core::ToolOutput {
+    if !skipped.is_empty() {
+        let mut text = String::from(
+            "Skipped: ignore files that are not regular files (a named pipe, socket or device \
+             would block the search):",
+        );
+        for line in skipped {
+            text.push_str("\n- ");
+            text.push_str(line);
+        }
+        output.content.push(hands_core::Content::Text { text });
+    }
+    output
 }
 
 /// A walker from `from` over `spec` (whose start is relative to `root`): hidden files included,
@@ -178,6 +277,7 @@ fn builder(
     spec: &WalkSpec,
     config: &FsConfig,
     saw_start: &Arc<AtomicBool>,
+    skipped: &Arc<Mutex<Vec<String>>>,
 ) -> WalkBuilder {
     let mut builder = WalkBuilder::new(from);
     builder
@@ -187,13 +287,30 @@ fn builder(
         .git_global(false)
         .require_git(false)
         .threads(threads(config));
+    let check_ignore_files = !spec.include_ignored;
     if spec.include_ignored {
         builder.ignore(false).git_ignore(false).git_exclude(false);
+    } else {
+        // The walk's own folder is not offered to `filter_entry`: a bad ignore file there turns
+        // its kind off for the whole walk.
+        for (kind, path) in irregular_ignore_files(from) {
+            match kind {
+                IgnoreKind::Git => builder.git_ignore(false),
+                IgnoreKind::Ignore => builder.ignore(false),
+                IgnoreKind::Exclude => builder.git_exclude(false),
+            };
+            lock(skipped).push(format!(
+                "{} is not a regular file: it was not read, and no file of its kind was honoured \
+                 in this search",
+                shown(&path, root)
+            ));
+        }
     }
     let excluded: Arc<[String]> = config.excluded_dirs.clone().into();
     let root = root.to_path_buf();
     let start = spec.start.clone();
     let saw_start = Arc::clone(saw_start);
+    let skipped = Arc::clone(skipped);
     builder.filter_entry(move |entry| {
         if entry.depth() == 0 {
             return true;
@@ -201,6 +318,17 @@ fn builder(
         let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
         if is_dir && is_excluded(&excluded, entry.file_name()) {
             return false;
+        }
+        if is_dir && check_ignore_files {
+            let bad = irregular_ignore_files(entry.path());
+            if let Some((_, path)) = bad.first() {
+                lock(&skipped).push(format!(
+                    "{} is not a regular file: its folder {} was not searched",
+                    shown(path, &root),
+                    shown(entry.path(), &root)
+                ));
+                return false;
+            }
         }
         if start.is_root() {
             return true;

@@ -138,8 +138,12 @@ fn apply(mut plan: Plan, config: &PreviewConfig) -> Plan {
 
 /// What detection finds in `root`, first match wins: Vite, Bun with `compile.ts`, static site.
 pub fn detected(root: &Path) -> Option<Plan> {
-    let package = std::fs::read_to_string(root.join("package.json"))
-        .ok()
+    // Only a regular file (`stat` never blocks): a named pipe would hang the read.
+    let package_json = root.join("package.json");
+    let package = std::fs::metadata(&package_json)
+        .is_ok_and(|m| m.is_file())
+        .then(|| std::fs::read_to_string(&package_json).ok())
+        .flatten()
         .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok());
     let depends_on = |name: &str| {
         package.as_ref().is_some_and(|p| {

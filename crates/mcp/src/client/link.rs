@@ -164,18 +164,19 @@ pub(crate) async fn connect(
                     .spawn()
                     .map_err(|err| format!("cannot start `{command}`: {err}"))?;
                 let pid = transport.id();
-                let net = match (slirp, pid) {
+                let service = listener().serve(transport).await.map_err(|err| {
+                    format!("`{}` did not complete the MCP handshake: {err}", endpoint.describe())
+                })?;
+                let mut held = held(service, pid);
+                // After the handshake (bwrap has set its namespaces up by then) and before the
+                // first call: no tool runs before the sandbox's network is up.
+                held.net = match (slirp, pid) {
                     (Some(slirp), Some(pid)) => {
                         Some(crate::sandbox::net::attach(slirp, pid).await?)
                     }
                     (Some(_), None) => return Err("the sandbox ended at start".into()),
                     (None, _) => None,
                 };
-                let service = listener().serve(transport).await.map_err(|err| {
-                    format!("`{}` did not complete the MCP handshake: {err}", endpoint.describe())
-                })?;
-                let mut held = held(service, pid);
-                held.net = net;
                 Ok(held)
             }
             Endpoint::Http { url, token, headers } => {

@@ -3,8 +3,9 @@
 //! connections work, but with `--disable-host-loopback` nothing inside reaches the host's loopback
 //! (hands' own server, databases and dev servers bound to 127.0.0.1).
 //!
-//! slirp4netns is attached after bwrap has made the namespace and before the MCP handshake with
-//! the inner hands, so no tool runs before the network is up. It is killed with the sandbox (the
+//! slirp4netns is attached once the inner hands has answered the MCP handshake (bwrap has set the
+//! namespace up by then: attached earlier, it races bwrap's own loopback setup) and before the
+//! first call, so no tool runs before the network is up. It is killed with the sandbox (the
 //! [`Slirp`] guard lives as long as the inner hands' connection).
 
 use std::path::{Path, PathBuf};

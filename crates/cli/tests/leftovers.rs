@@ -143,6 +143,8 @@ fn sleeping(seconds: u32) -> Vec<u32> {
 #[test]
 fn a_leftover_that_clears_its_markers_does_not_outlive_the_call() {
     // Issue 11, item 11, exactly: the leftover leaves the group and clears every hands marker.
+    // The pause lets its subshell exit first, so that it is an orphan of hands (not a child of a
+    // marked process) when bash ends.
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("proj");
     std::fs::create_dir_all(&root).unwrap();
@@ -150,7 +152,8 @@ fn a_leftover_that_clears_its_markers_does_not_outlive_the_call() {
     let out = hands(&tmp.path().join("state"), &root)
         .args(["call", "bash"])
         .arg(format!(
-            "command=(setsid env -u HANDS_SESSION -u HANDS_PROCESS -u HANDS_OWNER sleep {n} &)"
+            "command=(setsid env -u HANDS_SESSION -u HANDS_PROCESS -u HANDS_OWNER sleep {n} &); \
+             sleep 0.5"
         ))
         .output()
         .unwrap();

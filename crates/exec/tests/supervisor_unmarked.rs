@@ -47,7 +47,9 @@ async fn the_bash_call_stops_an_unmarked_orphan_it_made() {
     let sup = Supervisor::of(&s, &config());
     sup.set_records_dir(None);
     let ctx = Context::new(&s, "c", None);
-    let args = BashArgs { command: escape(n), timeout: Some(10_000) };
+    // The pause lets the subshell exit first: the leftover is then an orphan of hands, not a
+    // child of a marked process, when bash ends.
+    let args = BashArgs { command: format!("{}; sleep 0.5", escape(n)), timeout: Some(10_000) };
     let out = Bash::new(config()).call(ctx, args).await.unwrap();
     // The session is still open: only the end of the call can have stopped it.
     let left = settle(|| sleeping(n), Duration::from_secs(2)).await;

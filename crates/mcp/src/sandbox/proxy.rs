@@ -474,3 +474,40 @@ fn without_abort_note(name: &str, mut partial: ToolOutput) -> ToolOutput {
     }
     partial
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bwrap_drops_every_capability_and_shares_no_namespace() {
+        let bwrap = Bwrap {
+            bwrap: "/usr/bin/bwrap".into(),
+            inner: vec!["hands".into(), "mcp".into(), "--root".into(), ROOT.into()],
+            slirp: Some("/usr/bin/slirp4netns".into()),
+        };
+        let args = bwrap.args(Path::new("/work/app"));
+        let has = |pair: &[&str]| args.windows(pair.len()).any(|w| w == pair);
+        for flag in [
+            "--unshare-user",
+            "--unshare-ipc",
+            "--unshare-pid",
+            "--unshare-net",
+            "--unshare-uts",
+            "--die-with-parent",
+            "--new-session",
+        ] {
+            assert!(args.iter().any(|a| a == flag), "{flag} missing: {args:?}");
+        }
+        assert!(has(&["--cap-drop", "ALL"]), "{args:?}");
+        assert!(has(&["--ro-bind", "/", "/"]) && has(&["--bind", "/work/app", "/work/app"]));
+        // A network is slirp4netns's, attached from outside: never `--share-net`.
+        assert!(!args.iter().any(|a| a == "--share-net" || a == "--unshare-user-try"));
+        assert!(args.ends_with(&[
+            "hands".into(),
+            "mcp".into(),
+            "--root".into(),
+            "/work/app".into()
+        ]));
+    }
+}

@@ -164,6 +164,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
         loaded = load_settings(&stored, &cli.set)?;
         root = stored;
     }
+    // No child (bash, processes, the preview, MCP servers, a sandbox) gets hands' credentials.
+    let model_key = loaded.settings.model.api_key_env.iter();
+    hands_core::env::ChildEnv::init(model_key.chain(&loaded.settings.exec.env_remove).cloned());
     match cli.command {
         Command::Config { action: ConfigAction::Show } => {
             term::data(&settings::render(&loaded))?;

@@ -13,7 +13,7 @@ use hands_agent::host::AgentConfig;
 use hands_agent::provider::ModelConfig;
 use hands_core::CoreConfig;
 use hands_core::config::{Approval, OutputConfig, RecoveryConfig, TimeoutConfig};
-use hands_exec::{BashConfig, ExecConfig, ProcessConfig};
+use hands_exec::{BashConfig, EnvConfig, ExecConfig, ProcessConfig};
 use hands_fs::FsConfig;
 use hands_mcp::McpServersConfig;
 use hands_mcp::sandbox::SandboxConfig;
@@ -45,6 +45,8 @@ pub struct Settings {
     pub bash: BashConfig,
     /// `[processes]`
     pub processes: ProcessConfig,
+    /// `[exec]`: variables no child gets (user-only).
+    pub exec: EnvConfig,
     /// `[preview]`: how the web app is built, served and watched in headless Chromium.
     pub preview: PreviewConfig,
     /// `[server]`: who may talk to `hands serve`, and how large a body the session API reads.
@@ -78,6 +80,7 @@ impl Default for Settings {
             fs: FsConfig::default(),
             bash: BashConfig::default(),
             processes: ProcessConfig::default(),
+            exec: EnvConfig::default(),
             preview: PreviewConfig::default(),
             server: ServerConfig::default(),
             store: StoreConfig::default(),
@@ -296,6 +299,7 @@ const USER_ONLY: &[&str] = &[
     "approval",
     "fs.writable_protected",
     "bash.shell",
+    "exec",
     "server.allowed_hosts",
     "server.allowed_origins",
     "server.token",

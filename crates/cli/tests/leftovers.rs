@@ -123,3 +123,50 @@ fn a_one_shot_call_stops_its_daemon_when_it_exits_and_says_so() {
     assert_eq!(marked(&needle), Vec::<u32>::new(), "the daemon outlived hands call");
     assert_eq!(std::fs::read_dir(state.join("processes")).unwrap().count(), 0, "record left");
 }
+
+/// Live processes whose command line is `sleep <seconds>`.
+fn sleeping(seconds: u32) -> Vec<u32> {
+    let wanted = format!("sleep\0{seconds}\0");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else { continue };
+        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')));
+        if cmdline == wanted.as_bytes() && !zombie {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[test]
+fn a_leftover_that_clears_its_markers_does_not_outlive_the_call() {
+    // Issue 11, item 11, exactly: the leftover leaves the group and clears every hands marker.
+    // The pause lets its subshell exit first, so that it is an orphan of hands (not a child of a
+    // marked process) when bash ends.
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("proj");
+    std::fs::create_dir_all(&root).unwrap();
+    let n = 800_000 + std::process::id() % 50_000;
+    let out = hands(&tmp.path().join("state"), &root)
+        .args(["call", "bash"])
+        .arg(format!(
+            "command=(setsid env -u HANDS_SESSION -u HANDS_PROCESS -u HANDS_OWNER sleep {n} &); \
+             sleep 0.5"
+        ))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while !sleeping(n).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left = sleeping(n);
+    for pid in &left {
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    }
+    assert_eq!(left, Vec::<u32>::new(), "the leftover outlived the bash call and hands");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("stopped 1 background process"), "{stdout}");
+}

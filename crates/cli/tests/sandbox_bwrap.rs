@@ -17,7 +17,7 @@ use hands_core::{
     CallOptions, CancellationToken, CoreConfig, Mode, Progress, Registry, Session, ToolCall,
     ToolOutput,
 };
-use hands_mcp::sandbox::{ProxyProvider, find_on_path};
+use hands_mcp::sandbox::{Bwrap, ProxyProvider, find_on_path};
 use serde_json::json;
 
 fn hands_bin() -> PathBuf {
@@ -118,7 +118,7 @@ fn bwrap_fixture() -> Option<Fixture> {
     let root = tmp.path().canonicalize().unwrap();
     let inner =
         vec![hands_bin().display().to_string(), "mcp".into(), "--root".into(), "{root}".into()];
-    let provider = Arc::new(ProxyProvider::bwrap(bwrap, inner, true).unwrap());
+    let provider = Arc::new(ProxyProvider::bwrap(Bwrap { bwrap, inner, slirp: None }).unwrap());
     Some(fixture(tmp, &root, provider))
 }
 

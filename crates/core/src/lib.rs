@@ -19,6 +19,7 @@ pub mod ask;
 mod call;
 pub mod config;
 mod context;
+pub mod env;
 mod error;
 pub mod middleware;
 mod output;

@@ -1,4 +1,5 @@
-//! `[bash]`, `[processes]` and `background_processes`: the limits of the process tools.
+//! `[bash]`, `[processes]` and `background_processes`: the limits of the process tools; `[exec]`:
+//! what their environment leaves out.
 
 use serde::{Deserialize, Serialize};
 
@@ -62,6 +63,15 @@ impl Default for ProcessConfig {
             long_run_timeout_ms: 30 * 60 * 1000,
         }
     }
+}
+
+/// `[exec]` (user-only): more variables of hands' environment that no child gets, on top of the
+/// provider keys and hands' own secret settings (`hands_core::env::ChildEnv`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EnvConfig {
+    /// Names of variables to remove from every child's environment (`["AWS_SECRET_ACCESS_KEY"]`).
+    pub env_remove: Vec<String>,
 }
 
 /// Everything the exec crate reads.

@@ -26,7 +26,7 @@ pub mod supervisor;
 mod watch;
 
 pub use bash::Bash;
-pub use config::{BashConfig, ExecConfig, ProcessConfig};
+pub use config::{BashConfig, EnvConfig, ExecConfig, ProcessConfig};
 pub use processes::{ListProcesses, ProcessOutput, StopProcess};
 pub use reap::zombie_children;
 pub use record::{LeftoverReport, Record, reap_leftovers, records_dir};

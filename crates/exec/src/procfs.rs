@@ -134,9 +134,16 @@ pub(crate) fn any_left(target: &Target, except: i32) -> bool {
     let Some(tree) = descendants_of_me() else {
         return find(target).iter().any(|p| p.pid != except);
     };
+    let own = stat(own_pid());
     tree.iter().filter(|p| p.pid != except).any(|p| {
         target.group.is_some_and(|g| p.pgrp == g || p.sid == g)
-            || markers(p.pid).is_some_and(|m| target.marks(&m))
+            || match markers(p.pid) {
+                Some(m) => {
+                    target.marks(&m)
+                        || own.as_ref().is_some_and(|own| target.claims_orphan(p, Some(&m), own))
+                }
+                None => own.as_ref().is_some_and(|own| target.claims_orphan(p, None, own)),
+            }
         // A descendant of a marked process that cleared its environment is still in the
         // group or under a marked parent; the full stop finds it, so one hit is enough here.
     })
@@ -148,6 +155,13 @@ pub(crate) struct Markers {
     pub owner: Option<String>,
     pub session: Option<String>,
     pub process: Option<String>,
+}
+
+impl Markers {
+    /// No hands marker at all (cleared, or never set).
+    pub fn is_unmarked(&self) -> bool {
+        self.owner.is_none() && self.session.is_none() && self.process.is_none()
+    }
 }
 
 /// The markers of `pid`, when it belongs to our uid and its environment can be read. A zombie's
@@ -192,6 +206,11 @@ pub(crate) struct Target {
     pub process: Option<String>,
     /// A process group (and session) whose live members belong too, while its leader is ours.
     pub group: Option<i32>,
+    /// Claim hands' unmarked orphans started at or after this start time (clock ticks since
+    /// boot): processes that cleared their markers and left their group, re-parented to hands
+    /// (the subreaper) when their parent exited. Nothing says which call made one, so a target
+    /// claims those born during its life; set for bash calls and for the end of a session.
+    pub orphans_since: Option<u64>,
 }
 
 impl Target {
@@ -199,6 +218,21 @@ impl Target {
         m.owner.as_deref() == Some(self.owner.as_str())
             && self.session.as_ref().is_none_or(|s| m.session.as_ref() == Some(s))
             && self.process.as_ref().is_none_or(|p| m.process.as_ref() == Some(p))
+    }
+
+    /// True for an orphan this target claims (see [`Target::orphans_since`]): a live child of
+    /// hands outside hands' own session (every supervised child starts a session of its own;
+    /// hands' other children — MCP servers, a sandbox — stay in hands'), not one the supervisor
+    /// started, without any hands marker, born at or after `orphans_since`.
+    fn claims_orphan(&self, p: &ProcInfo, m: Option<&Markers>, own: &ProcInfo) -> bool {
+        self.orphans_since.is_some_and(|since| {
+            p.ppid == own.pid
+                && p.sid != own.sid
+                && p.start >= since
+                && !p.is_dead()
+                && m.is_none_or(Markers::is_unmarked)
+                && !crate::reap::is_tracked(p.pid)
+        })
     }
 }
 
@@ -260,11 +294,13 @@ pub(crate) fn find(target: &Target) -> Vec<ProcInfo> {
 /// parent still lives.
 pub(crate) fn find_since(target: &Target, since: Instant) -> Vec<ProcInfo> {
     let scan = scan_since(since);
+    let own = stat(own_pid());
     let mut found: Vec<ProcInfo> = Vec::new();
     let mut rest = Vec::new();
     for (p, m) in &scan.procs {
         let in_group = target.group.is_some_and(|g| p.pgrp == g || p.sid == g);
-        if in_group || m.as_deref().is_some_and(|m| target.marks(m)) {
+        let orphan = own.as_ref().is_some_and(|own| target.claims_orphan(p, m.as_deref(), own));
+        if in_group || orphan || m.as_deref().is_some_and(|m| target.marks(m)) {
             found.push(p.clone());
         } else {
             rest.push(p.clone());

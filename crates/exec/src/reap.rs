@@ -28,6 +28,11 @@ pub(crate) fn track(guard: &mut MutexGuard<'static, Option<HashSet<i32>>>, pid: 
     guard.get_or_insert_with(HashSet::new).insert(pid);
 }
 
+/// True while the supervisor tracks `pid` as one of the children it started.
+pub(crate) fn is_tracked(pid: i32) -> bool {
+    tracked().as_ref().is_some_and(|set| set.contains(&pid))
+}
+
 /// Forget a child once it is reaped.
 pub(crate) fn untrack(pid: i32) {
     if let Some(set) = tracked().as_mut() {

@@ -56,12 +56,24 @@ impl Record {
         format!("{}-{}.json", self.owner_pid, self.pid)
     }
 
-    /// Write it (atomically: temp file, rename) under `dir`; returns its path.
+    /// Write it (atomically: temp file, rename) under `dir`; returns its path. The folders
+    /// hands creates are 0700 and the record 0600: it names the user's commands.
     pub fn write(&self, dir: &Path) -> std::io::Result<PathBuf> {
-        std::fs::create_dir_all(dir)?;
+        use std::io::Write as _;
+        use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
         let path = dir.join(self.file_name());
         let tmp = dir.join(format!(".{}.tmp", self.file_name()));
-        std::fs::write(&tmp, serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?)?;
+        // A temp file left by a crash is replaced, so the new one is created with our mode.
+        match std::fs::remove_file(&tmp) {
+            Err(err) if err.kind() != std::io::ErrorKind::NotFound => return Err(err),
+            _ => {}
+        }
+        let bytes = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
+        let mut file =
+            std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
+        file.write_all(&bytes)?;
+        drop(file);
         std::fs::rename(&tmp, &path)?;
         Ok(path)
     }
@@ -122,6 +134,7 @@ pub fn reap_leftovers(dir: &Path) -> LeftoverReport {
             process: None,
             // The group is only ours when the recorded pid is still the recorded process.
             group: same.then_some(record.pgid),
+            orphans_since: None,
         };
         let stop = kill::stop(&target, Duration::from_millis(500));
         report.stopped += stop.terminated.max(stop.killed);

@@ -1,6 +1,6 @@
 //! Starting a child: `<shell> -c <command>` (or `<shell> <script>`) in its own session and process
-//! group, stdin on /dev/null, stdout and stderr on one pipe, the TOOLS.md environment plus the
-//! hands markers.
+//! group, stdin on /dev/null, stdout and stderr on one pipe, hands' environment without its
+//! credentials, the TOOLS.md environment and the hands markers.
 //!
 //! This is the one module of the crate that allows unsafe code. std offers no way to start a child
 //! in a new session (`setsid`) except `CommandExt::pre_exec`, which makes std fork the whole
@@ -38,7 +38,8 @@ fn c_string(bytes: &[u8]) -> io::Result<CString> {
     CString::new(bytes).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte"))
 }
 
-/// `NAME=value` for every variable of hands' environment not overridden, then the overrides.
+/// `NAME=value` for every variable of hands' environment that children may see
+/// ([`hands_core::env::ChildEnv`]: no credentials) and that is not overridden, then the overrides.
 fn environment(markers: &[(&str, String)]) -> io::Result<Vec<CString>> {
     let overrides: Vec<(OsString, OsString)> = ENV
         .iter()
@@ -52,7 +53,7 @@ fn environment(markers: &[(&str, String)]) -> io::Result<Vec<CString>> {
         bytes.extend_from_slice(v.as_bytes());
         c_string(&bytes)
     };
-    for (k, v) in std::env::vars_os() {
+    for (k, v) in hands_core::env::ChildEnv::vars() {
         if !overrides.iter().any(|(o, _)| *o == k) {
             env.push(pair(&k, &v)?);
         }

@@ -197,6 +197,8 @@ pub struct Proc {
     pub started: Instant,
     /// When it started, wall clock.
     pub started_at: SystemTime,
+    /// Its start time in clock ticks since boot (as `/proc` says).
+    start_tick: u64,
     shared: Arc<Shared>,
     marker: String,
     owner: String,
@@ -211,6 +213,9 @@ impl Proc {
             session: Some(self.session.clone()),
             process: Some(self.marker.clone()),
             group: with_group.then_some(self.pid as i32),
+            // A bash call also stops the unmarked orphans born while it ran (a background
+            // process's may be long-lived on purpose; the end of its session stops those).
+            orphans_since: (self.kind == Kind::Foreground).then_some(self.start_tick),
         }
     }
 
@@ -369,6 +374,9 @@ pub struct Supervisor {
     next_background: AtomicU64,
     next_foreground: AtomicU64,
     records: Mutex<Option<PathBuf>>,
+    /// The start time (clock ticks) of the session's first process: the end of the session
+    /// stops the unmarked orphans born since.
+    first_tick: AtomicU64,
 }
 
 impl Supervisor {
@@ -388,6 +396,7 @@ impl Supervisor {
                 next_background: AtomicU64::new(0),
                 next_foreground: AtomicU64::new(0),
                 records: Mutex::new(record::records_dir()),
+                first_tick: AtomicU64::new(u64::MAX),
             })
         });
         if created {
@@ -462,6 +471,9 @@ impl Supervisor {
             started
         };
         let pid = started.pid;
+        // Read while the child is unreaped (its pid cannot be reused yet).
+        let start_tick = procfs::start_time(pid as i32).unwrap_or(0);
+        self.first_tick.fetch_min(start_tick, Ordering::SeqCst);
         let shared = Arc::new(Shared {
             output: Mutex::new(HeadTail::new(spec.head, spec.tail)),
             log: Mutex::new(log),
@@ -479,6 +491,7 @@ impl Supervisor {
             command: spec.command.clone(),
             started: Instant::now(),
             started_at: SystemTime::now(),
+            start_tick,
             shared: Arc::clone(&shared),
             marker,
             owner,
@@ -584,11 +597,13 @@ impl Supervisor {
         for stop in stops {
             let _ = stop.await;
         }
+        let first = self.first_tick.load(Ordering::SeqCst);
         let target = Target {
             owner: procfs::owner_marker(),
             session: Some(self.session.clone()),
             process: None,
             group: None,
+            orphans_since: (first != u64::MAX).then_some(first),
         };
         let _ = tokio::task::spawn_blocking(move || kill::stop(&target, grace)).await;
     }
@@ -600,6 +615,7 @@ impl Supervisor {
             session: Some(self.session.clone()),
             process: None,
             group: None,
+            orphans_since: None,
         };
         procfs::find(&target).into_iter().map(|p| p.pid.unsigned_abs()).collect()
     }

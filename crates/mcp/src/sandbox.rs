@@ -5,6 +5,7 @@
 //! middleware then asks the provider for a fresh sandbox and retries.
 
 mod config;
+pub(crate) mod net;
 mod proxy;
 
 use std::path::{Path, PathBuf};
@@ -13,7 +14,7 @@ use std::sync::Arc;
 use hands_core::{LocalProvider, SandboxProvider};
 
 pub use config::{Backend, SandboxConfig};
-pub use proxy::ProxyProvider;
+pub use proxy::{Bwrap, ProxyProvider};
 
 /// Set in the environment of an inner hands (bwrap): it runs its tools locally and connects no MCP
 /// servers of its own, whatever the configuration files say.
@@ -33,6 +34,13 @@ pub enum SandboxError {
          (Debian/Ubuntu: apt-get install bubblewrap) or set sandbox.backend = \"local\""
     )]
     BwrapMissing,
+    /// `network = true` without slirp4netns: the sandbox would otherwise share the host's network.
+    #[error(
+        "sandbox.network = true needs slirp4netns (a network for the sandbox that cannot reach \
+         the host's loopback), but `slirp4netns` is not on PATH; install it (Debian/Ubuntu: \
+         apt-get install slirp4netns) or set sandbox.network = false"
+    )]
+    SlirpMissing,
     /// `remote` without `url`.
     #[error("sandbox backend \"remote\" needs sandbox.url (the MCP URL of a `hands serve`)")]
     UrlMissing,
@@ -70,7 +78,14 @@ pub fn provider(
                 inner.extend(["-c".to_owned(), flag.clone()]);
             }
             inner.extend(["mcp".to_owned(), "--root".to_owned(), proxy::ROOT.to_owned()]);
-            Ok(Arc::new(ProxyProvider::bwrap(bwrap, inner, config.network)?))
+            // Never the host's network: none, or slirp4netns's (which has no way to the host's
+            // loopback).
+            let slirp = if config.network {
+                Some(find_on_path("slirp4netns").ok_or(SandboxError::SlirpMissing)?)
+            } else {
+                None
+            };
+            Ok(Arc::new(ProxyProvider::bwrap(Bwrap { bwrap, inner, slirp })?))
         }
         Backend::Remote => {
             let url = config.url.clone().ok_or(SandboxError::UrlMissing)?;

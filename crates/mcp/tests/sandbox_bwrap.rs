@@ -15,7 +15,7 @@ use hands_core::{
     BoxFuture, CallOptions, Context, CoreConfig, DynTool, Progress, Registry, Session, ToolCall,
     ToolError, ToolOutput, ToolSpec,
 };
-use hands_mcp::sandbox::{ProxyProvider, find_on_path};
+use hands_mcp::sandbox::{Bwrap, ProxyProvider, find_on_path};
 use serde_json::{Value, json};
 
 fn echo_server() -> PathBuf {
@@ -104,9 +104,10 @@ fn fixture(network: bool) -> Option<Fixture> {
     let _ = logs();
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().canonicalize().unwrap();
-    let provider = Arc::new(
-        ProxyProvider::bwrap(bwrap, vec![echo_server().display().to_string()], network).unwrap(),
-    );
+    // network = true: slirp4netns's network (which cannot reach the host's loopback).
+    let slirp = network.then(|| find_on_path("slirp4netns").expect("slirp4netns is installed"));
+    let inner = vec![echo_server().display().to_string()];
+    let provider = Arc::new(ProxyProvider::bwrap(Bwrap { bwrap, inner, slirp }).unwrap());
     let mut config = CoreConfig::default();
     config.recovery.wait_ms = 50;
     let registry = Registry::builder(config)

@@ -135,9 +135,13 @@ pub fn hands_subdir(root: &std::path::Path, name: &str) -> std::io::Result<Dir> 
     Ok(dir)
 }
 
-/// `name` inside `parent`, created if missing, never through a symlink.
+/// `name` inside `parent`, created if missing (0700: private to the user), never through a
+/// symlink.
 fn subdir(parent: &Dir, name: &str) -> std::io::Result<Dir> {
-    match parent.create_dir(name) {
+    use cap_std::fs::DirBuilderExt as _;
+    let mut builder = cap_std::fs::DirBuilder::new();
+    builder.mode(0o700);
+    match parent.create_dir_with(name, &builder) {
         Ok(()) => {}
         Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(err) => return Err(err),
@@ -145,10 +149,12 @@ fn subdir(parent: &Dir, name: &str) -> std::io::Result<Dir> {
     parent.open_dir_nofollow(name)
 }
 
-/// Create `name` in `dir`; fails if anything (a file, a symlink) is there already.
+/// Create `name` in `dir`, readable by the user only (0600); fails if anything (a file, a
+/// symlink) is there already.
 pub fn create_new(dir: &Dir, name: &str) -> std::io::Result<cap_std::fs::File> {
+    use cap_std::fs::OpenOptionsExt as _;
     let mut options = cap_std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
+    options.write(true).create_new(true).mode(0o600);
     options.follow(FollowSymlinks::No);
     dir.open_with(name, &options)
 }

@@ -49,6 +49,7 @@ impl McpServerConfig {
                 args: self.args.clone(),
                 env: self.env.clone(),
                 cwd: None,
+                slirp: None,
             }),
             (None, Some(url)) => {
                 // An `Authorization: Bearer x` header goes through rmcp's own auth field, which

@@ -42,6 +42,8 @@ pub(crate) enum Endpoint {
         env: BTreeMap<String, String>,
         /// Working directory, if not ours.
         cwd: Option<PathBuf>,
+        /// A bwrap sandbox with a network: slirp4netns, attached before the handshake.
+        slirp: Option<PathBuf>,
     },
     /// A Streamable HTTP endpoint.
     Http {
@@ -77,6 +79,8 @@ pub(crate) struct Held {
     pub(crate) tools: Arc<ToolList>,
     /// The child's pid, for stdio servers (tests kill it to simulate a crash).
     pub(crate) pid: Option<u32>,
+    /// A bwrap sandbox's slirp4netns; it ends with the session.
+    net: Option<crate::sandbox::net::Slirp>,
 }
 
 impl Held {
@@ -97,6 +101,7 @@ impl Drop for Held {
     fn drop(&mut self) {
         let _enter = self.handle.enter();
         drop(self.service.take());
+        drop(self.net.take());
     }
 }
 
@@ -139,12 +144,18 @@ pub(crate) async fn connect(
         routes: Arc::clone(&routes),
         tools: Arc::clone(&tools),
         pid,
+        net: None,
     };
     let work = async {
         match endpoint {
-            Endpoint::Child { command, args, env, cwd } => {
+            Endpoint::Child { command, args, env, cwd, slirp } => {
                 let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args).envs(env).kill_on_drop(true);
+                // hands' environment without its credentials, then the server's own variables.
+                cmd.args(args)
+                    .env_clear()
+                    .envs(hands_core::env::ChildEnv::vars())
+                    .envs(env)
+                    .kill_on_drop(true);
                 if let Some(cwd) = cwd {
                     cmd.current_dir(cwd);
                 }
@@ -156,7 +167,17 @@ pub(crate) async fn connect(
                 let service = listener().serve(transport).await.map_err(|err| {
                     format!("`{}` did not complete the MCP handshake: {err}", endpoint.describe())
                 })?;
-                Ok(held(service, pid))
+                let mut held = held(service, pid);
+                // After the handshake (bwrap has set its namespaces up by then) and before the
+                // first call: no tool runs before the sandbox's network is up.
+                held.net = match (slirp, pid) {
+                    (Some(slirp), Some(pid)) => {
+                        Some(crate::sandbox::net::attach(slirp, pid).await?)
+                    }
+                    (Some(_), None) => return Err("the sandbox ended at start".into()),
+                    (None, _) => None,
+                };
+                Ok(held)
             }
             Endpoint::Http { url, token, headers } => {
                 let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());

@@ -23,7 +23,8 @@ pub enum Backend {
 pub struct SandboxConfig {
     /// `local`, `bwrap` or `remote`.
     pub backend: Backend,
-    /// bwrap: allow network access (false adds `--unshare-net`).
+    /// bwrap: give the sandbox a network (through slirp4netns, which cannot reach the host's
+    /// loopback). Off by default: the sandbox has only its own loopback.
     pub network: bool,
     /// remote: the MCP URL of the `hands serve` (e.g. `http://10.0.0.7:7777/mcp`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -44,7 +45,7 @@ impl Default for SandboxConfig {
     fn default() -> Self {
         Self {
             backend: Backend::Local,
-            network: true,
+            network: false,
             url: None,
             token: None,
             recreate: None,

@@ -54,8 +54,85 @@ fn runs_on_host(name: &str) -> bool {
 }
 
 enum Kind {
-    Bwrap { bwrap: PathBuf, inner: Vec<String>, network: bool },
+    Bwrap(Arc<Bwrap>),
     Remote { url: String, token: Option<String>, recreate: Option<String> },
+}
+
+/// How an inner hands is started under bubblewrap.
+pub struct Bwrap {
+    /// The bwrap binary.
+    pub bwrap: PathBuf,
+    /// The inner command; `{root}` in it is replaced by the session's root.
+    pub inner: Vec<String>,
+    /// slirp4netns, when the sandbox gets a network (`[sandbox] network = true`); none: no
+    /// network at all.
+    pub slirp: Option<PathBuf>,
+}
+
+impl Bwrap {
+    /// The bwrap arguments that run the inner hands on `root` (canonical).
+    ///
+    /// Every namespace is the sandbox's own, with a user namespace and no capabilities: as root
+    /// too, nothing inside can remount, and only `root` and the private /tmp are writable. The
+    /// network namespace is always new: without slirp4netns it has only its own loopback; with
+    /// it, slirp4netns is attached from outside and cannot reach the host's loopback.
+    pub fn args(&self, root: &Path) -> Vec<String> {
+        let root_text = root.display().to_string();
+        // /tmp first: a root under /tmp is then bound on top of the private /tmp, not hidden by it.
+        let mut args: Vec<String> = [
+            "--ro-bind",
+            "/",
+            "/",
+            "--tmpfs",
+            "/tmp",
+            "--bind",
+            &root_text,
+            &root_text,
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            // Namespaces of its own. The user namespace is required (not "-try"): bwrap fails
+            // rather than run without it. Its default mapping keeps hands' uid and gid, so files
+            // written in the project belong to the real user.
+            "--unshare-user",
+            "--unshare-ipc",
+            "--unshare-pid",
+            "--unshare-net",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--cap-drop",
+            "ALL",
+            "--die-with-parent",
+            // Own session: no TIOCSTI into the host terminal, and the inner hands leads its own
+            // process group (outside it, getpgrp() would name a group the PID namespace cannot see).
+            "--new-session",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        args.extend(["--chdir".into(), root_text.clone(), "--".into()]);
+        args.extend(self.inner.iter().map(|a| a.replace(ROOT, &root_text)));
+        args
+    }
+
+    /// The endpoint of an inner hands for the session whose root is `root`.
+    fn endpoint(&self, root: &Path) -> Result<Endpoint, ToolError> {
+        let root = std::fs::canonicalize(root).map_err(|err| {
+            ToolError::Fatal(format!(
+                "the bwrap sandbox cannot bind the session's root {}: {err}",
+                root.display()
+            ))
+        })?;
+        let env = BTreeMap::from([(INNER_ENV.to_owned(), "1".to_owned())]);
+        Ok(Endpoint::Child {
+            command: self.bwrap.display().to_string(),
+            args: self.args(&root),
+            env,
+            cwd: Some(root),
+            slirp: self.slirp.clone(),
+        })
+    }
 }
 
 /// A [`SandboxProvider`] that proxies calls to inner hands servers over MCP.
@@ -66,10 +143,10 @@ pub struct ProxyProvider {
 }
 
 impl ProxyProvider {
-    /// Run `inner` (its arguments may contain `{root}`) under `bwrap`, one per host session of a
-    /// project; the project id is the root's path.
-    pub fn bwrap(bwrap: PathBuf, inner: Vec<String>, network: bool) -> Result<Self, SandboxError> {
-        Self::new(Kind::Bwrap { bwrap, inner, network })
+    /// Run an inner hands under bubblewrap, one per host session, bound on that session's root
+    /// (never on a folder named by the project id, which a client may choose).
+    pub fn bwrap(bwrap: Bwrap) -> Result<Self, SandboxError> {
+        Self::new(Kind::Bwrap(Arc::new(bwrap)))
     }
 
     /// Talk to the `hands serve` at `url`; `recreate` is run with `sh -c` when it is gone.
@@ -101,60 +178,10 @@ impl ProxyProvider {
         links.get(session).and_then(|link| link.held.pid)
     }
 
-    /// The bwrap command line for `root`.
-    fn bwrap_endpoint(&self, root: &Path) -> Result<Endpoint, ToolError> {
-        let Kind::Bwrap { bwrap, inner, network } = &self.kind else {
-            return Err(ToolError::Fatal("not a bwrap provider".into()));
-        };
-        let root_text = root.display().to_string();
-        // /tmp first: a root under /tmp is then bound on top of the private /tmp, not hidden by it.
-        let mut args: Vec<String> = [
-            "--ro-bind",
-            "/",
-            "/",
-            "--tmpfs",
-            "/tmp",
-            "--bind",
-            &root_text,
-            &root_text,
-            "--proc",
-            "/proc",
-            "--dev",
-            "/dev",
-            "--unshare-pid",
-            "--die-with-parent",
-            // Own session: no TIOCSTI into the host terminal, and the inner hands leads its own
-            // process group (outside it, getpgrp() would name a group the PID namespace cannot see).
-            "--new-session",
-        ]
-        .iter()
-        .map(|s| (*s).to_owned())
-        .collect();
-        if !network {
-            args.push("--unshare-net".into());
-        }
-        args.extend(["--chdir".into(), root_text.clone(), "--".into()]);
-        args.extend(inner.iter().map(|a| a.replace(ROOT, &root_text)));
-        let env = BTreeMap::from([(INNER_ENV.to_owned(), "1".to_owned())]);
-        Ok(Endpoint::Child {
-            command: bwrap.display().to_string(),
-            args,
-            env,
-            cwd: Some(root.into()),
-        })
-    }
-
     /// The project's sandbox; `fresh` runs the recreate hook first (remote).
     async fn sandbox(&self, project: &str, fresh: bool) -> Result<Arc<ProxySandbox>, ToolError> {
         let (endpoint, connect_for, shared_fate) = match &self.kind {
-            Kind::Bwrap { .. } => {
-                let root = std::fs::canonicalize(project).map_err(|err| {
-                    ToolError::Fatal(format!(
-                        "the bwrap sandbox needs the project id to be its root folder; {project}: {err}"
-                    ))
-                })?;
-                (self.bwrap_endpoint(&root)?, Duration::ZERO, false)
-            }
+            Kind::Bwrap(bwrap) => (Target::Bwrap(Arc::clone(bwrap)), Duration::ZERO, false),
             Kind::Remote { url, token, recreate } => {
                 if fresh && let Some(command) = recreate {
                     run_recreate(command, project).await?;
@@ -164,7 +191,7 @@ impl ProxyProvider {
                     token: token.clone(),
                     headers: BTreeMap::new(),
                 };
-                (endpoint, if fresh { RECONNECT_FOR } else { Duration::ZERO }, true)
+                (Target::Fixed(endpoint), if fresh { RECONNECT_FOR } else { Duration::ZERO }, true)
             }
         };
         let id = format!("{} for {project}", endpoint_kind(&self.kind));
@@ -183,7 +210,7 @@ impl ProxyProvider {
 
 fn endpoint_kind(kind: &Kind) -> &'static str {
     match kind {
-        Kind::Bwrap { .. } => "bwrap",
+        Kind::Bwrap(_) => "bwrap",
         Kind::Remote { .. } => "remote",
     }
 }
@@ -194,6 +221,8 @@ async fn run_recreate(command: &str, project: &str) -> Result<(), ToolError> {
     let status = tokio::process::Command::new("sh")
         .arg("-c")
         .arg(command)
+        .env_clear()
+        .envs(hands_core::env::ChildEnv::vars())
         .env("HANDS_PROJECT", project)
         .stdin(std::process::Stdio::null())
         .status()
@@ -246,10 +275,18 @@ impl SandboxProvider for ProxyProvider {
     }
 }
 
+/// Where a sandbox's inner sessions are.
+enum Target {
+    /// bwrap: a new inner hands per session, bound on the session's root.
+    Bwrap(Arc<Bwrap>),
+    /// remote: the same server for every session.
+    Fixed(Endpoint),
+}
+
 /// A project's sandbox: one inner session per host session.
 struct ProxySandbox {
     id: String,
-    endpoint: Endpoint,
+    endpoint: Target,
     background: Arc<Background>,
     /// remote: every session talks to the same server, so one lost session means all are lost.
     shared_fate: bool,
@@ -279,7 +316,11 @@ impl ProxySandbox {
         if let Some(link) = links.get(session.id()) {
             return Ok(Arc::clone(link));
         }
-        let link = Arc::new(self.connect(session.is_one_shot()).await?);
+        let endpoint = match &self.endpoint {
+            Target::Bwrap(bwrap) => bwrap.endpoint(session.root())?,
+            Target::Fixed(endpoint) => endpoint.clone(),
+        };
+        let link = Arc::new(self.connect(endpoint, session.is_one_shot()).await?);
         links.insert(session.id().to_owned(), Arc::clone(&link));
         // The inner session (its processes, the inner bwrap) ends with the host session.
         let (sandbox, id, weak) = (self.me.clone(), session.id().to_owned(), Arc::downgrade(&link));
@@ -297,11 +338,11 @@ impl ProxySandbox {
     }
 
     /// Start (bwrap) or reach (remote) an inner hands and list its tools.
-    async fn connect(&self, one_shot: bool) -> Result<Link, ToolError> {
+    async fn connect(&self, endpoint: Endpoint, one_shot: bool) -> Result<Link, ToolError> {
         static SERIAL: AtomicU64 = AtomicU64::new(0);
         let held = loop {
             let attempt = {
-                let endpoint = self.endpoint.clone();
+                let endpoint = endpoint.clone();
                 self.background
                     .run(async move {
                         let tools = ToolList::new();
@@ -432,4 +473,41 @@ fn without_abort_note(name: &str, mut partial: ToolOutput) -> ToolOutput {
         partial.content.remove(0);
     }
     partial
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bwrap_drops_every_capability_and_shares_no_namespace() {
+        let bwrap = Bwrap {
+            bwrap: "/usr/bin/bwrap".into(),
+            inner: vec!["hands".into(), "mcp".into(), "--root".into(), ROOT.into()],
+            slirp: Some("/usr/bin/slirp4netns".into()),
+        };
+        let args = bwrap.args(Path::new("/work/app"));
+        let has = |pair: &[&str]| args.windows(pair.len()).any(|w| w == pair);
+        for flag in [
+            "--unshare-user",
+            "--unshare-ipc",
+            "--unshare-pid",
+            "--unshare-net",
+            "--unshare-uts",
+            "--die-with-parent",
+            "--new-session",
+        ] {
+            assert!(args.iter().any(|a| a == flag), "{flag} missing: {args:?}");
+        }
+        assert!(has(&["--cap-drop", "ALL"]), "{args:?}");
+        assert!(has(&["--ro-bind", "/", "/"]) && has(&["--bind", "/work/app", "/work/app"]));
+        // A network is slirp4netns's, attached from outside: never `--share-net`.
+        assert!(!args.iter().any(|a| a == "--share-net" || a == "--unshare-user-try"));
+        assert!(args.ends_with(&[
+            "hands".into(),
+            "mcp".into(),
+            "--root".into(),
+            "/work/app".into()
+        ]));
+    }
 }

@@ -156,6 +156,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
         loaded = load_settings(&stored, &cli.set)?;
         root = stored;
     }
+    // Commands that let a model or a client act on the root: not `/`, the home folder, or a
+    // folder holding hands' own state, configuration or sessions.
+    if matches!(
+        cli.command,
+        Command::Run { .. } | Command::Chat { .. } | Command::Mcp { .. } | Command::Serve { .. }
+    ) {
+        let store_dir: Vec<PathBuf> =
+            loaded.settings.store.path.parent().map(PathBuf::from).into_iter().collect();
+        hands_agent::host::roots::check_root(&root, &store_dir).map_err(anyhow::Error::msg)?;
+    }
     match cli.command {
         Command::Config { action: ConfigAction::Show } => {
             print!("{}", settings::render(&loaded));

@@ -463,7 +463,12 @@ fn closed_within(stream: &mut TcpStream, within: Duration) -> bool {
             Ok(0) => return true,
             // A 408 or any other answer before the close is fine; keep reading to the end.
             Ok(_) => continue,
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
                 return false;
             }
             Err(_) => return true,
@@ -493,7 +498,9 @@ fn connections_beyond_the_cap_wait_for_a_free_slot() {
     std::thread::sleep(Duration::from_millis(200));
     // The kernel still completes the handshake of a third, but hands does not serve it.
     let mut third = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
-    third.write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").unwrap();
+    third
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        .unwrap();
     third.set_read_timeout(Some(Duration::from_millis(700))).unwrap();
     let mut buf = [0u8; 64];
     let early = third.read(&mut buf);

@@ -239,12 +239,8 @@ impl Cdp {
 
     /// A connection with nothing behind it yet: the caller starts the tasks.
     #[allow(clippy::type_complexity)]
-    fn parts() -> (
-        Arc<Self>,
-        mpsc::UnboundedReceiver<String>,
-        Reader,
-        mpsc::UnboundedReceiver<Event>,
-    ) {
+    fn parts()
+    -> (Arc<Self>, mpsc::UnboundedReceiver<String>, Reader, mpsc::UnboundedReceiver<Event>) {
         let (out, out_rx) = mpsc::unbounded_channel::<String>();
         let (events, events_rx) = mpsc::unbounded_channel();
         let pending: Pending = Arc::default();

@@ -73,6 +73,8 @@ pub async fn serve(cdp: &Arc<Cdp>) -> std::io::Result<Endpoint> {
 
 /// One client: the WebSocket handshake (only on the secret path), then its messages to the
 /// browser and the answers and events back.
+// The handshake callback's error type is tungstenite's (an HTTP response), not ours to shrink.
+#[allow(clippy::result_large_err)]
 async fn client(stream: TcpStream, path: String, cdp: Weak<Cdp>, stop: CancellationToken) {
     let check = move |request: &Request, response: Response| {
         if request.uri().path() == path {
@@ -83,8 +85,9 @@ async fn client(stream: TcpStream, path: String, cdp: Weak<Cdp>, stop: Cancellat
             Err(refused)
         }
     };
-    let config =
-        WebSocketConfig::default().max_message_size(Some(MAX_MESSAGE)).max_frame_size(Some(MAX_MESSAGE));
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(MAX_MESSAGE))
+        .max_frame_size(Some(MAX_MESSAGE));
     let Ok(socket) =
         tokio_tungstenite::accept_hdr_async_with_config(stream, check, Some(config)).await
     else {

@@ -346,9 +346,11 @@ mod tests {
         // Sent raw: an HTTP client would resolve the dots itself.
         let mut raw = tokio::net::TcpStream::connect(server.addr).await.unwrap();
         use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-        raw.write_all(b"GET /%2e%2e/secret.txt HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-            .await
-            .unwrap();
+        raw.write_all(
+            b"GET /%2e%2e/secret.txt HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+        )
+        .await
+        .unwrap();
         let mut answer = String::new();
         raw.read_to_string(&mut answer).await.unwrap();
         assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");

@@ -1,4 +1,5 @@
-//! The accept loop of `hands serve`: HTTP/1.1 (hyper) with a header read timeout — a connection
+//! The accept loop of `hands serve`: HTTP/1.1 (hyper; no protocol upgrades, which no route uses)
+//! with a header read timeout — a connection
 //! that does not finish a request head in time, idle keep-alive connections included, is closed —
 //! and a cap on open connections (at the cap, hands stops accepting until one closes; the kernel's
 //! backlog holds the rest). On shutdown it stops accepting, asks every connection to finish its
@@ -12,8 +13,8 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::Request;
 use hyper::body::Incoming;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
@@ -35,11 +36,16 @@ pub struct Limits {
 }
 
 /// Serve `app` on `listener` until `shutdown` fires.
-pub async fn serve(listener: TcpListener, app: Router, limits: Limits, shutdown: CancellationToken) {
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    limits: Limits,
+    shutdown: CancellationToken,
+) {
     let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let graceful = GracefulShutdown::new();
-    let mut builder = auto::Builder::new(TokioExecutor::new()).http1_only();
-    builder.http1().timer(TokioTimer::new()).header_read_timeout(limits.header_timeout);
+    let mut builder = http1::Builder::new();
+    builder.timer(TokioTimer::new()).header_read_timeout(limits.header_timeout);
     loop {
         let permit = tokio::select! {
             permit = Arc::clone(&permits).acquire_owned() => match permit {
@@ -65,9 +71,8 @@ pub async fn serve(listener: TcpListener, app: Router, limits: Limits, shutdown:
             .clone()
             .map_request(|request: Request<Incoming>| request.map(Body::new))
             .map_err(|never: Infallible| match never {});
-        let connection = builder
-            .serve_connection_with_upgrades(TokioIo::new(stream), TowerToHyperService::new(service))
-            .into_owned();
+        let connection =
+            builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
         let connection = graceful.watch(connection);
         tokio::spawn(async move {
             if let Err(err) = connection.await {

@@ -7,7 +7,7 @@
 //! hint says where the file is and how to send it.
 
 use std::io::{Read as _, Write as _};
-use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
 /// Name of the token file in the state folder.
@@ -87,7 +87,8 @@ pub fn load_or_create(dir: &Path) -> Result<StoredToken, TokenError> {
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
         Err(err) => return Err(io(err)),
     }
-    let value = random_token().map_err(|source| TokenError::Io { path: "/dev/urandom".into(), source })?;
+    let value =
+        random_token().map_err(|source| TokenError::Io { path: "/dev/urandom".into(), source })?;
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -121,7 +122,11 @@ fn random_token() -> std::io::Result<String> {
 /// to send it, never the token itself.
 pub fn usage_hint(stored: &StoredToken, base_url: &str) -> String {
     let path = stored.path.display();
-    let made = if stored.created { "made a bearer token and stored it" } else { "using the bearer token stored" };
+    let made = if stored.created {
+        "made a bearer token and stored it"
+    } else {
+        "using the bearer token stored"
+    };
     format!(
         "hands: no token configured: {made} in {path} (readable by this user only); every request \
          to /mcp, /v1 and /vibe needs the header \"Authorization: Bearer <that token>\", e.g.\n  \

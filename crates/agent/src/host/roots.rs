@@ -14,9 +14,11 @@ pub fn hands_dirs() -> Vec<PathBuf> {
     let home = var("HOME");
     let mut dirs = Vec::new();
     dirs.extend(var("HANDS_STATE_DIR"));
-    for (xdg, fallback) in
-        [("XDG_STATE_HOME", ".local/state"), ("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME", ".local/share")]
-    {
+    for (xdg, fallback) in [
+        ("XDG_STATE_HOME", ".local/state"),
+        ("XDG_CONFIG_HOME", ".config"),
+        ("XDG_DATA_HOME", ".local/share"),
+    ] {
         if let Some(base) = var(xdg).filter(|d| d.is_absolute()) {
             dirs.push(base.join("hands"));
         }

@@ -369,7 +369,7 @@ fn status_as_nobody(port: u16, method: &str, path: &str) -> Option<String> {
          'application/json', 'Accept': 'application/json, text/event-stream'}}); \
          print(c.getresponse().status)"
     );
-    let out = as_nobody(&["python3", "-c", &script])?;
+    let out = as_nobody(&["/usr/bin/python3", "-c", &script])?;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     Some(String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }

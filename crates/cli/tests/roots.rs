@@ -67,9 +67,11 @@ fn the_command_line_refuses_slash_home_and_ancestors_of_hands_folders() {
         .output()
         .unwrap();
     refused(&out, "mcp --root <the store's folder>");
-    // The project itself is fine: `hands mcp` starts and ends with its closed stdin.
+    // The project itself is fine: `hands mcp` starts (and ends at its closed stdin).
     let out = hands(&home).arg("mcp").arg("--root").arg(&project).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("session root"), "{stderr}");
+    assert!(stderr.contains("handshake"), "it got as far as MCP: {stderr}");
 }
 
 /// `POST /v1/sessions` with `root`; the status and body.

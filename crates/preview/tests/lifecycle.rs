@@ -181,7 +181,15 @@ fn is_root() -> bool {
 /// Run a Python snippet as `nobody` (uid and gid 65534); its stdout, trimmed.
 fn python_as_nobody(script: &str) -> String {
     let out = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--", "/usr/bin/python3", "-c", script])
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--",
+            "/usr/bin/python3",
+            "-c",
+            script,
+        ])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -47,7 +47,10 @@ async fn the_database_and_its_companions_are_the_users_only() {
     let db = dir.join("sessions.db");
     let store = SqliteStore::open(&db).unwrap();
     store.create_session(record("s1")).await.unwrap();
-    store.append_message("s1", None, json!({"role": "user", "content": "canary-secret"})).await.unwrap();
+    store
+        .append_message("s1", None, json!({"role": "user", "content": "canary-secret"}))
+        .await
+        .unwrap();
     let files = modes(&dir);
     let names: Vec<&str> = files.iter().map(|(n, _, _)| n.as_str()).collect();
     for name in ["sessions.db", "sessions.db-wal", "sessions.db-shm"] {

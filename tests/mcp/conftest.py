@@ -106,15 +106,34 @@ class Server:
             return ""
 
 
+# The bearer token of each running server, by port: `hands serve` always requires one, so every
+# request a test sends to a server gets its token unless the test says otherwise (`bearer_for`).
+BEARERS: dict[int, str] = {}
+
+
+def bearer_for(port: int) -> dict[str, str]:
+    """The Authorization header of the server on `port`."""
+    return {"Authorization": f"Bearer {BEARERS[port]}"} if port in BEARERS else {}
+
+
 def start_serve(hands: Path, root: Path, log: Path, token: str | None = None, mode: str | None = None) -> Server:
     test_token = uuid.uuid4().hex
-    env = dict(os.environ, HANDS_TEST_TOKEN=test_token, RUST_BACKTRACE="1")
+    token = token or f"mcp-{uuid.uuid4().hex}"
+    # the server's own folders (a generated token, process records, the store) stay in the test's
+    state = log.parent / "state"
+    env = dict(
+        os.environ,
+        HANDS_TEST_TOKEN=test_token,
+        RUST_BACKTRACE="1",
+        HANDS_STATE_DIR=str(state),
+        XDG_STATE_HOME=str(state),
+        XDG_DATA_HOME=str(log.parent / "data"),
+    )
+    env.pop("HANDS_SERVER__TOKEN", None)
     last_err = ""
     for _attempt in range(3):  # a free port can be taken between probe and bind: retry
         port = free_port()
-        args = [str(hands), "serve", "--listen", f"127.0.0.1:{port}", "--root", str(root)]
-        if token:
-            args += ["--token", token]
+        args = [str(hands), "serve", "--listen", f"127.0.0.1:{port}", "--root", str(root), "--token", token]
         if mode:
             args += ["--mode", mode]
         logf = open(log, "ab")
@@ -127,6 +146,7 @@ def start_serve(hands: Path, root: Path, log: Path, token: str | None = None, mo
             try:
                 status, _, _ = http_get(port, "/healthz", timeout=1)
                 if status == 200:
+                    BEARERS[port] = token
                     return Server(proc, port, root, test_token, log, bearer=token)
             except OSError:
                 pass
@@ -247,10 +267,13 @@ def connect(hands: Path, root: Path, tmp_path: Path):
         elif transport == "http":
             srv = start_serve(hands, root, tmp_path / "serve.log", mode=mode)
             servers.append(srv)
-            async with streamable_http_client(srv.url) as (read, write):
-                async with ClientSession(read, write, message_handler=on_message, sampling_callback=sampling_callback) as session:
-                    init = await session.initialize()
-                    yield Conn(session, transport, srv.token_env, init, notes, server=srv)
+            from mcp.shared._httpx_utils import create_mcp_http_client
+
+            async with create_mcp_http_client(headers={"Authorization": f"Bearer {srv.bearer}"}) as http:
+                async with streamable_http_client(srv.url, http_client=http) as (read, write):
+                    async with ClientSession(read, write, message_handler=on_message, sampling_callback=sampling_callback) as session:
+                        init = await session.initialize()
+                        yield Conn(session, transport, srv.token_env, init, notes, server=srv)
             assert srv.alive(), f"hands serve died:\n{srv.stderr()}"
         else:
             raise ValueError(transport)

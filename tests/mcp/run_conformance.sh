@@ -83,7 +83,9 @@ mkdir -p "$PROJ/src"
 printf 'hello from the conformance run\n' >"$PROJ/hello.txt"
 printf 'fn main() {}\n' >"$PROJ/src/main.rs"
 SERVE_PID=""
+PROXY_PID=""
 cleanup() {
+  [ -n "$PROXY_PID" ] && kill "$PROXY_PID" 2>/dev/null || true
   if [ -n "$SERVE_PID" ] && kill -0 "$SERVE_PID" 2>/dev/null; then
     kill "$SERVE_PID" 2>/dev/null || true
     for _ in $(seq 50); do kill -0 "$SERVE_PID" 2>/dev/null || break; sleep 0.1; done
@@ -95,8 +97,12 @@ trap cleanup EXIT
 
 PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null \
   || node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
-URL="http://127.0.0.1:$PORT/mcp"
-"$HANDS" serve --listen "127.0.0.1:$PORT" --root "$PROJ" >"$WORK/serve.log" 2>&1 &
+# `hands serve` always requires a bearer token; the conformance CLI cannot send one, so both it and
+# the Inspector talk to token_proxy.py, which adds the header and passes everything else unchanged.
+TOKEN="$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
+HANDS_URL="http://127.0.0.1:$PORT/mcp"
+HANDS_STATE_DIR="$WORK/state" XDG_STATE_HOME="$WORK/state" XDG_DATA_HOME="$WORK/data" \
+  "$HANDS" serve --listen "127.0.0.1:$PORT" --token "$TOKEN" --root "$PROJ" >"$WORK/serve.log" 2>&1 &
 SERVE_PID=$!
 for _ in $(seq 150); do
   curl -fsS "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break
@@ -104,13 +110,21 @@ for _ in $(seq 150); do
   sleep 0.1
 done
 curl -fsS "http://127.0.0.1:$PORT/healthz" >/dev/null || { cat "$WORK/serve.log" >&2; die "hands serve did not answer /healthz"; }
-say "hands serve on $URL"
+code="$(curl -sS -o /dev/null -w '%{http_code}' -X POST "$HANDS_URL" -H 'Content-Type: application/json' -d '{}' || true)"
+[ "$code" = 401 ] || die "hands serve answered $code, not 401, to a request without its token"
+PROXY_PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+HANDS_PROXY_TOKEN="$TOKEN" python3 "$HERE/token_proxy.py" "$PROXY_PORT" "$PORT" >"$WORK/proxy.log" 2>&1 &
+PROXY_PID=$!
+for _ in $(seq 100); do grep -q ready "$WORK/proxy.log" 2>/dev/null && break; sleep 0.05; done
+grep -q ready "$WORK/proxy.log" || { cat "$WORK/proxy.log" >&2; die "the token proxy did not start"; }
+URL="http://127.0.0.1:$PROXY_PORT/mcp"
+say "hands serve on $HANDS_URL (through the token proxy at $URL)"
 
 FAILED=()
 PASSED=()
 
 # --- conformance scenarios --------------------------------------------------------------------------
-INIT_CAPS="$(curl -sS -X POST "$URL" -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+INIT_CAPS="$(curl -sS -X POST "$HANDS_URL" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
   -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"probe","version":"0"}}}' || true)"
 SCENARIOS=(server-initialize ping tools-list dns-rebinding-protection server-sse-multiple-streams)
 if printf '%s' "$INIT_CAPS" | grep -q '"logging"'; then

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import http_get, start_serve, stop_process
+from conftest import bearer_for, http_get, start_serve, stop_process
 
 INIT = {
     "jsonrpc": "2.0",
@@ -22,10 +22,12 @@ INIT = {
 BASE_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
 
-def post(port: int, body: bytes, headers: dict[str, str] | None = None, path: str = "/mcp", timeout: float = 15):
+def post(port: int, body: bytes, headers: dict[str, str] | None = None, path: str = "/mcp", timeout: float = 15, auth: bool = True):
+    """POST `body`; with `auth`, the server's bearer token is sent unless `headers` names one."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
-        conn.request("POST", path, body=body, headers={**BASE_HEADERS, **(headers or {})})
+        auth_headers = bearer_for(port) if auth else {}
+        conn.request("POST", path, body=body, headers={**BASE_HEADERS, **auth_headers, **(headers or {})})
         resp = conn.getresponse()
         headers = {k.lower(): v for k, v in resp.getheaders()}
         if "event-stream" not in headers.get("content-type", ""):
@@ -114,7 +116,7 @@ def test_foreign_host_is_403(serve, host):
     # the GET stream and healthz-free paths are guarded too
     conn = http.client.HTTPConnection("127.0.0.1", serve.port, timeout=5)
     try:
-        conn.request("GET", "/mcp", headers={"Host": h, "Accept": "text/event-stream"})
+        conn.request("GET", "/mcp", headers={"Host": h, "Accept": "text/event-stream", **bearer_for(serve.port)})
         assert conn.getresponse().status == 403
     finally:
         conn.close()
@@ -134,7 +136,7 @@ def token_serve(hands, root, tmp_path):
 @pytest.mark.parametrize("auth", [None, "Bearer wrong-token", "Basic dXNlcjpwYXNz", "Bearer "])
 def test_token_required(token_serve, auth):
     headers = {"Authorization": auth} if auth is not None else {}
-    status, hdrs, body = post(token_serve.port, json.dumps(INIT).encode(), headers)
+    status, hdrs, body = post(token_serve.port, json.dumps(INIT).encode(), headers, auth=False)
     assert status == 401, f"Authorization {auth!r} got {status}: {body[:200]!r}"
     assert "www-authenticate" in hdrs, "a 401 must carry WWW-Authenticate"
     assert hdrs["www-authenticate"].lower().startswith("bearer"), hdrs["www-authenticate"]
@@ -189,7 +191,7 @@ def test_wrong_content_type_and_method(serve):
     assert 400 <= status < 500, f"text/plain body got {status}"
     conn = http.client.HTTPConnection("127.0.0.1", serve.port, timeout=5)
     try:
-        conn.request("PUT", "/mcp", body=b"{}", headers=BASE_HEADERS)
+        conn.request("PUT", "/mcp", body=b"{}", headers={**BASE_HEADERS, **bearer_for(serve.port)})
         assert 400 <= conn.getresponse().status < 500
     finally:
         conn.close()

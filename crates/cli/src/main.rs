@@ -167,6 +167,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
     // No child (bash, processes, the preview, MCP servers, a sandbox) gets hands' credentials.
     let model_key = loaded.settings.model.api_key_env.iter();
     hands_core::env::ChildEnv::init(model_key.chain(&loaded.settings.exec.env_remove).cloned());
+    // Commands that let a model or a client act on the root: not `/`, the home folder, or a
+    // folder holding hands' own state, configuration or sessions.
+    if matches!(
+        cli.command,
+        Command::Run { .. } | Command::Chat { .. } | Command::Mcp { .. } | Command::Serve { .. }
+    ) {
+        let store_dir: Vec<PathBuf> =
+            loaded.settings.store.path.parent().map(PathBuf::from).into_iter().collect();
+        hands_agent::host::roots::check_root(&root, &store_dir).map_err(anyhow::Error::msg)?;
+    }
     match cli.command {
         Command::Config { action: ConfigAction::Show } => {
             term::data(&settings::render(&loaded))?;

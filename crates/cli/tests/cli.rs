@@ -332,9 +332,11 @@ fn a_project_config_cannot_unlock_git() {
 fn serve_takes_a_token_that_starts_with_a_dash() {
     use std::io::BufRead;
     let tmp = tempfile::tempdir().unwrap();
+    // The home folder cannot be a session root: the project is a folder of its own.
+    std::fs::create_dir(tmp.path().join("proj")).unwrap();
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("hands"))
         .args(["serve", "--listen", "127.0.0.1:0", "--token", "-ZFt-dash-token", "--root"])
-        .arg(tmp.path())
+        .arg(tmp.path().join("proj"))
         .env("HOME", tmp.path())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())

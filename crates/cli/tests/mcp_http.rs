@@ -6,6 +6,7 @@
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
@@ -17,23 +18,40 @@ use serde_json::{Value, json};
 struct Serve {
     child: Child,
     port: u16,
-    _root: tempfile::TempDir,
+    /// The bearer token: `--token`'s, or the one hands made in the state folder.
+    token: String,
+    /// Holds the project (`proj`) and hands' own folders (`state`, `data`).
+    _tmp: tempfile::TempDir,
 }
 
 impl Drop for Serve {
     fn drop(&mut self) {
+        lock_tokens().remove(&self.port);
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 }
 
+/// The bearer token of each running server, by port: [`request`] sends it unless told otherwise.
+static TOKENS: std::sync::Mutex<BTreeMap<u16, String>> = std::sync::Mutex::new(BTreeMap::new());
+
+fn lock_tokens() -> std::sync::MutexGuard<'static, BTreeMap<u16, String>> {
+    TOKENS.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn serve(extra: &[&str]) -> Serve {
-    let root = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("proj");
+    std::fs::create_dir(&root).unwrap();
+    let state = tmp.path().join("state");
     let mut child = Command::new(assert_cmd::cargo::cargo_bin("hands"))
         .args(["serve", "--listen", "127.0.0.1:0", "--root"])
-        .arg(root.path())
+        .arg(&root)
         .args(extra)
         .env_remove("HANDS_SERVER__TOKEN")
+        .env("HANDS_STATE_DIR", &state)
+        .env("XDG_STATE_HOME", &state)
+        .env("XDG_DATA_HOME", tmp.path().join("data"))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -50,7 +68,12 @@ fn serve(extra: &[&str]) -> Serve {
         }
     });
     let port = rx.recv_timeout(Duration::from_secs(20)).expect("hands serve did not start");
-    Serve { child, port, _root: root }
+    let token = match extra.iter().position(|a| *a == "--token") {
+        Some(i) => extra[i + 1].to_owned(),
+        None => std::fs::read_to_string(state.join("server-token")).unwrap().trim().to_owned(),
+    };
+    lock_tokens().insert(port, token.clone());
+    Serve { child, port, token, _tmp: tmp }
 }
 
 struct Reply {
@@ -65,7 +88,9 @@ impl Reply {
     }
 }
 
-/// One request on a fresh connection; `headers` replace the defaults of the same name.
+/// One request on a fresh connection, with the server's bearer token; `headers` replace the
+/// defaults of the same name (an empty value drops the header: `("Authorization", "")` sends no
+/// token).
 fn request(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
     stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -76,9 +101,14 @@ fn request(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: 
         ("Accept".into(), "application/json, text/event-stream".into()),
         ("Connection".into(), "close".into()),
     ];
+    if let Some(token) = lock_tokens().get(&port) {
+        all.push(("Authorization".into(), format!("Bearer {token}")));
+    }
     for (k, v) in headers {
         all.retain(|(name, _)| !name.eq_ignore_ascii_case(k));
-        all.push(((*k).into(), (*v).into()));
+        if !v.is_empty() {
+            all.push(((*k).into(), (*v).into()));
+        }
     }
     let mut head = format!("{method} {path} HTTP/1.1\r\n");
     for (k, v) in &all {
@@ -170,7 +200,7 @@ fn allow_lists_come_from_the_settings() {
 fn a_token_is_required_when_configured() {
     let server = serve(&["--token", "s3cret"]);
     for auth in [None, Some("Bearer wrong"), Some("Basic czNjcmV0"), Some("Bearer ")] {
-        let headers: Vec<(&str, &str)> = auth.iter().map(|a| ("Authorization", *a)).collect();
+        let headers = [("Authorization", auth.unwrap_or(""))];
         let reply = post(server.port, &headers, &initialize());
         assert_eq!(reply.status, 401, "{auth:?}: {}", reply.body);
         assert_eq!(reply.header("WWW-Authenticate"), Some("Bearer"), "{auth:?}");
@@ -291,8 +321,9 @@ fn a_client_that_disconnects_cancels_its_call() {
     let head = format!(
         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\nAccept: \
          application/json, text/event-stream\r\nMcp-Session-Id: {session}\r\nMCP-Protocol-Version: \
-         2025-06-18\r\nContent-Length: {}\r\n\r\n{call}",
+         2025-06-18\r\nAuthorization: Bearer {}\r\nContent-Length: {}\r\n\r\n{call}",
         server.port,
+        server.token,
         call.len()
     );
     stream.write_all(head.as_bytes()).unwrap();
@@ -309,4 +340,178 @@ fn a_client_that_disconnects_cancels_its_call() {
     }
     assert!(session_processes(pid).is_empty(), "left running: {:?}", session_processes(pid));
     assert_alive(&server);
+}
+
+/// Run `args` as the user `nobody` (uid and gid 65534, no supplementary groups); `None` when
+/// this test does not run as root (it cannot switch users then).
+fn as_nobody(args: &[&str]) -> Option<std::process::Output> {
+    if !std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+    {
+        eprintln!("not root: the other-user check is skipped");
+        return None;
+    }
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .args(args)
+        .output()
+        .unwrap();
+    Some(out)
+}
+
+/// A status code fetched by another user with Python's http.client (no token).
+fn status_as_nobody(port: u16, method: &str, path: &str) -> Option<String> {
+    let script = format!(
+        "import http.client; c = http.client.HTTPConnection('127.0.0.1', {port}, timeout=10); \
+         c.request('{method}', '{path}', body='{{}}', headers={{'Content-Type': \
+         'application/json', 'Accept': 'application/json, text/event-stream'}}); \
+         print(c.getresponse().status)"
+    );
+    let out = as_nobody(&["/usr/bin/python3", "-c", &script])?;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    Some(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+#[test]
+fn without_a_configured_token_one_is_made_private_and_required_and_kept() {
+    let server = serve(&[]);
+    let state = server._tmp.path().join("state");
+    let file = state.join("server-token");
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&file), 0o600, "the token file is the user's only");
+    assert_eq!(mode(&state), 0o700, "and so is its folder");
+    assert_eq!(server.token.len(), 64, "{}", server.token);
+    for (method, path) in [("POST", "/mcp"), ("GET", "/v1/sessions"), ("POST", "/v1/sessions")] {
+        let reply = request(server.port, method, path, &[("Authorization", "")], b"{}");
+        assert_eq!(reply.status, 401, "{method} {path} without a token: {}", reply.body);
+        if let Some(status) = status_as_nobody(server.port, method, path) {
+            assert_eq!(status, "401", "{method} {path} as nobody");
+        }
+    }
+    let reply = request(server.port, "GET", "/v1/sessions", &[], b"");
+    assert_eq!(reply.status, 200, "with the token: {}", reply.body);
+    assert_alive(&server);
+    // Opened up to the file itself, only the file's own mode keeps another user out.
+    let open = std::fs::Permissions::from_mode(0o755);
+    std::fs::set_permissions(server._tmp.path(), open.clone()).unwrap();
+    std::fs::set_permissions(&state, open).unwrap();
+    if let Some(out) = as_nobody(&["cat", &file.display().to_string()]) {
+        assert!(!out.status.success(), "nobody read the token file");
+        assert!(!String::from_utf8_lossy(&out.stdout).contains(&server.token));
+    }
+
+    // Restarted on the same state folder, the same token still works.
+    let token = server.token.clone();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("hands"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--root"])
+        .arg(tmp.path())
+        .env_remove("HANDS_SERVER__TOKEN")
+        .env("HANDS_STATE_DIR", &state)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut lines = String::new();
+    for _ in 0..3 {
+        stderr.read_line(&mut lines).unwrap();
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(lines.contains(&file.display().to_string()), "stderr names the file: {lines}");
+    assert!(lines.contains("Authorization: Bearer"), "and says how to send it: {lines}");
+    assert!(!lines.contains(&token), "but never shows the token: {lines}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap().trim(), token, "the file is kept");
+    assert_eq!(mode(&state), 0o700, "a loosened state folder is tightened again");
+    drop(server);
+}
+
+#[test]
+fn a_second_host_or_origin_header_is_a_bad_request() {
+    let server = serve(&[]);
+    for extra in [
+        "Host: 127.0.0.1\r\nHost: evil.example",
+        "Host: 127.0.0.1\r\nOrigin: http://localhost\r\nOrigin: http://evil.example",
+    ] {
+        let mut stream = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let head = format!(
+            "GET /v1/sessions HTTP/1.1\r\n{extra}\r\nAuthorization: Bearer {}\r\nConnection: \
+             close\r\n\r\n",
+            server.token
+        );
+        stream.write_all(head.as_bytes()).unwrap();
+        let mut answer = String::new();
+        let _ = stream.read_to_string(&mut answer);
+        assert!(answer.starts_with("HTTP/1.1 400"), "{extra:?}: {answer}");
+        assert!(answer.contains("more than one"), "{answer}");
+    }
+    assert_alive(&server);
+}
+
+/// Whether the server closes `stream` (EOF or reset) within `within`.
+fn closed_within(stream: &mut TcpStream, within: Duration) -> bool {
+    stream.set_read_timeout(Some(within)).unwrap();
+    let mut buf = [0u8; 256];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return true,
+            // A 408 or any other answer before the close is fine; keep reading to the end.
+            Ok(_) => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return false;
+            }
+            Err(_) => return true,
+        }
+    }
+}
+
+#[test]
+fn an_incomplete_request_head_or_an_idle_connection_is_closed_after_the_timeout() {
+    let server = serve(&["-c", "server.header_timeout_ms=400"]);
+    let started = Instant::now();
+    let mut partial = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    partial.write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ").unwrap();
+    let mut idle = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    assert!(closed_within(&mut partial, Duration::from_secs(5)), "an incomplete head stayed open");
+    assert!(closed_within(&mut idle, Duration::from_secs(5)), "an idle connection stayed open");
+    let took = started.elapsed();
+    assert!(took >= Duration::from_millis(300), "closed before the timeout: {took:?}");
+    assert_alive(&server);
+}
+
+#[test]
+fn connections_beyond_the_cap_wait_for_a_free_slot() {
+    let server = serve(&["-c", "server.max_connections=2", "-c", "server.header_timeout_ms=60000"]);
+    let first = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    let second = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    // The kernel still completes the handshake of a third, but hands does not serve it.
+    let mut third = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    third
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    third.set_read_timeout(Some(Duration::from_millis(700))).unwrap();
+    let mut buf = [0u8; 64];
+    let early = third.read(&mut buf);
+    assert!(
+        matches!(&early, Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)),
+        "a third connection was served while two were open: {early:?}"
+    );
+    drop(first);
+    third.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut answer = String::new();
+    let _ = third.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "served once a slot is free: {answer}");
+    drop(second);
 }

@@ -220,7 +220,10 @@ async fn ask_user_over_mcp_goes_through_elicitation() {
     for reply in [Some("blue"), None] {
         let tmp = tempfile::tempdir().unwrap();
         let mut cmd = tokio::process::Command::new(assert_cmd::cargo::cargo_bin("hands"));
-        cmd.args(["mcp", "--root"]).arg(tmp.path()).env("HOME", tmp.path());
+        // The home folder cannot be a session root: the project is a folder of its own.
+        let root = tmp.path().join("proj");
+        std::fs::create_dir(&root).unwrap();
+        cmd.args(["mcp", "--root"]).arg(&root).env("HOME", tmp.path());
         let answerer = Answerer { reply, asked: Arc::default() };
         let client = answerer.clone().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
         let mut params = CallToolRequestParams::new("ask_user");

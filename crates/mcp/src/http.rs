@@ -194,6 +194,8 @@ impl http_body::Body for GuardedBody {
 /// Why a request was turned away.
 #[derive(Debug, PartialEq, Eq)]
 enum Rejection {
+    /// 400: more than one Host or Origin header (which one a proxy or browser meant is unclear).
+    BadRequest(String),
     /// 403: a foreign Host or Origin.
     Forbidden(String),
     /// 401 with `WWW-Authenticate: Bearer`.
@@ -203,6 +205,9 @@ enum Rejection {
 impl IntoResponse for Rejection {
     fn into_response(self) -> Response {
         match self {
+            Self::BadRequest(message) => {
+                (StatusCode::BAD_REQUEST, format!("{message}\n")).into_response()
+            }
             Self::Forbidden(message) => {
                 (StatusCode::FORBIDDEN, format!("{message}\n")).into_response()
             }
@@ -220,6 +225,13 @@ impl IntoResponse for Rejection {
 
 impl Guard {
     fn check(&self, headers: &HeaderMap, path: &str) -> Result<(), Rejection> {
+        for name in [header::HOST, header::ORIGIN] {
+            if headers.get_all(&name).iter().nth(1).is_some() {
+                return Err(Rejection::BadRequest(format!(
+                    "more than one {name} header: send exactly one"
+                )));
+            }
+        }
         let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
         if !self.host_allowed(host) {
             return Err(Rejection::Forbidden(format!("Host {host:?} is not allowed")));
@@ -348,5 +360,18 @@ mod tests {
         assert!(g.check(&headers, "/mcp").is_err());
         headers.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer s3cret"));
         assert!(g.check(&headers, "/mcp").is_ok());
+    }
+
+    #[test]
+    fn a_second_host_or_origin_is_a_bad_request() {
+        let g = guard(&[], &[], None);
+        for name in [header::HOST, header::ORIGIN] {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::HOST, HeaderValue::from_static("localhost:1"));
+            headers.insert(header::ORIGIN, HeaderValue::from_static("http://localhost:1"));
+            headers.append(name.clone(), HeaderValue::from_static("localhost:1"));
+            let err = g.check(&headers, "/healthz").unwrap_err().into_response();
+            assert_eq!(err.status(), StatusCode::BAD_REQUEST, "{name}");
+        }
     }
 }

@@ -1,13 +1,14 @@
 //! The discovery file (`.hands/devtools.json`, or `.bricks/devtools.json` in bricks mode): how other
 //! tools find the preview's browser. Written atomically — a temporary file in the same folder,
 //! fsync, rename — through a handle on the project root, so that a path with `..` or a symlinked
-//! folder cannot send it outside the project.
+//! folder cannot send it outside the project. The file is 0600: the DevTools endpoint it names is
+//! reachable with the secret in its path only, and that is for the user's own tools.
 
 use std::io::Write as _;
 use std::path::{Component, Path, PathBuf};
 
 use cap_std::ambient_authority;
-use cap_std::fs::{Dir, OpenOptions};
+use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt as _};
 use serde::Serialize;
 
 /// Version of the file's format.
@@ -78,7 +79,8 @@ pub fn write(root: &Path, rel: &str, discovery: &Discovery) -> std::io::Result<(
     let mut text = serde_json::to_vec_pretty(discovery).map_err(std::io::Error::other)?;
     text.push(b'\n');
     let mut options = OpenOptions::new();
-    options.write(true).create(true).truncate(true);
+    // 0600: the endpoint it names is the user's only (its path is the secret).
+    options.write(true).create(true).truncate(true).mode(0o600);
     let result = (|| {
         let mut file = dir.open_with(&tmp, &options)?;
         file.write_all(&text)?;

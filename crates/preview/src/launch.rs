@@ -1,14 +1,18 @@
 //! Starting what the preview runs: the server (a supervised daemon, or the built-in static server)
 //! until it answers at the URL, and Chromium (a supervised daemon with a fresh profile folder)
-//! until its DevTools endpoint is written to the profile's `DevToolsActivePort`.
+//! until it answers on its DevTools pipe (`--remote-debugging-pipe`: FIFOs in the 0700 profile
+//! folder, so no TCP port another local user could reach).
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hands_exec::{Kind, Proc, SpawnSpec, Status, Supervisor};
+use tokio::net::unix::pipe;
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::cdp::{Cdp, Event};
 use crate::detect::{self, Server};
 use crate::preview::ServerHandle;
 use crate::static_server::StaticServer;
@@ -65,6 +69,17 @@ pub struct Started {
     pub url: String,
 }
 
+/// The host of `url` (`http://HOST[:port]/…`), lower-case, when it has one.
+fn url_host(url: &str) -> Option<String> {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next()?.rsplit('@').next()?;
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next()?,
+        None => authority.split(':').next()?,
+    };
+    (!host.is_empty()).then(|| host.to_ascii_lowercase())
+}
+
 /// Start the server of `server` on `port` (0: a free one) and wait until `url_template` answers.
 pub async fn start_server(
     launch: Launch<'_>,
@@ -90,20 +105,21 @@ pub async fn start_server(
     let url = detect::with_port(url_template, port);
     match server {
         Server::Static(dir) => {
-            let folder = root.join(dir);
-            if !folder.is_dir() {
-                return Err(LaunchError::Failed(format!(
-                    "The folder to serve, {}, does not exist{}. Set preview.static_dir to the \
-                     folder that holds index.html.",
-                    dir.display(),
-                    if dir.as_os_str() == "dist" { " (the build should have made it)" } else { "" }
-                )));
-            }
-            let server = StaticServer::start(&folder, port).await.map_err(|err| {
-                LaunchError::Failed(format!(
-                    "The built-in static server could not listen on 127.0.0.1:{port}: {err}."
-                ))
+            let folder = crate::static_server::open_beneath(root, dir).map_err(|err| {
+                let built = dir.as_os_str() == "dist" && err.contains("does not exist");
+                LaunchError::Failed(if built {
+                    format!("{err} (the build should have made it)")
+                } else {
+                    err
+                })
             })?;
+            let url_host = url_host(&url);
+            let server =
+                StaticServer::start(folder, port, url_host.as_deref()).await.map_err(|err| {
+                    LaunchError::Failed(format!(
+                        "The built-in static server could not listen on 127.0.0.1:{port}: {err}."
+                    ))
+                })?;
             let port = server.addr.port();
             Ok(Started { handle: ServerHandle::Builtin(server), port, url })
         }
@@ -240,12 +256,14 @@ pub fn describe(status: &Status) -> String {
     }
 }
 
-/// A started browser.
+/// A started browser, answering on its DevTools pipe.
 pub struct Browser {
     pub proc: Arc<Proc>,
     pub profile: tempfile::TempDir,
-    pub cdp_port: u16,
-    pub ws_endpoint: String,
+    /// The connection over the pipe (only hands holds its ends).
+    pub cdp: Arc<Cdp>,
+    /// Its events.
+    pub events: mpsc::UnboundedReceiver<Event>,
 }
 
 /// The flags that keep Chromium headless, off the network and quiet.
@@ -267,9 +285,29 @@ pub const CHROMIUM_FLAGS: &[&str] = &[
     "--hide-scrollbars",
     "--password-store=basic",
     "--use-mock-keychain",
-    "--remote-debugging-address=127.0.0.1",
-    "--remote-debugging-port=0",
+    // DevTools over fds 3 and 4 rather than a TCP port every local user could reach.
+    "--remote-debugging-pipe",
 ];
+
+/// Names of the FIFOs in the profile folder that become the browser's fd 3 (hands writes) and
+/// fd 4 (hands reads). The folder is 0700, so only the hands user can open them.
+const PIPE_IN: &str = "devtools-in";
+const PIPE_OUT: &str = "devtools-out";
+
+/// Make the two FIFOs of the DevTools pipe in `dir` and open hands' ends. Both are opened
+/// read-write, so both opens return at once, the browser's shell then opens its ends without
+/// blocking, and a read never sees an end of file before the browser connects; the end of the
+/// browser is seen through its process instead (see [`start_browser`]).
+fn devtools_pipe(dir: &Path) -> std::io::Result<(pipe::Sender, pipe::Receiver)> {
+    let mode = rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR;
+    for name in [PIPE_IN, PIPE_OUT] {
+        rustix::fs::mkfifoat(rustix::fs::CWD, dir.join(name), mode)?;
+    }
+    let to_browser = pipe::OpenOptions::new().read_write(true).open_sender(dir.join(PIPE_IN))?;
+    let from_browser =
+        pipe::OpenOptions::new().read_write(true).open_receiver(dir.join(PIPE_OUT))?;
+    Ok((to_browser, from_browser))
+}
 
 /// Start Chromium (`chromium`: the setting's value) with a fresh profile and wait for its
 /// DevTools endpoint.
@@ -291,15 +329,30 @@ pub async fn start_browser(
         tempfile::Builder::new().prefix("hands-preview-profile-").tempdir().map_err(|err| {
             LaunchError::Failed(format!("Cannot create a browser profile folder: {err}."))
         })?;
-    let mut command = format!("exec {}", quote(&program.to_string_lossy()));
+    let (to_browser, from_browser) = devtools_pipe(profile.path()).map_err(|err| {
+        LaunchError::Failed(format!("Cannot create the browser's DevTools pipe: {err}."))
+    })?;
+    // Chromium's scratch folders (`org.chromium.Chromium.*`) go into the profile, which is
+    // removed at close, rather than into the shared /tmp where they would stay.
+    let scratch = profile.path().join("tmp");
+    std::fs::create_dir(&scratch).map_err(|err| {
+        LaunchError::Failed(format!("Cannot create the browser's scratch folder: {err}."))
+    })?;
+    let mut command = format!(
+        "TMPDIR={} exec {}",
+        quote(&scratch.to_string_lossy()),
+        quote(&program.to_string_lossy())
+    );
     for flag in CHROMIUM_FLAGS {
         command.push(' ');
         command.push_str(flag);
     }
     command.push_str(&format!(
-        " --user-data-dir={} --window-size={} about:blank",
+        " --user-data-dir={} --window-size={} about:blank 3<{} 4>{}",
         quote(&profile.path().to_string_lossy()),
-        quote(window_size)
+        quote(window_size),
+        quote(&profile.path().join(PIPE_IN).to_string_lossy()),
+        quote(&profile.path().join(PIPE_OUT).to_string_lossy()),
     ));
     let spec = SpawnSpec {
         command,
@@ -316,16 +369,30 @@ pub async fn start_browser(
             program.display()
         ))
     })?;
-    let active = profile.path().join("DevToolsActivePort");
+    let (cdp, events) = Cdp::over_pipe(to_browser, from_browser);
+    // hands holds both ends of each FIFO, so the pipe never reports the browser's end: its
+    // process does.
+    let (exited, watched) = (Arc::clone(&proc), Arc::downgrade(&cdp));
+    tokio::spawn(async move {
+        exited.wait_exit().await;
+        if let Some(cdp) = watched.upgrade() {
+            cdp.close();
+        }
+    });
     let deadline = Instant::now() + timeout;
     let failure = loop {
-        if let Ok(text) = std::fs::read_to_string(&active)
-            && let Some((port, path)) = parse_active_port(&text)
-        {
-            let ws_endpoint = format!("ws://127.0.0.1:{port}{path}");
-            return Ok(Browser { proc, profile, cdp_port: port, ws_endpoint });
+        // The first answer on the pipe says the browser is up.
+        let asked = cdp.call("Browser.getVersion", serde_json::json!({}), None);
+        let answered = tokio::select! {
+            answered = tokio::time::timeout(Duration::from_millis(250), asked) => answered,
+            () = cancel.cancelled() => break LaunchError::Cancelled,
+        };
+        if let Ok(Ok(_)) = answered {
+            return Ok(Browser { proc, profile, cdp, events });
         }
-        if proc.status() != Status::Running {
+        if proc.status() != Status::Running || cdp.is_closed() {
+            // Give the supervisor a moment to see the exit the closed pipe announced.
+            tokio::time::sleep(Duration::from_millis(100)).await;
             break LaunchError::Failed(format!(
                 "Chromium ({}) {} at start. Last output:\n{}",
                 program.display(),
@@ -335,44 +402,23 @@ pub async fn start_browser(
         }
         if Instant::now() >= deadline {
             break LaunchError::Failed(format!(
-                "Chromium ({}) did not open its DevTools port within {} s \
+                "Chromium ({}) did not answer on its DevTools pipe within {} s \
                  (preview.browser_timeout_ms). Last output:\n{}",
                 program.display(),
                 timeout.as_secs_f32(),
                 output_end(&proc)
             ));
         }
-        tokio::select! {
-            () = tokio::time::sleep(Duration::from_millis(20)) => {}
-            () = cancel.cancelled() => break LaunchError::Cancelled,
-        }
     };
+    cdp.close();
     proc.stop("preview failed", grace).await;
     supervisor.forget(&proc.id);
     Err(failure)
 }
 
-/// `DevToolsActivePort`: the port on the first line, the browser endpoint's path on the second.
-pub fn parse_active_port(text: &str) -> Option<(u16, String)> {
-    let mut lines = text.lines();
-    let port = lines.next()?.trim().parse::<u16>().ok()?;
-    let path = lines.next()?.trim();
-    path.starts_with("/devtools/browser/").then(|| (port, path.to_owned()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn active_port_file_is_parsed() {
-        assert_eq!(
-            parse_active_port("41235\n/devtools/browser/4f1c-aa\n"),
-            Some((41235, "/devtools/browser/4f1c-aa".to_owned()))
-        );
-        assert_eq!(parse_active_port("41235\n"), None, "written halfway");
-        assert_eq!(parse_active_port("x\n/devtools/browser/a"), None);
-    }
 
     #[test]
     fn printed_urls_are_found() {

@@ -28,6 +28,7 @@ pub mod cdp;
 pub mod collector;
 mod config;
 pub mod detect;
+mod devtools;
 pub mod discovery;
 mod events;
 mod launch;

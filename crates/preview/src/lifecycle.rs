@@ -13,15 +13,16 @@ use std::time::{Duration, Instant, SystemTime};
 
 use hands_exec::Proc;
 use serde_json::json;
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::cdp::{Cdp, CdpError};
+use crate::cdp::{Cdp, CdpError, Event};
 use crate::collector::{ErrorKind, Occurrence};
 use crate::detect::{self, Plan};
 use crate::launch::{self, Launch, LaunchError, describe, with_env};
 use crate::preview::{Preview, Running, ServerHandle, Stage, State};
 use crate::steps::{self, StepError};
-use crate::{events, watch};
+use crate::{devtools, events, watch};
 
 /// How long `open` waits for the first page's `load` event before calling it ready anyway (a page
 /// may hold a request open forever).
@@ -162,21 +163,33 @@ impl Preview {
             Duration::from_millis(config.browser_timeout_ms),
         )
         .await?;
+        let launch::Browser { proc, profile, cdp, events } = browser;
+        self.monitor(Arc::clone(&proc), "Chromium", stop.clone());
+        let endpoint = devtools::serve(&cdp).await;
         {
             let mut state = self.state();
-            state.cdp_port = Some(browser.cdp_port);
-            state.ws_endpoint = Some(browser.ws_endpoint.clone());
-            state.browser_pid = Some(browser.proc.pid);
+            if let Ok(endpoint) = &endpoint {
+                state.cdp_port = Some(endpoint.addr.port());
+                state.ws_endpoint = Some(endpoint.ws_url.clone());
+            }
+            state.browser_pid = Some(proc.pid);
         }
-        self.monitor(Arc::clone(&browser.proc), "Chromium", stop.clone());
-        let ws = browser.ws_endpoint.clone();
         if let Some(running) = self.running().as_mut() {
-            running.browser = Some(browser.proc);
-            running.profile = Some(browser.profile);
+            running.browser = Some(proc);
+            running.profile = Some(profile);
+            running.cdp = Some(Arc::clone(&cdp));
+        }
+        let endpoint = endpoint.map_err(|err| {
+            LaunchError::Failed(format!(
+                "Cannot serve the preview's DevTools endpoint on 127.0.0.1: {err}."
+            ))
+        })?;
+        if let Some(running) = self.running().as_mut() {
+            running.devtools = Some(endpoint);
         }
 
         self.set_stage(Stage::Attaching);
-        let attach = self.attach(&url, &ws, &stop);
+        let attach = self.attach(&url, cdp, events, &stop);
         let timeout = Duration::from_millis(config.browser_timeout_ms);
         tokio::select! {
             attached = tokio::time::timeout(timeout, attach) => match attached {
@@ -235,13 +248,10 @@ impl Preview {
     async fn attach(
         self: &Arc<Self>,
         url: &str,
-        ws: &str,
+        cdp: Arc<Cdp>,
+        events: mpsc::UnboundedReceiver<Event>,
         stop: &CancellationToken,
     ) -> Result<(), LaunchError> {
-        let (cdp, events) = Cdp::connect(ws).await.map_err(cdp_failed)?;
-        if let Some(running) = self.running().as_mut() {
-            running.cdp = Some(Arc::clone(&cdp));
-        }
         let targets = cdp.call("Target.getTargets", json!({}), None).await.map_err(cdp_failed)?;
         let existing = targets["targetInfos"].as_array().and_then(|targets| {
             targets

@@ -119,6 +119,8 @@ pub(crate) struct Running {
     pub browser: Option<Arc<Proc>>,
     pub profile: Option<tempfile::TempDir>,
     pub cdp: Option<Arc<Cdp>>,
+    /// The DevTools endpoint other tools reach the browser through (stops when dropped).
+    pub devtools: Option<crate::devtools::Endpoint>,
     /// The page's flat session id.
     pub page: Option<String>,
     /// Fired at teardown: ends the event loop, the monitors and the watcher.
@@ -134,6 +136,7 @@ impl Running {
             browser: None,
             profile: None,
             cdp: None,
+            devtools: None,
             page: None,
             stop: CancellationToken::new(),
         }
@@ -351,6 +354,8 @@ impl Preview {
         running.stop.cancel();
         let grace = Duration::from_millis(self.settings.exec.processes.stop_grace_ms);
         let mut report = CloseReport { was_running: true, ..CloseReport::default() };
+        let mut running = running;
+        running.devtools = None;
         if let Some(cdp) = &running.cdp {
             cdp.close();
         }
@@ -375,7 +380,6 @@ impl Preview {
         }
         self.remove_discovery();
         self.mapper.clear();
-        let mut running = running;
         if let Some(profile) = running.profile.take() {
             remove_profile(profile).await;
         }

@@ -3,9 +3,14 @@
 //! `..`, an absolute path, a symlink out — reaches outside it. Responses say `no-store`, so that a
 //! reload after a rebuild always sees the new files. It runs as a task of the hands process and
 //! stops with its token.
+//!
+//! The folder itself is opened beneath the project root ([`open_beneath`]): a `static_dir` that is
+//! absolute, has `..`, or reaches out through a symlink is refused. A request whose `Host` is not
+//! loopback (`127.0.0.1`, `localhost`, `[::1]`, any port) or the configured URL's host gets 403,
+//! so a web page cannot read the project through a DNS-rebound name.
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Component, Path};
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -23,15 +28,64 @@ pub struct StaticServer {
     stop: CancellationToken,
 }
 
+/// What the handler reads: the folder and the Hosts it answers.
+struct Served {
+    folder: Dir,
+    /// Lower-case host names accepted besides the loopback ones.
+    hosts: Vec<String>,
+}
+
+/// Open `rel` (the `static_dir` setting, or what detection chose) beneath `root`. `Err` says
+/// what to change: an absolute path or `..` is refused before anything is opened, and cap-std
+/// refuses a symlink that leads out of `root`.
+pub fn open_beneath(root: &Path, rel: &Path) -> Result<Dir, String> {
+    if rel.is_absolute() {
+        return Err(format!(
+            "preview.static_dir {:?} is an absolute path: set it relative to the project root \
+             (e.g. \"dist\"); the static server only serves folders of the project",
+            rel.display().to_string()
+        ));
+    }
+    if rel.components().any(|c| c == Component::ParentDir) {
+        return Err(format!(
+            "preview.static_dir {:?} has `..`: set a folder inside the project root (e.g. \
+             \"dist\")",
+            rel.display().to_string()
+        ));
+    }
+    let root_dir = Dir::open_ambient_dir(root, ambient_authority())
+        .map_err(|err| format!("cannot open the project root {}: {err}", root.display()))?;
+    if rel.as_os_str().is_empty() || rel == Path::new(".") {
+        return Ok(root_dir);
+    }
+    root_dir.open_dir(rel).map_err(|err| {
+        if err.kind() == std::io::ErrorKind::NotFound {
+            format!(
+                "The folder to serve, {}, does not exist. Set preview.static_dir to the folder \
+                 that holds index.html.",
+                rel.display()
+            )
+        } else {
+            format!(
+                "The folder to serve, {}, cannot be opened inside the project ({err}); a symlink \
+                 out of the project is not followed. Set preview.static_dir to a folder of the \
+                 project.",
+                rel.display()
+            )
+        }
+    })
+}
+
 impl StaticServer {
-    /// Serve `dir` on `127.0.0.1:port` (0: a free port). Fails when the port is taken or the
-    /// folder cannot be opened.
-    pub async fn start(dir: &Path, port: u16) -> std::io::Result<Self> {
-        let folder = Arc::new(Dir::open_ambient_dir(dir, ambient_authority())?);
+    /// Serve `folder` on `127.0.0.1:port` (0: a free port), to requests whose Host is loopback or
+    /// `url_host` (the configured URL's host). Fails when the port is taken.
+    pub async fn start(folder: Dir, port: u16, url_host: Option<&str>) -> std::io::Result<Self> {
+        let hosts = url_host.map(|h| h.trim_matches(['[', ']']).to_ascii_lowercase()).into_iter();
+        let served = Arc::new(Served { folder, hosts: hosts.collect() });
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
         let addr = listener.local_addr()?;
         let stop = CancellationToken::new();
-        let app = axum::Router::new().fallback(serve).with_state(folder);
+        let app = axum::Router::new().fallback(serve).with_state(served);
         let shutdown = stop.clone();
         tokio::spawn(async move {
             let served = axum::serve(listener, app)
@@ -61,7 +115,16 @@ impl Drop for StaticServer {
     }
 }
 
-async fn serve(State(folder): State<Arc<Dir>>, request: Request<Body>) -> Response<Body> {
+async fn serve(State(served): State<Arc<Served>>, request: Request<Body>) -> Response<Body> {
+    let mut hosts = request.headers().get_all(header::HOST).iter();
+    let host = hosts.next().and_then(|h| h.to_str().ok());
+    if hosts.next().is_some() || !host.is_some_and(|h| host_allowed(h, &served.hosts)) {
+        return plain(
+            StatusCode::FORBIDDEN,
+            "this Host is not served: open the preview at 127.0.0.1, localhost or the configured \
+             preview.url",
+        );
+    }
     if request.method() != Method::GET && request.method() != Method::HEAD {
         return plain(StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD");
     }
@@ -69,7 +132,7 @@ async fn serve(State(folder): State<Arc<Dir>>, request: Request<Body>) -> Respon
     let Some(rel) = relative_path(request.uri().path()) else {
         return plain(StatusCode::BAD_REQUEST, "bad path");
     };
-    let found = tokio::task::spawn_blocking(move || read(&folder, &rel)).await;
+    let found = tokio::task::spawn_blocking(move || read(&served.folder, &rel)).await;
     match found {
         Ok(Some((bytes, mime))) => {
             let len = bytes.len();
@@ -84,6 +147,28 @@ async fn serve(State(folder): State<Arc<Dir>>, request: Request<Body>) -> Respon
         Ok(None) => plain(StatusCode::NOT_FOUND, "Not found"),
         Err(_) => plain(StatusCode::INTERNAL_SERVER_ERROR, "read failed"),
     }
+}
+
+/// Whether `authority` (`host[:port]`, `[v6][:port]`) names a loopback host or one of `hosts`.
+fn host_allowed(authority: &str, hosts: &[String]) -> bool {
+    let authority = authority.trim().to_ascii_lowercase();
+    let host = match authority.strip_prefix('[') {
+        Some(rest) => match rest.split_once(']') {
+            Some((v6, after)) if after.is_empty() || is_port(after.trim_start_matches(':')) => v6,
+            _ => return false,
+        },
+        None => match authority.split_once(':') {
+            Some((host, port)) if is_port(port) => host,
+            Some(_) => return false,
+            None => authority.as_str(),
+        },
+    };
+    !host.is_empty()
+        && (matches!(host, "127.0.0.1" | "localhost" | "::1") || hosts.iter().any(|h| h == host))
+}
+
+fn is_port(port: &str) -> bool {
+    !port.is_empty() && port.len() <= 5 && port.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// The file for `rel` (a folder's `index.html`), with its content type.
@@ -175,6 +260,55 @@ mod tests {
         assert_eq!(relative_path("/%zz"), None);
     }
 
+    #[test]
+    fn hosts_are_loopback_or_the_configured_one() {
+        let hosts = vec!["app.test".to_owned()];
+        for ok in ["127.0.0.1:5173", "localhost", "LOCALHOST:1", "[::1]:80", "app.test:5173"] {
+            assert!(host_allowed(ok, &hosts), "{ok}");
+        }
+        for bad in ["attacker.example", "attacker.example:5173", "127.0.0.1.nip.io", "", "[::1]x"] {
+            assert!(!host_allowed(bad, &hosts), "{bad}");
+        }
+    }
+
+    #[test]
+    fn static_dir_stays_beneath_the_root() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir(root.path().join("dist")).unwrap();
+        std::os::unix::fs::symlink("/etc", root.path().join("out")).unwrap();
+        let err = open_beneath(root.path(), Path::new("/")).unwrap_err();
+        assert!(err.contains("absolute"), "{err}");
+        let err = open_beneath(root.path(), Path::new("../x")).unwrap_err();
+        assert!(err.contains("`..`"), "{err}");
+        let err = open_beneath(root.path(), Path::new("out")).unwrap_err();
+        assert!(err.contains("symlink"), "{err}");
+        assert!(open_beneath(root.path(), Path::new("dist")).is_ok());
+        assert!(open_beneath(root.path(), Path::new("missing")).unwrap_err().contains("does not"));
+    }
+
+    #[tokio::test]
+    async fn a_foreign_host_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(".env"), "DB_PASSWORD=canary").unwrap();
+        let folder = open_beneath(dir.path(), Path::new(".")).unwrap();
+        let server = StaticServer::start(folder, 0, Some("app.test")).await.unwrap();
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        for (host, want) in [
+            ("Host: attacker.example", "HTTP/1.1 403"),
+            ("Host: localhost\r\nHost: attacker.example", "HTTP/1.1 403"),
+            ("Host: app.test", "HTTP/1.1 200"),
+            ("Host: 127.0.0.1", "HTTP/1.1 200"),
+        ] {
+            let mut raw = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+            let request = format!("GET /.env HTTP/1.1\r\n{host}\r\nConnection: close\r\n\r\n");
+            raw.write_all(request.as_bytes()).await.unwrap();
+            let mut answer = String::new();
+            raw.read_to_string(&mut answer).await.unwrap();
+            assert!(answer.starts_with(want), "{host}: {answer}");
+            assert_eq!(answer.contains("canary"), want.ends_with("200"), "{host}: {answer}");
+        }
+    }
+
     #[tokio::test]
     async fn serves_files_index_and_404_and_never_outside() {
         let outside = tempfile::tempdir().unwrap();
@@ -185,7 +319,8 @@ mod tests {
         std::fs::write(dir.path().join("sub/app.js"), "x()").unwrap();
         std::os::unix::fs::symlink(outside.path().join("secret.txt"), dir.path().join("leak.txt"))
             .unwrap();
-        let server = StaticServer::start(dir.path(), 0).await.unwrap();
+        let folder = open_beneath(dir.path(), Path::new(".")).unwrap();
+        let server = StaticServer::start(folder, 0, None).await.unwrap();
         let base = format!("http://{}", server.addr);
         let get = |path: &str| {
             let url = format!("{base}{path}");
@@ -211,16 +346,19 @@ mod tests {
         // Sent raw: an HTTP client would resolve the dots itself.
         let mut raw = tokio::net::TcpStream::connect(server.addr).await.unwrap();
         use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-        raw.write_all(b"GET /%2e%2e/secret.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            .await
-            .unwrap();
+        raw.write_all(
+            b"GET /%2e%2e/secret.txt HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+        )
+        .await
+        .unwrap();
         let mut answer = String::new();
         raw.read_to_string(&mut answer).await.unwrap();
         assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
         assert!(!answer.contains("secret"), "{answer}");
         assert!(server.addr.ip().is_loopback());
         // A taken port is an error.
-        let taken = StaticServer::start(dir.path(), server.addr.port()).await.unwrap_err();
+        let folder = open_beneath(dir.path(), Path::new(".")).unwrap();
+        let taken = StaticServer::start(folder, server.addr.port(), None).await.unwrap_err();
         assert_eq!(taken.kind(), std::io::ErrorKind::AddrInUse);
         server.stop();
     }

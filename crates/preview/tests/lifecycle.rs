@@ -43,11 +43,25 @@ async fn opening_twice_reuses_and_close_and_session_end_leave_nothing() {
         .find_map(|arg| arg.strip_prefix(b"--user-data-dir="))
         .map(|p| std::path::PathBuf::from(String::from_utf8_lossy(p).into_owned()))
         .unwrap();
-    assert!(profile.join("DevToolsActivePort").exists(), "{}", profile.display());
+    assert!(profile.is_dir(), "{}", profile.display());
     let flags = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-    for flag in ["--headless=new", "--no-first-run", "--disable-background-networking"] {
+    for flag in [
+        "--headless=new",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--remote-debugging-pipe",
+    ] {
         assert!(flags.contains(flag), "{flag} missing: {flags}");
     }
+    assert!(!flags.contains("--remote-debugging-port"), "no DevTools TCP port: {flags}");
+    // Chromium's scratch folders go into the profile (removed at close), not the shared /tmp.
+    let environ = std::fs::read(format!("/proc/{browser}/environ")).unwrap();
+    let tmpdir = environ
+        .split(|b| *b == 0)
+        .find_map(|var| var.strip_prefix(b"TMPDIR="))
+        .map(|p| std::path::PathBuf::from(String::from_utf8_lossy(p).into_owned()))
+        .expect("the browser has a TMPDIR");
+    assert!(tmpdir.starts_with(&profile), "TMPDIR {} is outside the profile", tmpdir.display());
 
     // The discovery file: every field, on loopback.
     let file = env.root().join(".hands/devtools.json");
@@ -154,4 +168,85 @@ async fn bricks_compatibility_writes_the_discovery_file_under_bricks() {
     assert!(!env.root().join(".hands/devtools.json").exists());
     env.ok("preview_close", json!({})).await;
     assert!(!bricks.exists());
+}
+
+/// Whether this test runs as root (and so can act as `nobody`).
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+}
+
+/// Run a Python snippet as `nobody` (uid and gid 65534); its stdout, trimmed.
+fn python_as_nobody(script: &str) -> String {
+    let out = std::process::Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--",
+            "/usr/bin/python3",
+            "-c",
+            script,
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_devtools_endpoint_serves_its_user_only() {
+    if !require_for("static-site") {
+        return;
+    }
+    let env = Env::fixture("static-site", |_| {});
+    let opened = env.open().await;
+    let file = env.root().join(".hands/devtools.json");
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "the discovery file holds the endpoint's secret");
+    let discovery: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let port = discovery["cdpPort"].as_u64().unwrap();
+    assert_eq!(discovery["cdpPort"], opened["cdpPort"]);
+    let ws = discovery["browserWsEndpoint"].as_str().unwrap().to_owned();
+    let secret = ws.rsplit('/').next().unwrap().to_owned();
+    assert_eq!(secret.len(), 64, "{ws}");
+
+    // The user's own tools drive the page through it.
+    let title = common::evaluate(env.root(), "1 + 2").await;
+    assert_eq!(title, json!(3));
+
+    if !is_root() {
+        eprintln!("not root: the other-user check is skipped");
+        return;
+    }
+    // Another local user: no listing, no guessable path, no discovery file.
+    let script = format!(
+        "import http.client, os\n\
+         out = []\n\
+         for path in ['/json/version', '/json/list', '/devtools/browser/x']:\n\
+         \x20   c = http.client.HTTPConnection('127.0.0.1', {port}, timeout=10)\n\
+         \x20   c.request('GET', path, headers={{'Connection': 'Upgrade', 'Upgrade': 'websocket', \
+         'Sec-WebSocket-Version': '13', 'Sec-WebSocket-Key': 'dGhlIHNhbXBsZSBub25jZQ=='}})\n\
+         \x20   out.append(str(c.getresponse().status))\n\
+         try:\n\
+         \x20   open('{file}').read(); out.append('read')\n\
+         except PermissionError:\n\
+         \x20   out.append('denied')\n\
+         print(' '.join(out))",
+        file = file.display()
+    );
+    // Opened up to the file itself, only the file's own mode keeps nobody out.
+    let open = std::fs::Permissions::from_mode(0o755);
+    let mut dir = file.parent().unwrap().to_path_buf();
+    while dir.starts_with(std::env::temp_dir()) && dir != std::env::temp_dir() {
+        std::fs::set_permissions(&dir, open.clone()).unwrap();
+        dir.pop();
+    }
+    let answers = python_as_nobody(&script);
+    assert_eq!(answers, "404 404 404 denied", "as nobody");
+    assert!(!answers.contains(&secret));
+    env.ok("preview_close", json!({})).await;
 }

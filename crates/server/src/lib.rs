@@ -24,10 +24,12 @@ mod config;
 pub mod docs;
 mod error;
 mod events;
+pub mod listener;
 pub mod openapi;
 pub mod routes;
 pub mod schemas;
 mod sessions;
+pub mod token;
 mod vibe;
 
 use std::net::SocketAddr;
@@ -40,7 +42,9 @@ use hands_mcp::{HttpError, ServerFactory};
 use tokio_util::sync::CancellationToken;
 use tower_http::catch_panic::CatchPanicLayer;
 
-pub use config::{DEFAULT_MAX_BODY_BYTES, ServerConfig};
+pub use config::{
+    DEFAULT_HEADER_TIMEOUT_MS, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, ServerConfig,
+};
 pub use error::{ApiError, ErrorBody, ErrorDetail};
 pub use events::KEEP_ALIVE;
 
@@ -68,19 +72,43 @@ async fn no_route(request: Request) -> ApiError {
     ))
 }
 
+/// Why `hands serve` did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// Binding or serving failed.
+    #[error(transparent)]
+    Http(#[from] HttpError),
+    /// No token was configured and the generated one could not be kept.
+    #[error(transparent)]
+    Token(#[from] token::TokenError),
+}
+
 /// Serve [`router`] on `listen` until SIGINT/SIGTERM, then end the MCP sessions (their processes
-/// stop) and close the host's sessions. A listen address that is not loopback needs a token.
+/// stop) and close the host's sessions. A bearer token is always required, loopback included:
+/// without one in `config`, the one kept in the state folder is used (made at first start), and
+/// stderr says where it is (never what it is). A listen address that is not loopback needs a
+/// configured token.
 pub async fn serve(
     host: Arc<Host>,
     mcp_factory: Arc<ServerFactory>,
     listen: SocketAddr,
     config: &ServerConfig,
-) -> Result<(), HttpError> {
+) -> Result<(), ServeError> {
     let mut config = config.clone();
     config.token = config.token.filter(|t| !t.is_empty());
+    // Open to other machines, the token must be one the user chose and handed out on purpose.
     if !listen.ip().is_loopback() && config.token.is_none() {
-        return Err(HttpError::TokenRequired(listen));
+        return Err(HttpError::TokenRequired(listen).into());
     }
+    let stored = match config.token {
+        Some(_) => None,
+        None => {
+            let dir = token::state_dir().ok_or(token::TokenError::NoStateDir)?;
+            let stored = token::load_or_create(&dir)?;
+            config.token = Some(stored.value.clone());
+            Some(stored)
+        }
+    };
     let shutdown = CancellationToken::new();
     let app = router(Arc::clone(&host), Arc::clone(&mcp_factory), &config, shutdown.clone());
     let listener = tokio::net::TcpListener::bind(listen)
@@ -89,15 +117,21 @@ pub async fn serve(
     let local = listener.local_addr().unwrap_or(listen);
     // Scripts and tests read this line to learn the port (with --listen 127.0.0.1:0).
     eprintln!("hands: serving MCP at http://{local}/mcp and the session API at http://{local}/v1");
+    if let Some(stored) = &stored {
+        eprintln!("{}", token::usage_hint(stored, &format!("http://{local}")));
+    }
     let stop = shutdown.clone();
-    let served = axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            hands_mcp::shutdown_signal().await;
-            stop.cancel();
-        })
-        .await;
+    tokio::spawn(async move {
+        hands_mcp::shutdown_signal().await;
+        stop.cancel();
+    });
+    let limits = listener::Limits {
+        header_timeout: std::time::Duration::from_millis(config.header_timeout_ms.max(1)),
+        max_connections: config.max_connections,
+    };
+    listener::serve(listener, app, limits, shutdown.clone()).await;
     shutdown.cancel();
     mcp_factory.close_all().await;
     host.close().await;
-    served.map_err(|source| HttpError::Io { addr: listen, source })
+    Ok(())
 }

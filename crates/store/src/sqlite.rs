@@ -7,6 +7,7 @@
 //! processes on one file.
 
 mod connections;
+mod private;
 mod schema;
 mod writer;
 

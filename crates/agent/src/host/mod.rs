@@ -62,6 +62,7 @@ use crate::turn::{self, Limits, Observer, ToolScope, ToolUse, Turn};
 mod config;
 mod events;
 mod live;
+pub mod roots;
 mod turns;
 mod user;
 
@@ -261,6 +262,7 @@ impl Host {
                 root.display()
             )));
         }
+        roots::check_root(&root, &[]).map_err(HostError::BadRequest)?;
         let project_id = match new.project_id {
             Some(p) if p.trim().is_empty() => {
                 return Err(HostError::BadRequest("project_id is empty".into()));

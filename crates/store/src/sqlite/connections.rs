@@ -104,11 +104,7 @@ fn in_transaction<T>(
 fn open_writer(path: Option<&Path>, what: &str) -> Result<Connection, Fail> {
     let mut conn = match path {
         Some(path) => {
-            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                std::fs::create_dir_all(parent).map_err(|e| {
-                    StoreError::Backend(format!("creating {}: {e}", parent.display()))
-                })?;
-            }
+            super::private::prepare(path)?;
             // No SQLITE_OPEN_URI: a path is a path, even one that starts with `file:`.
             let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
                 | OpenFlags::SQLITE_OPEN_CREATE

@@ -241,12 +241,12 @@ fn file_tools_structured_results_hold_what_the_text_says() {
     for line in shown {
         // `path:line:text` for a match, `path-line-text` for context.
         let (path, rest) = line.split_once(".rs").unwrap();
-        let mut parts = rest[1..].splitn(2, |c| c == ':' || c == '-');
+        let mut parts = rest[1..].splitn(2, [':', '-']);
         let (number, body) = (parts.next().unwrap(), parts.next().unwrap());
         let kind = if rest.starts_with(':') { "matches" } else { "context_lines" };
         let found = s[kind].as_array().unwrap().iter().any(|m| {
             m["path"] == format!("{path}.rs")
-                && m["line"].to_string() == number
+                && m["line"] == number.parse::<u64>().unwrap()
                 && m["text"] == body
         });
         assert!(found, "grep: {line:?} is not in `{kind}`:\n{s:#}");

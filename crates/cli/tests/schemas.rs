@@ -154,10 +154,10 @@ fn standard_problems(schema: &Value) -> Vec<String> {
     nodes(schema, String::new(), &mut all);
     let mut problems = Vec::new();
     for (path, node) in all {
-        if let Some(format) = node.get("format") {
-            if !format.as_str().is_some_and(|f| STANDARD_FORMATS.contains(&f)) {
-                problems.push(format!("{path}: non-standard format {format}"));
-            }
+        if let Some(format) = node.get("format")
+            && !format.as_str().is_some_and(|f| STANDARD_FORMATS.contains(&f))
+        {
+            problems.push(format!("{path}: non-standard format {format}"));
         }
         if node.get("type").is_some_and(Value::is_array) {
             problems.push(format!("{path}: type array {}", node["type"]));
@@ -191,12 +191,11 @@ fn gemini_problems(schema: &Value) -> Vec<String> {
             Some(Value::String(t)) if GEMINI_TYPES.contains(&t.as_str()) => {}
             Some(other) => problems.push(format!("{path}: type {other} is not a Gemini Type")),
         }
-        if let Some(values) = node.get("enum") {
-            if ty != Some("string")
-                || !values.as_array().is_some_and(|v| v.iter().all(Value::is_string))
-            {
-                problems.push(format!("{path}: enum on a non-string ({values})"));
-            }
+        if let Some(values) = node.get("enum")
+            && (ty != Some("string")
+                || !values.as_array().is_some_and(|v| v.iter().all(Value::is_string)))
+        {
+            problems.push(format!("{path}: enum on a non-string ({values})"));
         }
         if let Some(format) = node.get("format").and_then(Value::as_str) {
             let allowed: &[&str] = match ty {

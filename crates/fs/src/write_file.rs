@@ -162,6 +162,12 @@ pub(crate) fn line_count(text: &str) -> usize {
     text.lines().count()
 }
 
+/// `value` as JSON, for a structured result.
+pub(crate) fn structured<T: Serialize>(value: &T) -> Result<serde_json::Value, ToolError> {
+    serde_json::to_value(value)
+        .map_err(|err| ToolError::Fatal(format!("a result did not serialize: {err}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -215,10 +221,4 @@ mod tests {
         assert_eq!(out.joined_text(), "Updated a.txt (1 line, 3 bytes)");
         assert_eq!(out.structured.unwrap()["action"], "updated");
     }
-}
-
-/// `value` as JSON, for a structured result.
-pub(crate) fn structured<T: Serialize>(value: &T) -> Result<serde_json::Value, ToolError> {
-    serde_json::to_value(value)
-        .map_err(|err| ToolError::Fatal(format!("a result did not serialize: {err}")))
 }

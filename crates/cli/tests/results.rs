@@ -340,6 +340,13 @@ fn process_session_and_preview_tools_structured_results_validate() {
     let (_, s) =
         checked(&schemas, "read_runtime_errors", &p.call("read_runtime_errors", &json!({})));
     assert_eq!(s["errors"], json!([]));
+    // An error without a stack or location leaves those fields out: the schema must not require
+    // them (it did: `stack` was required, so such results failed their own schema).
+    let schema = schemas["read_runtime_errors"].as_ref().unwrap();
+    let required = &schema["properties"]["errors"]["items"]["required"];
+    for optional in ["stack", "location", "originalLocation"] {
+        assert!(!required.as_array().unwrap().contains(&json!(optional)), "{required}");
+    }
 
     let r = p.call("mcp_list", &json!({}));
     let (text, s) = checked(&schemas, "mcp_list", &r);

@@ -150,11 +150,17 @@ inspector() { # expected-substring description args...
   say "inspector: $what"
   local out
   if out="$(cd "$WORK" && HOME="$WORK" timeout 90 "$INSP" --cli "$@" 2>&1)"; then
-    if printf '%s' "$out" | grep -qF -- "$want"; then
+    # hands' schemas must draw no complaint: no `unknown format "uint64" ignored` (ajv, when a
+    # result is checked against its output schema) and no schema-portability warning or error
+    # (`Schema portability: 0 errors, 32 warnings across 9 tools` before the schemas were fixed).
+    if printf '%s' "$out" | grep -qE 'unknown format|^Warning: tool |Schema portability: ([1-9]|0 errors, [1-9])'; then
+      echo "the Inspector complains about hands' schemas:"
+    elif printf '%s' "$out" | grep -qF -- "$want"; then
       PASSED+=("inspector:$what"); printf '%s\n' "$out" | head -c 1500; echo
       return
+    else
+      echo "output lacks '$want':"
     fi
-    echo "output lacks '$want':"
   else
     echo "inspector exited non-zero:"
   fi
@@ -169,6 +175,12 @@ inspector 'src/main.rs' "http tools/call glob" "$URL" --transport http \
 inspector '"write_file"' "stdio tools/list" "$HANDS" mcp --root "$PROJ" --method tools/list
 inspector 'inspector-stdio-ok' "stdio tools/call bash" "$HANDS" mcp --root "$PROJ" \
   --method tools/call --tool-name bash --tool-arg 'command=echo inspector-stdio-ok'
+# Each result checked against its output schema by the Inspector (bash's output is in it).
+inspector '"output": "inspector-structured-ok\n"' "stdio bash structuredContent" "$HANDS" mcp --root "$PROJ" \
+  --method tools/call --tool-name bash --tool-arg 'command=echo inspector-structured-ok'
+inspector '+edited by the inspector' "stdio tools/call edit_file (diff)" "$HANDS" mcp --root "$PROJ" \
+  --method tools/call --tool-name edit_file --tool-arg path=hello.txt \
+  --tool-arg 'old_string=hello from the conformance run' --tool-arg 'new_string=edited by the inspector'
 
 kill -0 "$SERVE_PID" 2>/dev/null || { FAILED+=("hands serve survived the run"); cat "$WORK/serve.log" >&2; }
 

@@ -130,3 +130,71 @@ async fn every_description_example_is_a_valid_call() {
     session.close().await;
     assert!(checked >= 15, "{checked}");
 }
+
+/// Every tool this build can offer without a network: the above, plus the preview tools (for a
+/// static site) and spawn_subagent.
+fn full_registry(root: &std::path::Path) -> Registry {
+    std::fs::write(root.join("index.html"), "<h1>hi</h1>\n").unwrap();
+    let builder = hands_fs::register(Registry::builder(CoreConfig::default()), &Default::default());
+    let builder = hands_exec::register(builder, &Default::default());
+    let skills = hands_agent::UseSkill::discover(None, None);
+    let builder = hands_agent::register_with(builder, &Default::default(), skills);
+    let builder = hands_agent::subagent::register(builder, true);
+    hands_preview::register(builder, &Default::default(), &Default::default(), root).build()
+}
+
+/// Property names anywhere in `schema`.
+fn property_names(schema: &Value, out: &mut std::collections::BTreeSet<String>) {
+    match schema {
+        Value::Object(map) => {
+            if let Some(Value::Object(props)) = map.get("properties") {
+                out.extend(props.keys().cloned());
+            }
+            map.values().for_each(|v| property_names(v, out));
+        }
+        Value::Array(items) => items.iter().for_each(|v| property_names(v, out)),
+        _ => {}
+    }
+}
+
+/// A description may name a tool only if hands offers it: every `snake_case` word in one is a tool
+/// name, a field of some tool's schemas, or one of a few words that are neither.
+#[test]
+fn descriptions_name_only_tools_hands_offers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let registry = full_registry(tmp.path());
+    let specs = registry.list(Mode::Build);
+    let mut known: std::collections::BTreeSet<String> =
+        specs.iter().map(|s| s.name.clone()).collect();
+    known.extend(registry.list(Mode::Plan).iter().map(|s| s.name.clone()));
+    known.extend(["mcp_list", "mcp_call"].map(String::from));
+    for spec in &specs {
+        property_names(&spec.input_schema, &mut known);
+        if let Some(output) = &spec.output_schema {
+            property_names(output, &mut known);
+        }
+    }
+    // Words that are neither tools nor fields: folder names, status and stage values, settings.
+    known.extend(
+        ["node_modules", "in_progress", "starting_server", "launching_browser", "window_size"]
+            .map(String::from),
+    );
+    let mut unknown = Vec::new();
+    for spec in &specs {
+        for word in spec.description.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+            let snake = word.contains('_')
+                && word.starts_with(|c: char| c.is_ascii_lowercase())
+                && word.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+            if snake && !word.starts_with("mcp__") && !known.contains(word) {
+                unknown.push(format!("{}: {word}", spec.name));
+            }
+        }
+    }
+    assert!(unknown.is_empty(), "descriptions name what hands does not offer: {unknown:?}");
+    // The names that were there before: hands offers none of them.
+    for spec in &specs {
+        for absent in ["parse_document", "web_search", "web_scrape", "web_fetch", "db_schema"] {
+            assert!(!spec.description.contains(absent), "{} names {absent}", spec.name);
+        }
+    }
+}

@@ -146,6 +146,13 @@ mod tests {
     }
 
     #[test]
+    fn explicit_null_for_an_optional_argument_is_not_given() {
+        // Schemas no longer say `type: [T, "null"]`, but older clients still send `null`.
+        let args: Args = parse("read_file", json!({"path": "a", "offset": null})).unwrap();
+        assert_eq!(args.offset, None);
+    }
+
+    #[test]
     fn null_is_empty_object() {
         let m = message(Value::Null);
         assert!(m.contains("missing field `path`"), "{m}");

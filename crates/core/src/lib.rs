@@ -36,7 +36,7 @@ pub use error::{DispatchError, ToolError};
 pub use output::{Content, ToolOutput};
 pub use registry::{CallOptions, Conditions, PLAN_MODE_TOOLS, Registry, RegistryBuilder};
 pub use sandbox::{LocalProvider, Sandbox, SandboxProvider};
-pub use schema::schema_for;
+pub use schema::{output_schema_for, schema_for};
 pub use session::{Mode, Session};
 pub use tool::{Annotations, DynTool, Tool, ToolSpec};
 

@@ -1,22 +1,196 @@
-//! The JSON schema the model sees, derived from a tool's `Args` type — never written by hand.
+//! The JSON schemas the model and the clients see, derived from Rust types — never written by hand.
+//!
+//! The schemas stay in the subset that every major client and model API accepts (Anthropic's and
+//! OpenAI's JSON Schema, Gemini's OpenAPI 3.0 subset, the MCP Inspector's validator):
+//! - no `$ref` (sub-schemas inlined), no `$schema` or `title` noise;
+//! - `format` only with values the JSON Schema standard defines (schemars' `uint64`, `int32`, …
+//!   are dropped; `minimum: 0` stays);
+//! - an optional field is optional (not in `required`) with one plain `type`, never
+//!   `type: [T, "null"]` and no `default: null` (the argument parser still accepts an explicit
+//!   `null` for it, as "not given");
+//! - an enum of strings is `type: string` with `enum`, not `oneOf` of `const`s (the variants'
+//!   descriptions are folded into the field's description);
+//! - no `additionalProperties` (Gemini refuses it; unknown arguments are still refused by the
+//!   parser, with an error naming them).
 
-use schemars::{JsonSchema, generate::SchemaSettings};
-use serde_json::Value;
+use schemars::generate::{Contract, SchemaSettings};
+use schemars::transform::{RestrictFormats, Transform, transform_subschemas};
+use schemars::{JsonSchema, Schema};
+use serde_json::{Map, Value};
 
-/// The input schema for `T`: draft 2020-12, sub-schemas inlined (models handle `$ref` poorly), no
-/// `$schema` or `title` noise.
+/// The input schema for `T` (how it deserializes).
 pub fn schema_for<T: JsonSchema>() -> Value {
+    generate::<T>(Contract::Deserialize)
+}
+
+/// The output schema for `T` (how it serializes: a field with `skip_serializing_if` is optional).
+///
+/// An output type's `Option` fields must be `#[serde(default, skip_serializing_if =
+/// "Option::is_none")]`: a `null` would not validate against the schema, which has no null type.
+pub fn output_schema_for<T: JsonSchema>() -> Value {
+    generate::<T>(Contract::Serialize)
+}
+
+fn generate<T: JsonSchema>(contract: Contract) -> Value {
     let generator = SchemaSettings::draft2020_12()
         .with(|s| {
             s.inline_subschemas = true;
+            s.contract = contract;
         })
+        .with_transform(RestrictFormats::default())
+        .with_transform(ClientSubset)
         .into_generator();
     let mut value = generator.into_root_schema_for::<T>().to_value();
     if let Value::Object(map) = &mut value {
         map.remove("$schema");
         map.remove("title");
-        // MCP requires an object schema even for tools without arguments.
+        // MCP requires an object schema even for tools without arguments, and OpenAI's function
+        // calling wants `properties` on it.
         map.entry("type").or_insert_with(|| Value::String("object".into()));
+        if map.get("type").is_some_and(|t| t == "object") {
+            map.entry("properties").or_insert_with(|| Value::Object(Map::new()));
+        }
     }
     value
+}
+
+/// Rewrites a schema into the subset every client accepts (see the module's documentation).
+#[derive(Debug, Clone, Copy)]
+struct ClientSubset;
+
+impl Transform for ClientSubset {
+    fn transform(&mut self, schema: &mut Schema) {
+        // Nulls first, so that an optional enum's variants are folded with the field's own
+        // description; the rest bottom-up.
+        if let Some(map) = schema.as_object_mut() {
+            drop_null_type(map);
+        }
+        transform_subschemas(self, schema);
+        let Some(map) = schema.as_object_mut() else { return };
+        fold_const_variants(map);
+        if map.get("default").is_some_and(Value::is_null) {
+            map.remove("default");
+        }
+        if map.get("additionalProperties").is_some_and(Value::is_boolean) {
+            map.remove("additionalProperties");
+        }
+    }
+}
+
+/// `type: [T, "null"]` → `type: T`; `anyOf: [S, {type: null}]` → `S` (keeping the description).
+fn drop_null_type(map: &mut Map<String, Value>) {
+    if let Some(Value::Array(types)) = map.get_mut("type") {
+        types.retain(|t| t != "null");
+        if let [only] = types.as_slice() {
+            let only = only.clone();
+            map.insert("type".into(), only);
+        }
+    }
+    let Some(Value::Array(branches)) = map.get("anyOf") else { return };
+    let is_null = |b: &Value| {
+        b.get("type").is_some_and(|t| t == "null") && b.as_object().is_some_and(|o| o.len() == 1)
+    };
+    let rest: Vec<Value> = branches.iter().filter(|b| !is_null(b)).cloned().collect();
+    if rest.len() == branches.len() {
+        return;
+    }
+    map.remove("anyOf");
+    if let [Value::Object(only)] = rest.as_slice() {
+        for (key, value) in only {
+            map.entry(key.clone()).or_insert_with(|| value.clone());
+        }
+    } else {
+        map.insert("anyOf".into(), Value::Array(rest));
+    }
+}
+
+/// `oneOf` of string `const`s (an enum whose variants have doc comments) → `type: string` with
+/// `enum`; the variants' descriptions are appended to the field's description.
+fn fold_const_variants(map: &mut Map<String, Value>) {
+    let Some(Value::Array(branches)) = map.get("oneOf") else { return };
+    let mut values = Vec::new();
+    let mut notes = Vec::new();
+    for branch in branches {
+        let Some(Value::String(value)) = branch.get("const") else { return };
+        if branch.get("type").is_some_and(|t| t != "string") {
+            return;
+        }
+        if let Some(description) = branch.get("description").and_then(Value::as_str) {
+            notes.push(format!("`{value}`: {description}"));
+        }
+        values.push(Value::String(value.clone()));
+    }
+    map.remove("oneOf");
+    map.insert("type".into(), Value::String("string".into()));
+    map.insert("enum".into(), Value::Array(values));
+    if !notes.is_empty() {
+        let notes = notes.join(" ");
+        let description = match map.get("description").and_then(Value::as_str) {
+            Some(own) => format!("{own} ({notes})"),
+            None => notes,
+        };
+        map.insert("description".into(), Value::String(description));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::{Deserialize, Serialize};
+    use serde_json::json;
+
+    use super::*;
+
+    /// How the value is read.
+    #[derive(Debug, Deserialize, Serialize, JsonSchema)]
+    #[serde(rename_all = "lowercase")]
+    enum Mode {
+        /// First.
+        One,
+        /// Second.
+        Two,
+    }
+
+    #[derive(Debug, Deserialize, Serialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Args {
+        /// Where.
+        path: String,
+        /// From which line.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        offset: Option<u64>,
+        /// Small.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        port: Option<u16>,
+        /// Which mode.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mode: Option<Mode>,
+        /// Signed.
+        count: i32,
+    }
+
+    #[test]
+    fn optional_fields_are_plain_optional_without_nonstandard_formats() {
+        for schema in [schema_for::<Args>(), output_schema_for::<Args>()] {
+            assert_eq!(
+                schema,
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string", "description": "Where."},
+                        "offset": {"type": "integer", "minimum": 0, "description": "From which line."},
+                        "port": {"type": "integer", "minimum": 0, "maximum": 65535, "description": "Small."},
+                        "mode": {
+                            "type": "string",
+                            "enum": ["one", "two"],
+                            "description": "Which mode. (`one`: First. `two`: Second.)"
+                        },
+                        "count": {"type": "integer", "description": "Signed."}
+                    },
+                    "required": ["path", "count"]
+                }),
+                "{schema:#}"
+            );
+        }
+    }
 }

@@ -66,7 +66,12 @@ pub trait Tool: Send + Sync + 'static {
     /// MCP annotations.
     fn annotations(&self) -> Annotations;
 
-    /// Schema of the structured output, if the tool returns one.
+    /// Schema of the structured output, if the tool returns one (derive it with
+    /// [`output_schema_for`](crate::output_schema_for)). A tool that declares one returns a
+    /// structured result on every success, and that result is the complete result: everything
+    /// its text says, in fields (clients such as Claude Code and Codex show the model only the
+    /// structured result when there is one). A tool whose result has no natural structure
+    /// returns text only and declares no schema.
     fn output_schema(&self) -> Option<Value> {
         None
     }
@@ -113,7 +118,7 @@ impl<T: Tool> Erased<T> {
             name: tool.name().to_owned(),
             description: tool.description().into_owned(),
             input_schema: schema_for::<T::Args>(),
-            output_schema: tool.output_schema(),
+            output_schema: tool.output_schema().map(crate::middleware::truncate::with_full_output),
             annotations: tool.annotations(),
             needs_approval: tool.needs_approval(),
             cacheable: tool.cacheable(),

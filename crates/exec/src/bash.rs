@@ -13,6 +13,7 @@ use hands_core::{Annotations, Context, Tool, ToolError, ToolOutput};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::spawn_process::SpawnResult;
 use crate::supervisor::{Kind, Proc, SpawnSpec, Supervisor};
 use crate::{ExecConfig, daemon, devserver};
 
@@ -27,12 +28,18 @@ pub struct BashArgs {
     pub timeout: Option<u64>,
 }
 
-/// The structured result of bash.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+/// The structured result of bash: everything its text says.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct BashResult {
+    /// What the command printed (stdout and stderr together, in order): all of it, or its head and
+    /// tail around a `… [N bytes dropped] …` line. Empty when it printed nothing. For a dev
+    /// server started as a daemon, the daemon's report (as spawn_process gives it).
+    pub output: String,
     /// Exit code of the shell, when it exited normally.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
     /// The signal that ended the shell, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signal: Option<i32>,
     /// Wall time of the call in milliseconds.
     pub duration_ms: u64,
@@ -40,10 +47,18 @@ pub struct BashResult {
     pub output_bytes: u64,
     /// Bytes of output not kept (between the head and the tail shown).
     pub dropped_bytes: u64,
-    /// True when the time limit stopped the command.
+    /// True when the time limit stopped the command (and everything it started).
     pub timed_out: bool,
-    /// Processes the command left running that were stopped after it.
+    /// True when the call was aborted (and the command, with everything it started, stopped).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub aborted: bool,
+    /// Processes the command left running that were stopped after it (bash waits for the command
+    /// only: start servers and other long-running work with spawn_process).
     pub stopped_leftovers: usize,
+    /// Set when the command was a dev server, started (or reused) as a background daemon instead
+    /// of run in the foreground: the daemon, as spawn_process reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daemon: Option<SpawnResult>,
 }
 
 /// The bash tool.
@@ -75,7 +90,7 @@ impl Tool for Bash {
     }
 
     fn output_schema(&self) -> Option<serde_json::Value> {
-        Some(hands_core::schema_for::<BashResult>())
+        Some(hands_core::output_schema_for::<BashResult>())
     }
 
     async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {
@@ -84,7 +99,9 @@ impl Tool for Bash {
         // foreground like any other (until it exits or times out).
         let shortcut = self.config.bash.dev_server_shortcut && self.config.background_processes;
         if shortcut && devserver::is_dev_server(&args.command) {
-            return daemon::start_or_reuse(&ctx, &self.config, &args.command).await;
+            let started = Instant::now();
+            let output = daemon::start_or_reuse(&ctx, &self.config, &args.command).await?;
+            return as_bash_result(output, started);
         }
         run(&ctx, &self.config, &args.command, timeout).await
     }
@@ -199,14 +216,18 @@ async fn run(
 
     let snapshot = proc.snapshot();
     let exit = proc.exit();
+    let output = snapshot.text();
     let result = BashResult {
+        output: output.clone(),
         exit_code: exit.and_then(|e| e.code),
         signal: exit.and_then(|e| e.signal),
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         output_bytes: snapshot.total,
         dropped_bytes: snapshot.dropped,
         timed_out: end == End::TimedOut,
+        aborted: end == End::Aborted,
         stopped_leftovers: leftovers,
+        daemon: None,
     };
     let mut text = String::new();
     match end {
@@ -221,7 +242,6 @@ async fn run(
             text.push_str("bash was aborted; the command and everything it started were stopped.\n")
         }
     }
-    let output = snapshot.text();
     if output.is_empty() {
         text.push_str("(no output)\n");
     } else {
@@ -241,6 +261,32 @@ async fn run(
     let structured = serde_json::to_value(&result)
         .map_err(|err| ToolError::Fatal(format!("bash result did not serialize: {err}")))?;
     let output = if end == End::Exited { ToolOutput::text(text) } else { ToolOutput::error(text) };
+    Ok(output.with_structured(structured))
+}
+
+/// The daemon shortcut's result in bash's shape: its text as `output`, its spawn result as `daemon`.
+fn as_bash_result(output: ToolOutput, started: Instant) -> Result<ToolOutput, ToolError> {
+    let daemon: Option<SpawnResult> = match &output.structured {
+        Some(value) => Some(serde_json::from_value(value.clone()).map_err(|err| {
+            ToolError::Fatal(format!("the daemon's result did not parse: {err}"))
+        })?),
+        None => None,
+    };
+    let text = output.joined_text();
+    let result = BashResult {
+        output_bytes: text.len() as u64,
+        output: text,
+        exit_code: daemon.as_ref().and_then(|d| d.exit_code),
+        signal: None,
+        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        dropped_bytes: 0,
+        timed_out: false,
+        aborted: false,
+        stopped_leftovers: 0,
+        daemon,
+    };
+    let structured = serde_json::to_value(&result)
+        .map_err(|err| ToolError::Fatal(format!("bash result did not serialize: {err}")))?;
     Ok(output.with_structured(structured))
 }
 

@@ -72,6 +72,7 @@ fn reuse(ctx: &Context, config: &ExecConfig, command: &str) -> Option<ToolOutput
         port: note.port,
         log: proc.log_path(),
         first_output: recent,
+        more_bytes: 0,
         reused: true,
     };
     let structured = serde_json::to_value(&result).unwrap_or(serde_json::Value::Null);

@@ -190,16 +190,20 @@ pub struct ProcessRow {
     /// The status in words (`exited with code 1`, `stopped (timeout)`).
     pub detail: String,
     /// Exit code, when it exited by itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
     /// Uptime (running) or how long it ran, in milliseconds.
     pub duration_ms: u64,
     /// URL it printed, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
     /// Port it listens on, if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub port: Option<u16>,
     /// Output bytes not yet read with process_output.
     pub unread_bytes: u64,
     /// Log file with its whole output, relative to the project root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log: Option<String>,
 }
 
@@ -300,7 +304,7 @@ impl Tool for ListProcesses {
     }
 
     fn output_schema(&self) -> Option<serde_json::Value> {
-        Some(hands_core::schema_for::<ProcessList>())
+        Some(hands_core::output_schema_for::<ProcessList>())
     }
 
     async fn call(&self, ctx: Context, _args: Self::Args) -> Result<ToolOutput, ToolError> {

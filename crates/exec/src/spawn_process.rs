@@ -55,7 +55,7 @@ pub struct SpawnArgs {
 }
 
 /// The structured result of spawn_process.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SpawnResult {
     /// Id for process_output, stop_process and list_processes.
     pub id: String,
@@ -69,18 +69,26 @@ pub struct SpawnResult {
     /// `running`, `exited` or `stopped`.
     pub status: String,
     /// Exit code, when it already exited by itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
     /// What showed readiness: `pattern`, `url`, `port`; `not-confirmed` when the wait ran out;
-    /// null when nothing was waited for.
+    /// absent when nothing was waited for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready: Option<String>,
     /// A local URL it printed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
     /// The port it listens on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub port: Option<u16>,
     /// Log file with the whole output, relative to the project root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log: Option<String>,
     /// What it printed so far (the start, capped).
     pub first_output: String,
+    /// Bytes printed after `first_output` and not shown (process_output reads on).
+    #[serde(default)]
+    pub more_bytes: u64,
     /// True when a running daemon with the same command was reused instead.
     pub reused: bool,
 }
@@ -114,7 +122,7 @@ impl Tool for SpawnProcess {
     }
 
     fn output_schema(&self) -> Option<serde_json::Value> {
-        Some(hands_core::schema_for::<SpawnResult>())
+        Some(hands_core::output_schema_for::<SpawnResult>())
     }
 
     async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {
@@ -461,6 +469,7 @@ fn render(
         port: note.port,
         log: proc.log_path(),
         first_output: first,
+        more_bytes: total.saturating_sub(shown),
         reused: false,
     };
     let structured = serde_json::to_value(&result).unwrap_or(serde_json::Value::Null);

@@ -13,8 +13,7 @@ use std::time::Duration;
 
 use hands_core::{Annotations, CancellationToken, Context, Tool, ToolError, ToolOutput};
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use crate::detect::{self, Kind};
 use crate::ledger::{Seen, content_hash};
@@ -34,6 +33,17 @@ pub struct EditFileArgs {
     /// Replace every occurrence instead of requiring exactly one (default false).
     #[serde(default)]
     pub replace_all: bool,
+}
+
+/// The structured result of edit_file: everything its text says, the diff included.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct EditResult {
+    /// Path relative to the project root.
+    pub path: String,
+    /// Occurrences replaced.
+    pub replacements: usize,
+    /// The change as a unified diff (a few lines of context around each hunk).
+    pub diff: String,
 }
 
 /// The edit_file tool.
@@ -62,6 +72,10 @@ impl Tool for EditFile {
 
     fn annotations(&self) -> Annotations {
         Annotations { read_only: false, destructive: true, idempotent: false, open_world: false }
+    }
+
+    fn output_schema(&self) -> Option<serde_json::Value> {
+        Some(hands_core::output_schema_for::<EditResult>())
     }
 
     async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {
@@ -140,7 +154,11 @@ fn edit(ctx: &Context, config: &FsConfig, args: &EditFileArgs) -> Result<ToolOut
         path.display(),
         if replacements == 1 { "" } else { "s" }
     ))
-    .with_structured(json!({ "path": path.display(), "replacements": replacements })))
+    .with_structured(crate::write_file::structured(&EditResult {
+        path: path.display(),
+        replacements,
+        diff,
+    })?))
 }
 
 /// The file's text, refusing what an edit would corrupt (binaries, invalid UTF-8) or is too big.

@@ -75,7 +75,7 @@ impl Tool for Glob {
     }
 
     fn output_schema(&self) -> Option<serde_json::Value> {
-        Some(hands_core::schema_for::<GlobResult>())
+        Some(hands_core::output_schema_for::<GlobResult>())
     }
 
     async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {
@@ -173,7 +173,9 @@ fn render(pattern: &str, start: &crate::RelPath, paths: Vec<String>, total: usiz
              searched; set include_ignored=true to search gitignored files too.)"
         )
     } else {
-        let mut text = paths.join("\n");
+        // A name with a newline must not forge lines of the listing.
+        let shown: Vec<_> = paths.iter().map(|p| crate::escape::escape_name(p)).collect();
+        let mut text = shown.join("\n");
         if truncated {
             text.push_str(&format!(
                 "\n… and {} more; narrow the pattern (or set `path`).",

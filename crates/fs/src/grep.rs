@@ -18,6 +18,7 @@ use hands_core::{Annotations, Context, Tool, ToolError, ToolOutput};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::escape::escape_name;
 use crate::walk::{self, FileGlob, Start, WalkSpec};
 use crate::{FsConfig, Workspace};
 
@@ -93,14 +94,18 @@ pub struct GrepResult {
     /// The output mode these results are in.
     pub mode: OutputMode,
     /// Content mode: the matching lines of this page.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub matches: Option<Vec<GrepMatch>>,
     /// Files mode: the files of this page.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub files: Option<Vec<String>>,
     /// Count mode: the per-file counts of this page.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counts: Option<Vec<GrepCount>>,
+    /// Content mode with `context`: the context lines shown around the matches (`text` of a
+    /// context line is cut like a match's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub context_lines: Vec<GrepMatch>,
     /// Matching lines in all files. In files mode a file is not searched past its first match, so
     /// this equals `total_files`.
     pub total_matches: u64,
@@ -143,7 +148,7 @@ impl Tool for Grep {
     }
 
     fn output_schema(&self) -> Option<serde_json::Value> {
-        Some(hands_core::schema_for::<GrepResult>())
+        Some(hands_core::output_schema_for::<GrepResult>())
     }
 
     async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {
@@ -520,6 +525,7 @@ fn render(
         matches: None,
         files: None,
         counts: None,
+        context_lines: Vec::new(),
         total_matches,
         total_files,
         offset,
@@ -528,13 +534,15 @@ fn render(
     };
     match plan.mode {
         OutputMode::Content => {
-            result.matches = Some(render_content(plan, &files, offset, end, &mut text));
+            let (matches, context_lines) = render_content(plan, &files, offset, end, &mut text);
+            result.matches = Some(matches);
+            result.context_lines = context_lines;
         }
         OutputMode::Files => {
             let page: Vec<String> =
                 files.into_iter().skip(offset).take(limit).map(|(path, _)| path).collect();
             for path in &page {
-                text.push_str(path);
+                text.push_str(&escape_name(path));
                 text.push('\n');
             }
             result.files = Some(page);
@@ -547,7 +555,7 @@ fn render(
                 .map(|(path, hits)| GrepCount { path, count: hits.matches })
                 .collect();
             for c in &page {
-                text.push_str(&format!("{}:{}\n", c.path, c.count));
+                text.push_str(&format!("{}:{}\n", escape_name(&c.path), c.count));
             }
             result.counts = Some(page);
         }
@@ -603,8 +611,9 @@ fn render_content(
     offset: usize,
     end: usize,
     text: &mut String,
-) -> Vec<GrepMatch> {
+) -> (Vec<GrepMatch>, Vec<GrepMatch>) {
     let mut page = Vec::new();
+    let mut context_lines = Vec::new();
     let mut index = 0usize;
     let mut first_group = true;
     for (path, hits) in files {
@@ -642,17 +651,14 @@ fn render_content(
             first_group = false;
             let chosen = line.is_match && selected.binary_search(&line.number).is_ok();
             let sep = if chosen { ':' } else { '-' };
-            text.push_str(&format!("{path}{sep}{}{sep}{}\n", line.number, line.text));
-            if chosen {
-                page.push(GrepMatch {
-                    path: path.clone(),
-                    line: line.number,
-                    text: line.text.clone(),
-                });
-            }
+            let shown = escape_name(path);
+            text.push_str(&format!("{shown}{sep}{}{sep}{}\n", line.number, line.text));
+            let entry =
+                GrepMatch { path: path.clone(), line: line.number, text: line.text.clone() };
+            if chosen { page.push(entry) } else { context_lines.push(entry) }
         }
     }
-    page
+    (page, context_lines)
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ mod atomic;
 mod config;
 mod detect;
 mod edit_file;
+mod escape;
 mod glob;
 mod grep;
 mod ledger;

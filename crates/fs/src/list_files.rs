@@ -104,7 +104,7 @@ fn run(ctx: &Context, config: &FsConfig, args: &ListFilesArgs) -> Result<ToolOut
     let asked = args.depth.unwrap_or(config.list_depth).max(1);
     let depth = asked.min(MAX_DEPTH);
     let mut tree = Tree { config, ctx, lines: Vec::new(), omitted: 0 };
-    tree.lines.push(format!("{}/", rel.display()));
+    tree.lines.push(format!("{}/", crate::escape::escape_name(&rel.display())));
     tree.walk(dir, depth).map_err(|e| ws.io_error("listed", &rel, &e))?;
     if ctx.is_cancelled() {
         return Err(crate::walk::cancelled("list_files"));
@@ -161,7 +161,9 @@ impl Tree<'_> {
     /// Add the line of `entry` (in `dir`, at `level`), and return the folder to enter next, if any.
     fn show(&mut self, dir: &Dir, entry: &Entry, level: usize, depth: usize) -> Option<Frame> {
         let indent = "  ".repeat(level);
-        let name = entry.name.to_string_lossy();
+        let lossy = entry.name.to_string_lossy();
+        // A name with a newline must not forge lines of the listing.
+        let name = crate::escape::escape_name(&lossy);
         match &entry.kind {
             Kind::Dir if is_excluded(&self.config.excluded_dirs, &entry.name) => {
                 self.emit(|| {
@@ -242,9 +244,10 @@ fn read_entries(dir: &Dir) -> std::io::Result<Vec<Entry>> {
         let name = entry.file_name();
         let Ok(file_type) = entry.file_type() else { continue };
         let kind = if file_type.is_symlink() {
-            let target = dir
-                .read_link_contents(&name)
-                .map_or_else(|_| "?".to_owned(), |t| t.to_string_lossy().into_owned());
+            let target = dir.read_link_contents(&name).map_or_else(
+                |_| "?".to_owned(),
+                |t| crate::escape::escape_name(&t.to_string_lossy()).into_owned(),
+            );
             Kind::Link(target)
         } else if file_type.is_dir() {
             Kind::Dir

@@ -142,7 +142,8 @@ fn read(
         }
         Kind::Binary(name) => {
             let hint = if name.starts_with("PDF") {
-                " Use parse_document to get its text."
+                " Get its text with a command through bash, such as `pdftotext FILE -` (poppler's \
+                 pdftotext, if installed)."
             } else {
                 " Inspect it with a suitable command through bash if you need its contents."
             };

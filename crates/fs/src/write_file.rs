@@ -9,8 +9,7 @@ use std::io::{self, Read};
 
 use hands_core::{Annotations, Context, Tool, ToolError, ToolOutput};
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use crate::ledger::{Seen, content_hash};
 use crate::read_file::human_size;
@@ -24,6 +23,19 @@ pub struct WriteFileArgs {
     pub path: String,
     /// The complete new content of the file.
     pub content: String,
+}
+
+/// The structured result of write_file: everything its text says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct WriteResult {
+    /// `created` (the file was new) or `updated`.
+    pub action: String,
+    /// Path relative to the project root.
+    pub path: String,
+    /// Lines written.
+    pub lines: usize,
+    /// Bytes written.
+    pub bytes: usize,
 }
 
 /// The write_file tool.
@@ -52,6 +64,10 @@ impl Tool for WriteFile {
 
     fn annotations(&self) -> Annotations {
         Annotations { read_only: false, destructive: true, idempotent: true, open_world: false }
+    }
+
+    fn output_schema(&self) -> Option<serde_json::Value> {
+        Some(hands_core::output_schema_for::<WriteResult>())
     }
 
     async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {
@@ -102,12 +118,12 @@ fn write(ctx: &Context, config: &FsConfig, args: &WriteFileArgs) -> Result<ToolO
         bytes.len(),
         if bytes.len() == 1 { "" } else { "s" }
     ))
-    .with_structured(json!({
-        "action": action,
-        "path": path.display(),
-        "lines": lines,
-        "bytes": bytes.len(),
-    })))
+    .with_structured(structured(&WriteResult {
+        action: action.to_owned(),
+        path: path.display(),
+        lines,
+        bytes: bytes.len(),
+    })?))
 }
 
 /// The stale-write guard: the session must have read (or written) the file, and it must not have
@@ -144,6 +160,12 @@ fn guard(
 /// Lines as an editor counts them: a final line without `\n` counts, a trailing `\n` does not add one.
 pub(crate) fn line_count(text: &str) -> usize {
     text.lines().count()
+}
+
+/// `value` as JSON, for a structured result.
+pub(crate) fn structured<T: Serialize>(value: &T) -> Result<serde_json::Value, ToolError> {
+    serde_json::to_value(value)
+        .map_err(|err| ToolError::Fatal(format!("a result did not serialize: {err}")))
 }
 
 #[cfg(test)]

@@ -25,7 +25,11 @@ async fn unique_replace_returns_a_diff() {
     assert!(text.starts_with("Edited main.rs (1 replacement)."), "{text}");
     assert!(text.contains("--- a/main.rs\n+++ b/main.rs\n@@ -1,5 +1,5 @@"), "{text}");
     assert!(text.contains("\n-    let y = 2;\n+    let y = 3;\n"), "{text}");
-    assert_eq!(out.structured.unwrap(), json!({"path": "main.rs", "replacements": 1}));
+    // The structured result is the whole result: the diff too.
+    let structured = out.structured.unwrap();
+    assert_eq!((&structured["path"], &structured["replacements"]), (&json!("main.rs"), &json!(1)));
+    let diff = structured["diff"].as_str().unwrap();
+    assert!(text.ends_with(diff), "{text}\n{diff}");
 }
 
 #[tokio::test]

@@ -16,6 +16,14 @@ async fn call(root: &Path, tool: &str, args: Value) -> ToolOutput {
     registry.dispatch(&Session::new("s", root), ToolCall::new("c1", tool, args)).await.unwrap()
 }
 
+/// [`call`] with a result cap large enough for any result here.
+async fn call_uncapped(root: &Path, tool: &str, args: Value) -> ToolOutput {
+    let mut core = CoreConfig::default();
+    core.output.max_bytes = 64 * 1024 * 1024;
+    let registry = hands_fs::register(Registry::builder(core), &FsConfig::default()).build();
+    registry.dispatch(&Session::new("s", root), ToolCall::new("c1", tool, args)).await.unwrap()
+}
+
 fn write(root: &Path, rel: &str, content: &str) {
     let path = root.join(rel);
     fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -574,7 +582,9 @@ async fn grep_agrees_with_ripgrep() {
         .map(|l| l.splitn(3, ':').take(2).collect::<Vec<_>>().join(":"))
         .collect();
         assert!(expected.len() > 20, "{pattern}: the oracle should find plenty");
-        let out = call(tmp.path(), "grep", json!({"pattern": pattern, "limit": 100_000})).await;
+        // All matches, uncut: the structured result is capped like the text (32 KiB by default).
+        let out =
+            call_uncapped(tmp.path(), "grep", json!({"pattern": pattern, "limit": 100_000})).await;
         let s = out.structured.unwrap();
         let got: BTreeSet<String> = s["matches"]
             .as_array()
@@ -602,7 +612,8 @@ async fn glob_agrees_with_ripgrep() {
                 .cloned()
                 .collect();
         assert!(!expected.is_empty(), "{pattern}: the oracle should find something");
-        let out = call(tmp.path(), "glob", json!({"pattern": pattern, "limit": 100_000})).await;
+        let out =
+            call_uncapped(tmp.path(), "glob", json!({"pattern": pattern, "limit": 100_000})).await;
         let got: BTreeSet<String> = paths(&out).into_iter().collect();
         assert_eq!(got, expected, "{pattern}");
     }

@@ -80,7 +80,7 @@ pub struct Frame {
     /// Column, 1-based.
     pub column: u32,
     /// `file:line:col` in the original source, when a source map told.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub original: Option<String>,
 }
 
@@ -102,13 +102,13 @@ pub struct RuntimeError {
     /// The message.
     pub message: String,
     /// Where: `url:line:col` (or `file:line:col` for build errors).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
     /// The original source location, when a source map told.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub original_location: Option<String>,
     /// Top stack frames.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stack: Vec<Frame>,
     /// Occurrences.
     pub count: u64,

@@ -436,37 +436,49 @@ pub struct PreviewStatus {
     /// Server and browser are up and the page is attached.
     pub running: bool,
     /// The server's port.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub port: Option<u16>,
     /// Where the preview is: stopped, typechecking, building, starting_server,
     /// launching_browser, attaching, ready, error.
     pub stage: Stage,
     /// The page's URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preview_url: Option<String>,
     /// The DevTools connection to the page is open.
     pub attached: bool,
     /// What went wrong last, when the stage is `error` (or a rebuild failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
     /// The browser's DevTools port on 127.0.0.1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cdp_port: Option<u16>,
     /// The browser's DevTools WebSocket endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ws_endpoint: Option<String>,
     /// When the preview was opened (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<String>,
     /// vite, bun, static or configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
     /// The page's DevTools target id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_id: Option<String>,
     /// Pid of the server process (none for the built-in static server).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_pid: Option<u32>,
     /// Pid of the browser.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub browser_pid: Option<u32>,
     /// Page loads so far (reloads and navigations count).
     pub page_loads: u64,
     /// Errors and warnings read_runtime_errors has not returned yet.
     pub unread_errors: usize,
     /// How long the last preview_open took to reach `ready`, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_ms: Option<u64>,
     /// The discovery file, relative to the root, while it exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub discovery_file: Option<String>,
 }
 

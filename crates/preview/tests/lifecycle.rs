@@ -96,8 +96,10 @@ async fn opening_twice_reuses_and_close_and_session_end_leave_nothing() {
     assert!(text.contains("reused"), "{text}");
     assert_eq!(again["browserPid"], first["browserPid"]);
 
+    // preview_close answers in text only (no output schema, no structured copy).
     let (text, closed) = env.ok("preview_close", json!({})).await;
-    assert_eq!(closed["stopped"], true, "{text}");
+    assert!(text.starts_with("Stopped the preview"), "{text}");
+    assert!(closed.is_null(), "{closed}");
     assert!(env.nothing_left().await, "preview_close left {:?}", env.marked());
     assert!(!file.exists(), "the discovery file is removed");
     assert!(!profile.exists(), "the profile folder is removed");

@@ -72,16 +72,20 @@ pub struct ProcessRow {
     /// The status in words.
     pub detail: String,
     /// Exit code, when it exited by itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
     /// Uptime (running) or how long it ran, in milliseconds.
     pub duration_ms: u64,
     /// URL it printed, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
     /// Port it listens on, if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub port: Option<u16>,
     /// Output bytes not yet read.
     pub unread_bytes: u64,
     /// Log file with its whole output, relative to the project root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log: Option<String>,
 }
 

@@ -131,7 +131,7 @@ impl Tool for TodoWrite {
     }
 
     fn output_schema(&self) -> Option<serde_json::Value> {
-        Some(hands_core::schema_for::<TodoList<'static>>())
+        Some(hands_core::output_schema_for::<TodoList<'static>>())
     }
 
     async fn call(&self, ctx: Context, args: TodoWriteArgs) -> Result<ToolOutput, ToolError> {

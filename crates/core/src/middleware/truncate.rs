@@ -8,6 +8,7 @@ use std::io::Write;
 use cap_fs_ext::{DirExt as _, FollowSymlinks, OpenOptionsFollowExt as _};
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
+use serde_json::Value;
 
 use super::{Middleware, Next, Request};
 use crate::{BoxFuture, Content, Context, ToolError, ToolOutput};
@@ -52,24 +53,161 @@ fn apply(ctx: &Context, mut output: ToolOutput, max_bytes: usize) -> ToolOutput 
         })
         .sum::<usize>()
         .saturating_sub(1);
-    if text_len <= max_bytes {
+    let structured_len = output.structured.as_ref().map_or(0, json_len);
+    if text_len <= max_bytes && structured_len <= max_bytes {
         return output;
     }
     let full = output.joined_text();
-    let saved = match spill(ctx, &full) {
-        Ok(path) => format!(
-            "\nThe full output ({} bytes) is in {path}; read it with read_file and offset/limit, or \
-             grep it.",
-            full.len()
-        ),
-        Err(err) => format!("\nThe full output could not be saved ({err})."),
-    };
-    // The note counts against the cap too: the model never sees more than `max_bytes`.
-    let truncated = cut(&full, max_bytes.saturating_sub(saved.len()));
-    let images = output.content.into_iter().filter(|c| matches!(c, Content::Image { .. }));
-    output.content =
-        std::iter::once(Content::Text { text: truncated + &saved }).chain(images).collect();
+    let spilled = spill(ctx, &full);
+    if text_len > max_bytes {
+        let saved = match &spilled {
+            Ok(path) => format!(
+                "\nThe full output ({} bytes) is in {path}; read it with read_file and \
+                 offset/limit, or grep it.",
+                full.len()
+            ),
+            Err(err) => format!("\nThe full output could not be saved ({err})."),
+        };
+        // The note counts against the cap too: the model never sees more than `max_bytes`.
+        let truncated = cut(&full, max_bytes.saturating_sub(saved.len()));
+        let images = output.content.into_iter().filter(|c| matches!(c, Content::Image { .. }));
+        output.content =
+            std::iter::once(Content::Text { text: truncated + &saved }).chain(images).collect();
+    }
+    if structured_len > max_bytes
+        && let Some(structured) = &mut output.structured
+    {
+        let path = spilled.ok();
+        let note = path.as_ref().map_or(0, |p| p.len() + FULL_OUTPUT.len() + 6);
+        cap_structured(structured, max_bytes.saturating_sub(note));
+        if let (Some(path), Value::Object(map)) = (path, structured) {
+            map.insert(FULL_OUTPUT.into(), Value::String(path));
+        }
+    }
     output
+}
+
+/// The field a cut structured result gets: where the full output was saved. Every output schema
+/// declares it (see [`with_full_output`]).
+pub const FULL_OUTPUT: &str = "full_output";
+
+/// `schema` (an output schema) with the optional [`FULL_OUTPUT`] property that the truncation
+/// adds to a structured result it had to cut.
+pub fn with_full_output(mut schema: Value) -> Value {
+    if let Some(Value::Object(props)) = schema.get_mut("properties") {
+        props.entry(FULL_OUTPUT).or_insert_with(|| {
+            serde_json::json!({
+                "type": "string",
+                "description": "Set when this result was cut to fit the size limit: the file \
+                    (relative to the project root) with the full text result; read it with \
+                    read_file and offset/limit, or grep it."
+            })
+        });
+    }
+    schema
+}
+
+fn json_len(value: &Value) -> usize {
+    serde_json::to_vec(value).map_or(0, |v| v.len())
+}
+
+/// Cut `value` to about `max_bytes` of JSON, keeping its shape (so it still validates against its
+/// schema): long strings lose their middle (with the same marker as the text), then long arrays
+/// lose their last elements.
+fn cap_structured(value: &mut Value, max_bytes: usize) {
+    let size = json_len(value);
+    if size <= max_bytes {
+        return;
+    }
+    let mut lens = Vec::new();
+    string_lens(value, &mut lens);
+    let strings: usize = lens.iter().sum();
+    let budget = max_bytes.saturating_sub(size.saturating_sub(strings));
+    // The largest per-string cap that fits the budget ("water filling").
+    lens.sort_unstable();
+    let mut remaining = budget;
+    let mut cap = usize::MAX;
+    for (i, len) in lens.iter().enumerate() {
+        let share = remaining / (lens.len() - i);
+        if *len > share {
+            cap = share;
+            break;
+        }
+        remaining -= len;
+    }
+    if cap != usize::MAX {
+        cut_strings(value, cap.max(MIN_STRING));
+    }
+    for _ in 0..64 {
+        if json_len(value) <= max_bytes {
+            break;
+        }
+        let Some(array) = largest_array(value) else { break };
+        let keep = array.len() / 2;
+        array.truncate(keep);
+    }
+}
+
+/// Strings are never cut below this (the marker alone is about 30 bytes).
+const MIN_STRING: usize = 64;
+
+fn string_lens(value: &Value, out: &mut Vec<usize>) {
+    match value {
+        Value::String(s) => out.push(s.len()),
+        Value::Array(items) => items.iter().for_each(|v| string_lens(v, out)),
+        Value::Object(map) => map.values().for_each(|v| string_lens(v, out)),
+        _ => {}
+    }
+}
+
+fn cut_strings(value: &mut Value, cap: usize) {
+    match value {
+        Value::String(s) if s.len() > cap => *s = cut(s, cap),
+        Value::Array(items) => items.iter_mut().for_each(|v| cut_strings(v, cap)),
+        Value::Object(map) => map.values_mut().for_each(|v| cut_strings(v, cap)),
+        _ => {}
+    }
+}
+
+/// The array with the most JSON bytes that has more than one element.
+fn largest_array(value: &mut Value) -> Option<&mut Vec<Value>> {
+    fn find(value: &Value, path: &mut Vec<usize>, best: &mut (usize, Vec<usize>)) {
+        let children: Vec<&Value> = match value {
+            Value::Array(items) => {
+                if items.len() > 1 {
+                    let len = json_len(value);
+                    if len > best.0 {
+                        *best = (len, path.clone());
+                    }
+                }
+                items.iter().collect()
+            }
+            Value::Object(map) => map.values().collect(),
+            _ => return,
+        };
+        for (i, child) in children.into_iter().enumerate() {
+            path.push(i);
+            find(child, path, best);
+            path.pop();
+        }
+    }
+    let mut best = (0, Vec::new());
+    find(value, &mut Vec::new(), &mut best);
+    if best.0 == 0 {
+        return None;
+    }
+    let mut at = value;
+    for i in best.1 {
+        at = match at {
+            Value::Array(items) => items.get_mut(i)?,
+            Value::Object(map) => map.values_mut().nth(i)?,
+            _ => return None,
+        };
+    }
+    match at {
+        Value::Array(items) => Some(items),
+        _ => None,
+    }
 }
 
 /// Head and tail of `text` around the marker, cut on UTF-8 boundaries, the whole at most
@@ -220,6 +358,22 @@ mod tests {
             let tail = out.rsplit("bytes]").next().unwrap_or("");
             assert_eq!(head.len() + omitted + tail.len(), text.len(), "cap {cap}");
         }
+    }
+
+    #[test]
+    fn structured_results_are_cut_to_the_cap_keeping_their_shape() {
+        let mut value = serde_json::json!({
+            "output": "x".repeat(100_000),
+            "exit_code": 0,
+            "matches": (0..2000).map(|i| serde_json::json!({"path": "a.rs", "line": i, "text": "y".repeat(50)})).collect::<Vec<_>>(),
+        });
+        cap_structured(&mut value, 4096);
+        assert!(json_len(&value) <= 4096, "{}", json_len(&value));
+        let output = value["output"].as_str().unwrap();
+        assert!(output.starts_with("xxx") && output.ends_with("xxx"), "{output}");
+        assert!(output.contains("… [truncated, "), "{output}");
+        assert_eq!(value["exit_code"], 0);
+        assert!(!value["matches"].as_array().unwrap().is_empty());
     }
 
     #[test]

@@ -9,8 +9,8 @@ use hands_core::{
     ToolSpec,
 };
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 use super::McpClients;
 
@@ -59,7 +59,11 @@ pub(super) fn register(clients: &McpClients, mut builder: RegistryBuilder) -> Re
                     format!("{} (MCP server `{}`)", tool.description, server.name())
                 },
                 input_schema: tool.input_schema.clone(),
-                output_schema: tool.output_schema.clone(),
+                // A result cut to the size limit gets `full_output` (hands' truncation).
+                output_schema: tool
+                    .output_schema
+                    .clone()
+                    .map(hands_core::middleware::truncate::with_full_output),
                 annotations: REMOTE,
                 needs_approval: true,
                 cacheable: false,
@@ -128,6 +132,44 @@ struct ListArgs {
     server: Option<String>,
 }
 
+/// The structured result of mcp_list: the servers, each with its tools in full.
+#[derive(Debug, Serialize, JsonSchema)]
+struct ServerList {
+    /// The configured servers asked for.
+    servers: Vec<ServerEntry>,
+}
+
+/// One server in mcp_list's result.
+#[derive(Debug, Serialize, JsonSchema)]
+struct ServerEntry {
+    /// Its name in the configuration.
+    server: String,
+    /// Why it is unavailable, when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    /// The tools it lists.
+    tools: Vec<RemoteToolEntry>,
+}
+
+/// One tool of a server in mcp_list's result.
+#[derive(Debug, Serialize, JsonSchema)]
+struct RemoteToolEntry {
+    /// Its name on the server.
+    name: String,
+    /// The name it is called by in hands (`mcp__SERVER__TOOL`); absent for a tool that came
+    /// after the start, which is called through mcp_call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    hands_name: Option<String>,
+    /// Its description, whole.
+    description: String,
+    /// Its input schema, as the server gives it.
+    #[serde(rename = "inputSchema")]
+    input_schema: Value,
+    /// Its output schema, when it has one.
+    #[serde(rename = "outputSchema", default, skip_serializing_if = "Option::is_none")]
+    output_schema: Option<Value>,
+}
+
 impl Tool for McpList {
     type Args = ListArgs;
 
@@ -145,6 +187,10 @@ impl Tool for McpList {
 
     fn annotations(&self) -> Annotations {
         Annotations::READ_ONLY
+    }
+
+    fn output_schema(&self) -> Option<Value> {
+        Some(hands_core::output_schema_for::<ServerList>())
     }
 
     async fn call(&self, _ctx: Context, args: ListArgs) -> Result<ToolOutput, ToolError> {
@@ -184,18 +230,23 @@ impl Tool for McpList {
                     "  {} — {summary}\n    {how}; input schema: {}\n",
                     tool.name, tool.input_schema
                 ));
-                tools.push(json!({
-                    "name": tool.name,
-                    "hands_name": hands_name,
-                    "description": tool.description,
-                    "inputSchema": tool.input_schema,
-                    "outputSchema": tool.output_schema,
-                }));
+                tools.push(RemoteToolEntry {
+                    name: tool.name.clone(),
+                    hands_name,
+                    description: tool.description.clone(),
+                    input_schema: tool.input_schema.clone(),
+                    output_schema: tool.output_schema.clone(),
+                });
             }
-            structured
-                .push(json!({"server": server.name(), "error": server.error(), "tools": tools}));
+            structured.push(ServerEntry {
+                server: server.name().to_owned(),
+                error: server.error().map(|e| e.to_string()),
+                tools,
+            });
         }
-        Ok(ToolOutput::text(text.trim_end()).with_structured(json!({ "servers": structured })))
+        let structured = serde_json::to_value(ServerList { servers: structured })
+            .map_err(|err| ToolError::Fatal(format!("mcp_list result did not serialize: {err}")))?;
+        Ok(ToolOutput::text(text.trim_end()).with_structured(structured))
     }
 }
 

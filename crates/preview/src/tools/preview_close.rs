@@ -36,12 +36,6 @@ impl Tool for PreviewClose {
             return Ok(ToolOutput::text("No preview was open in this session; nothing to stop."));
         };
         let report = preview.close("stopped").await;
-        let structured = serde_json::json!({
-            "stopped": report.was_running,
-            "browserStopped": report.browser_stopped,
-            "serverStopped": report.server_stopped,
-            "survivors": report.survivors,
-        });
         let text = if !report.was_running {
             "No preview was running; nothing to stop.".to_owned()
         } else if report.survivors > 0 {
@@ -55,6 +49,7 @@ impl Tool for PreviewClose {
              read_runtime_errors still shows what was collected."
                 .to_owned()
         };
-        Ok(ToolOutput::text(text).with_structured(structured))
+        // Text only: the sentence is the whole result (no output schema, no structured copy).
+        Ok(ToolOutput::text(text))
     }
 }

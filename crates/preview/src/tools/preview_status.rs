@@ -33,7 +33,7 @@ impl Tool for PreviewStatusTool {
     }
 
     fn output_schema(&self) -> Option<serde_json::Value> {
-        Some(hands_core::schema_for::<PreviewStatus>())
+        Some(hands_core::output_schema_for::<PreviewStatus>())
     }
 
     async fn call(&self, ctx: Context, _args: NoArgs) -> Result<ToolOutput, ToolError> {

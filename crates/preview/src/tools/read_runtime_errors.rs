@@ -81,7 +81,7 @@ impl Tool for ReadRuntimeErrors {
     }
 
     fn output_schema(&self) -> Option<serde_json::Value> {
-        Some(hands_core::schema_for::<RuntimeErrorsResult>())
+        Some(hands_core::output_schema_for::<RuntimeErrorsResult>())
     }
 
     async fn call(&self, ctx: Context, args: RuntimeErrorsArgs) -> Result<ToolOutput, ToolError> {

@@ -1,0 +1,398 @@
+//! Results every client shows the model in full, through the real binary (`hands tools --json`,
+//! `hands call --json`).
+//!
+//! Claude Code and Codex give the model a result's `structuredContent` instead of its text when a
+//! result has both. So a tool that declares an output schema returns structured content on every
+//! success, that content validates against the schema (checked with the `jsonschema` crate), and it
+//! holds what the text says: bash's output, edit_file's diff, each grep match, … A tool without an
+//! output schema returns no structured content. See docs/tools.md ("Results: text and structured
+//! content").
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use assert_cmd::Command;
+use serde_json::{Value, json};
+
+struct Project {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    /// Extra `-c key=value` settings for every call.
+    settings: Vec<String>,
+}
+
+impl Project {
+    fn new() -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("proj");
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        // A static site, so that the preview tools are offered.
+        std::fs::write(root.join("index.html"), "<h1>hi</h1>\n").unwrap();
+        // hands itself as an MCP server of hands, so that mcp_list is offered (user settings).
+        let home = tmp.path().join("home");
+        std::fs::create_dir_all(home.join(".config/hands")).unwrap();
+        std::fs::create_dir_all(tmp.path().join("inner-home")).unwrap();
+        let bin = assert_cmd::cargo::cargo_bin("hands");
+        std::fs::write(
+            home.join(".config/hands/config.toml"),
+            format!(
+                "[mcp_servers.inner]\ncommand = {:?}\nargs = [\"mcp\", \"--root\", {:?}]\n\
+                 env = {{ HOME = {:?} }}\n",
+                bin.display().to_string(),
+                root.display().to_string(),
+                // The inner hands must not read this configuration (it would start itself again).
+                tmp.path().join("inner-home").display().to_string()
+            ),
+        )
+        .unwrap();
+        Self { _tmp: tmp, root, settings: Vec::new() }
+    }
+
+    fn home(&self) -> PathBuf {
+        self.root.parent().unwrap().join("home")
+    }
+
+    fn hands(&self) -> Command {
+        let mut cmd = Command::cargo_bin("hands").unwrap();
+        cmd.env("HOME", self.home())
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("HANDS_APPROVAL")
+            .current_dir(&self.root)
+            .timeout(std::time::Duration::from_secs(90));
+        for setting in &self.settings {
+            cmd.args(["-c", setting]);
+        }
+        cmd
+    }
+
+    fn put(&self, path: &str, body: &str) {
+        let path = self.root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, body).unwrap();
+    }
+
+    /// Every tool's output schema (None for the tools without one), from `hands tools --json`.
+    fn output_schemas(&self) -> BTreeMap<String, Option<Value>> {
+        let out =
+            self.hands().args(["tools", "--json", "--root"]).arg(&self.root).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+        list["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| (t["name"].as_str().unwrap().to_owned(), t.get("outputSchema").cloned()))
+            .collect()
+    }
+
+    /// `hands call TOOL ARGS --json`: the whole result.
+    fn call(&self, tool: &str, args: &Value) -> Value {
+        let out = self
+            .hands()
+            .args(["call", tool, &args.to_string(), "--json", "--root"])
+            .arg(&self.root)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        serde_json::from_str(&stdout).unwrap_or_else(|e| {
+            panic!(
+                "{tool} {args}: not JSON ({e}):\n{stdout}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+    }
+}
+
+/// The joined text and the structured content of a successful result of `tool`, after checking the
+/// rule: structured content present exactly when the tool has an output schema, and valid.
+fn checked(
+    schemas: &BTreeMap<String, Option<Value>>,
+    tool: &str,
+    result: &Value,
+) -> (String, Value) {
+    assert_eq!(result["isError"], false, "{tool}: {result:#}");
+    let text: Vec<&str> =
+        result["content"].as_array().unwrap().iter().filter_map(|c| c["text"].as_str()).collect();
+    let text = text.join("\n");
+    let schema = schemas.get(tool).unwrap_or_else(|| panic!("{tool} is not offered"));
+    let structured = result.get("structuredContent").cloned();
+    match (schema, structured) {
+        (None, None) => (text, Value::Null),
+        (None, Some(s)) => {
+            panic!("{tool} returns structured content without an output schema: {s}")
+        }
+        (Some(_), None) => {
+            panic!("{tool} declares an output schema but returned no structured content")
+        }
+        (Some(schema), Some(structured)) => {
+            let validator = jsonschema::validator_for(schema)
+                .unwrap_or_else(|e| panic!("{tool}: its output schema does not compile: {e}"));
+            let errors: Vec<String> = validator
+                .iter_errors(&structured)
+                .map(|e| format!("{} at {}", e, e.instance_path()))
+                .collect();
+            assert!(
+                errors.is_empty(),
+                "{tool}: structured content fails its own schema: {errors:?}\n{structured:#}"
+            );
+            (text, structured)
+        }
+    }
+}
+
+/// Each of `needles` (from the text) is in `structured` too, as (part of) some string.
+fn holds(tool: &str, structured: &Value, needles: &[&str]) {
+    let mut strings = Vec::new();
+    collect_strings(structured, &mut strings);
+    for needle in needles {
+        assert!(
+            strings.iter().any(|s| s.contains(needle)),
+            "{tool}: the text says {needle:?} but the structured content does not:\n{structured:#}"
+        );
+    }
+}
+
+fn collect_strings(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::String(s) => out.push(s.clone()),
+        Value::Number(n) => out.push(n.to_string()),
+        Value::Array(items) => items.iter().for_each(|v| collect_strings(v, out)),
+        Value::Object(map) => map.values().for_each(|v| collect_strings(v, out)),
+        _ => {}
+    }
+}
+
+/// The tools this test exercises; every tool with an output schema must be among them.
+const EXERCISED: &[&str] = &[
+    "write_file",
+    "edit_file",
+    "glob",
+    "grep",
+    "bash",
+    "spawn_process",
+    "list_processes",
+    "todo_write",
+    "preview_status",
+    "read_runtime_errors",
+    "mcp_list",
+];
+
+#[test]
+fn every_tool_with_an_output_schema_is_exercised_here() {
+    let p = Project::new();
+    let schemas = p.output_schemas();
+    for name in ["preview_status", "mcp_list", "mcp__inner__bash"] {
+        assert!(schemas.contains_key(name), "{name} is not offered: {:?}", schemas.keys());
+    }
+    for (name, schema) in &schemas {
+        // mcp__inner__*: hands' own tools, proxied; their schemas are checked under their own names.
+        if schema.is_some() && !name.starts_with("mcp__") && name != "preview_open" {
+            assert!(
+                EXERCISED.contains(&name.as_str()),
+                "{name} has an output schema: test it here"
+            );
+        }
+    }
+}
+
+#[test]
+fn file_tools_structured_results_hold_what_the_text_says() {
+    let p = Project::new();
+    let schemas = p.output_schemas();
+
+    let r = p.call(
+        "write_file",
+        &json!({"path": "src/lib.rs", "content": "fn alpha() {}\nfn beta() {}\n"}),
+    );
+    let (text, s) = checked(&schemas, "write_file", &r);
+    assert!(text.contains("Created src/lib.rs (2 lines, 27 bytes)"), "{text}");
+    assert_eq!(s, json!({"action": "created", "path": "src/lib.rs", "lines": 2, "bytes": 27}));
+
+    let r = p.call(
+        "edit_file",
+        &json!({"path": "src/lib.rs", "old_string": "fn beta() {}", "new_string": "fn gamma() {}"}),
+    );
+    let (text, s) = checked(&schemas, "edit_file", &r);
+    assert!(text.contains("-fn beta() {}") && text.contains("+fn gamma() {}"), "{text}");
+    let diff = s["diff"].as_str().unwrap();
+    assert!(
+        text.contains(diff.trim_end()),
+        "the text's diff is the structured diff:\n{text}\n{diff}"
+    );
+    assert!(diff.contains("-fn beta() {}") && diff.contains("+fn gamma() {}"), "{diff}");
+    assert_eq!(s["replacements"], 1);
+
+    for i in 0..3 {
+        p.put(&format!("src/m{i}.rs"), &format!("// one\nlet needle_{i} = 1;\n// two\n"));
+    }
+    let r = p.call("glob", &json!({"pattern": "**/*.rs", "limit": 2}));
+    let (text, s) = checked(&schemas, "glob", &r);
+    let listed: Vec<&str> = text.lines().filter(|l| l.ends_with(".rs")).collect();
+    assert_eq!(listed.len(), 2, "{text}");
+    holds("glob", &s, &listed);
+    assert!(text.contains("… and 2 more"), "{text}");
+    assert_eq!((s["total"].clone(), s["truncated"].clone()), (json!(4), json!(true)));
+
+    let r = p.call("grep", &json!({"pattern": "needle_", "context": 1}));
+    let (text, s) = checked(&schemas, "grep", &r);
+    let shown: Vec<&str> = text.lines().filter(|l| l.starts_with("src/")).collect();
+    assert_eq!(shown.len(), 9, "3 matches with one context line each side:\n{text}");
+    for line in shown {
+        // `path:line:text` for a match, `path-line-text` for context.
+        let (path, rest) = line.split_once(".rs").unwrap();
+        let mut parts = rest[1..].splitn(2, [':', '-']);
+        let (number, body) = (parts.next().unwrap(), parts.next().unwrap());
+        let kind = if rest.starts_with(':') { "matches" } else { "context_lines" };
+        let found = s[kind].as_array().unwrap().iter().any(|m| {
+            m["path"] == format!("{path}.rs")
+                && m["line"] == number.parse::<u64>().unwrap()
+                && m["text"] == body
+        });
+        assert!(found, "grep: {line:?} is not in `{kind}`:\n{s:#}");
+    }
+    assert!(text.contains("(showing 1-3 of 3 matching lines in 3 files)"), "{text}");
+    assert_eq!((s["total_matches"].clone(), s["total_files"].clone()), (json!(3), json!(3)));
+
+    let r = p.call("grep", &json!({"pattern": "needle_", "output_mode": "count"}));
+    let (text, s) = checked(&schemas, "grep", &r);
+    holds("grep", &s, &["src/m0.rs", "src/m1.rs", "src/m2.rs"]);
+    assert!(text.contains("src/m1.rs:1"), "{text}");
+}
+
+#[test]
+fn bash_structured_result_is_the_whole_result() {
+    let mut p = Project::new();
+    let schemas = p.output_schemas();
+
+    let r = p.call("bash", &json!({"command": "echo out-line; echo err-line >&2; exit 3"}));
+    // A non-zero exit is a successful call (the model reads the code).
+    let (text, s) = checked(&schemas, "bash", &r);
+    assert!(
+        text.contains("out-line") && text.contains("err-line") && text.contains("[exit code 3]")
+    );
+    let output = s["output"].as_str().unwrap();
+    assert!(output.contains("out-line\n") && output.contains("err-line\n"), "{output}");
+    assert_eq!(s["exit_code"], 3);
+    assert!(s.get("signal").is_none() && s["duration_ms"].is_u64(), "{s}");
+
+    let r = p.call("bash", &json!({"command": "kill -TERM $$"}));
+    let (text, s) = checked(&schemas, "bash", &r);
+    assert!(text.contains("killed by signal 15"), "{text}");
+    assert_eq!(s["signal"], 15);
+    assert!(s.get("exit_code").is_none(), "{s}");
+
+    // Past bash's own head+tail capture: the dropped count is in the output string.
+    p.settings = vec!["bash.max_output_bytes=2000".into()];
+    let r = p.call("bash", &json!({"command": "seq 1 20000"}));
+    let (text, s) = checked(&schemas, "bash", &r);
+    let output = s["output"].as_str().unwrap();
+    assert!(output.starts_with("1\n2\n") && output.ends_with("19999\n20000\n"), "{output}");
+    assert!(output.contains(" bytes dropped] …"), "{output}");
+    assert!(text.contains(output.trim_end()), "the text shows the same output");
+    assert!(s["dropped_bytes"].as_u64().unwrap() > 100_000, "{s}");
+
+    // Past the result cap: text and structured content are both cut, and both say where the whole
+    // output went.
+    p.settings = vec!["output.max_bytes=4000".into()];
+    let r = p.call("bash", &json!({"command": "seq 1 30000"}));
+    let (text, s) = checked(&schemas, "bash", &r);
+    let path = s["full_output"].as_str().unwrap();
+    assert!(text.contains(path), "{text}");
+    assert!(serde_json::to_string(&s).unwrap().len() <= 4000, "{s}");
+    let output = s["output"].as_str().unwrap();
+    assert!(output.starts_with("1\n2\n") && output.ends_with("30000\n"), "{output}");
+    assert!(output.contains("… [truncated, "), "{output}");
+    let full = std::fs::read_to_string(p.root.join(path)).unwrap();
+    assert!(full.contains("\n15000\n") && full.contains("[exit code 0]"));
+}
+
+#[test]
+fn process_session_and_preview_tools_structured_results_validate() {
+    let p = Project::new();
+    let schemas = p.output_schemas();
+
+    let r = p.call(
+        "spawn_process",
+        &json!({"command": "echo spawned-line; sleep 0.2", "type": "long-run"}),
+    );
+    let (text, s) = checked(&schemas, "spawn_process", &r);
+    assert!(text.contains("exited with code 0") && text.contains("spawned-line"), "{text}");
+    assert_eq!((s["status"].clone(), s["exit_code"].clone()), (json!("exited"), json!(0)));
+    holds("spawn_process", &s, &["spawned-line", s["id"].as_str().unwrap(), ".hands/processes/"]);
+    let (_, s) = checked(&schemas, "list_processes", &p.call("list_processes", &json!({})));
+    assert_eq!(s, json!({"processes": []}), "a one-shot session has none");
+
+    let r = p.call(
+        "todo_write",
+        &json!({"todos": [
+            {"id": "1", "content": "first step", "status": "in_progress"},
+            {"id": "2", "content": "second step", "status": "pending"}
+        ]}),
+    );
+    let (text, s) = checked(&schemas, "todo_write", &r);
+    assert!(text.contains("first step") && text.contains("second step"), "{text}");
+    holds("todo_write", &s, &["first step", "second step"]);
+
+    let (text, s) = checked(&schemas, "preview_status", &p.call("preview_status", &json!({})));
+    assert!(text.contains("Preview: "), "{text}");
+    assert_eq!(s["running"], false);
+    let (_, s) =
+        checked(&schemas, "read_runtime_errors", &p.call("read_runtime_errors", &json!({})));
+    assert_eq!(s["errors"], json!([]));
+    // An error without a stack or location leaves those fields out: the schema must not require
+    // them (it did: `stack` was required, so such results failed their own schema).
+    let schema = schemas["read_runtime_errors"].as_ref().unwrap();
+    let required = &schema["properties"]["errors"]["items"]["required"];
+    for optional in ["stack", "location", "originalLocation"] {
+        assert!(!required.as_array().unwrap().contains(&json!(optional)), "{required}");
+    }
+
+    let r = p.call("mcp_list", &json!({}));
+    let (text, s) = checked(&schemas, "mcp_list", &r);
+    assert!(text.contains("inner: "), "{text}");
+    let tools = s["servers"][0]["tools"].as_array().unwrap();
+    let bash = tools.iter().find(|t| t["name"] == "bash").unwrap();
+    assert_eq!(bash["hands_name"], "mcp__inner__bash");
+    assert!(bash["description"].as_str().unwrap().len() > 100, "descriptions are whole");
+
+    // Tools without an output schema give text only.
+    for (tool, args) in [
+        ("read_file", json!({"path": "index.html"})),
+        ("list_files", json!({})),
+        ("process_output", json!({"id": "p9"})),
+    ] {
+        let r = p.call(tool, &args);
+        assert!(r.get("structuredContent").is_none(), "{tool}: {r:#}");
+    }
+}
+
+#[test]
+fn file_names_with_newlines_cannot_forge_lines() {
+    let p = Project::new();
+    let schemas = p.output_schemas();
+    // A name that, printed raw, would look like two more entries of the listing.
+    let evil = "a\nforged.rs\nb.rs";
+    p.put(evil, "needle\n");
+    let escaped = "a\\nforged.rs\\nb.rs";
+
+    let r = p.call("glob", &json!({"pattern": "*.rs"}));
+    let (text, s) = checked(&schemas, "glob", &r);
+    assert!(text.lines().any(|l| l == escaped), "{text}");
+    assert!(!text.lines().any(|l| l == "forged.rs"), "{text}");
+    assert_eq!(s["paths"], json!([evil]), "the structured result keeps the real name");
+
+    for mode in ["content", "files", "count"] {
+        let r = p.call("grep", &json!({"pattern": "needle", "output_mode": mode}));
+        let (text, s) = checked(&schemas, "grep", &r);
+        assert!(!text.lines().any(|l| l.starts_with("forged.rs")), "{mode}: {text}");
+        assert!(text.contains(escaped), "{mode}: {text}");
+        let real = serde_json::to_string(&s).unwrap();
+        assert!(real.contains(&serde_json::to_string(evil).unwrap()), "{mode}: {s}");
+    }
+
+    let r = p.call("list_files", &json!({}));
+    let (text, _) = checked(&schemas, "list_files", &r);
+    assert!(text.contains(escaped), "{text}");
+    assert!(!text.lines().any(|l| l.trim() == "forged.rs"), "{text}");
+}

@@ -307,8 +307,9 @@ fn build_registry_with_mcp(
     // The preview tools, when the project has a preview (configured or detected).
     let builder =
         hands_preview::register(builder, &loaded.settings.preview, &loaded.settings.exec(), root);
-    // An inner hands of a bwrap sandbox only runs tools; its host talks to the MCP servers.
-    let servers = if hands_mcp::sandbox::is_inner() {
+    // An inner hands of a bwrap sandbox only runs tools, and a hands started by another hands as
+    // an MCP server would start itself again: their host talks to the MCP servers.
+    let servers = if hands_mcp::sandbox::is_inner() || hands_mcp::client_depth() > 0 {
         hands_mcp::McpServersConfig::default()
     } else {
         loaded.settings.mcp_servers.clone()

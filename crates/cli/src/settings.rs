@@ -280,8 +280,9 @@ fn read_config(path: &Path) -> std::io::Result<String> {
 /// Settings a project's own `.hands/config.toml` may not set: each loosens what the user allows
 /// (asking before changes, writing under `.git/`, which shell runs commands). A repository could
 /// ship them, or a model could write them to escalate its own rights.
-/// The server's allow-lists open `hands serve` to other hosts and web pages, and a token a
-/// repository chose would be known to whoever wrote it.
+/// The server section decides how `hands serve` is reached (its allow-lists open it to other hosts
+/// and web pages, a token a repository chose would be known to whoever wrote it, its timeouts and
+/// connection cap bound what another local user can hold open).
 /// MCP servers are commands hands starts on its own, and the sandbox section chooses whether tools
 /// are isolated at all (and `sandbox.recreate` is a shell command).
 /// The model section names a server and the variable whose key is sent to it: a repository could
@@ -290,7 +291,8 @@ fn read_config(path: &Path) -> std::io::Result<String> {
 /// Every setting whose value is a command or a program is the user's only: the preview's
 /// `typecheck`, `build` and `serve` commands and its `chromium` program run when the user approves
 /// "preview_open", a prompt that cannot show what a repository put there (`bash.shell` and
-/// `mcp_servers` above are the others; `[processes]` and `[exec]` hold none).
+/// `mcp_servers` above are the others; `[processes]` and `[exec]` hold none). `preview.url` is
+/// the page Chromium opens: a `file://` URL would show the model files outside the project.
 const USER_ONLY: &[&str] = &[
     "mcp_servers",
     "sandbox",
@@ -300,13 +302,12 @@ const USER_ONLY: &[&str] = &[
     "fs.writable_protected",
     "bash.shell",
     "exec",
-    "server.allowed_hosts",
-    "server.allowed_origins",
-    "server.token",
+    "server",
     "preview.typecheck",
     "preview.build",
     "preview.serve",
     "preview.chromium",
+    "preview.url",
 ];
 
 /// The most a project's `.hands/config.toml` may set each limit to (time limits in milliseconds,
@@ -345,7 +346,6 @@ const PROJECT_MAXIMA: &[(&str, Option<u64>)] = &[
     ("fs.read_max_bytes", Some(16_777_216)),
     ("fs.image_max_bytes", Some(20_971_520)),
     ("fs.write_max_bytes", Some(67_108_864)),
-    ("server.max_body_bytes", Some(67_108_864)),
     // Counts.
     ("fs.glob_limit", Some(10_000)),
     ("fs.grep_limit", Some(1_000)),
@@ -815,6 +815,9 @@ mod tests {
         walk(defaults.as_table().unwrap(), "", &mut numbers);
         assert!(numbers.len() > 30, "{numbers:?}");
         for (key, default) in numbers {
+            if USER_ONLY.iter().any(|u| key == *u || key.starts_with(&format!("{u}."))) {
+                continue; // a project cannot set it at all
+            }
             match project_maximum(&key) {
                 None => panic!("{key} has no entry in PROJECT_MAXIMA: decide its project maximum"),
                 Some(None) => {}

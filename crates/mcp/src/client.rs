@@ -24,6 +24,17 @@ use link::{CallError, Endpoint, Held, RemoteTool};
 use listener::ToolList;
 pub use tools::tool_name;
 
+/// Set in the environment of every MCP server hands starts: how many hands are above it. A hands
+/// started by another hands as an MCP server starts no MCP servers of its own, so that a
+/// `[mcp_servers]` entry running `hands mcp` with the same user configuration does not start
+/// itself without end (its host already talks to every configured server).
+pub const DEPTH_ENV: &str = "HANDS_MCP_DEPTH";
+
+/// This process's depth: 0 unless another hands started it as an MCP server.
+pub fn depth() -> u32 {
+    std::env::var(DEPTH_ENV).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(0)
+}
+
 /// How long a server gets to start and answer the handshake.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 

@@ -13,8 +13,8 @@ pub use stdio::{StdioError, serve_stdio, shutdown_signal};
 
 mod client;
 pub use client::{
-    CONNECT_TIMEOUT, DEFAULT_CALL_TIMEOUT_MS, McpClients, McpServerConfig, McpServersConfig,
-    ServerStatus, tool_name,
+    CONNECT_TIMEOUT, DEFAULT_CALL_TIMEOUT_MS, DEPTH_ENV, McpClients, McpServerConfig,
+    McpServersConfig, ServerStatus, depth as client_depth, tool_name,
 };
 
 pub mod sandbox;

@@ -155,6 +155,7 @@ pub(crate) async fn connect(
                     .env_clear()
                     .envs(hands_core::env::ChildEnv::vars())
                     .envs(env)
+                    .env(super::DEPTH_ENV, (super::depth() + 1).to_string())
                     .kill_on_drop(true);
                 if let Some(cwd) = cwd {
                     cmd.current_dir(cwd);

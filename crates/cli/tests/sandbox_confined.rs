@@ -47,7 +47,7 @@ fn workspace() -> (tempfile::TempDir, PathBuf, PathBuf) {
 /// `hands call bash` under bwrap; returns what it printed (stdout and stderr).
 fn sandboxed_bash(root: &Path, flags: &[&str], command: &str) -> String {
     let out = Command::new(hands_bin())
-        .env("HANDS_STATE_DIR", root.join(".state"))
+        .env("HANDS_STATE_DIR", root.with_file_name("state")) // beside the root: a root holding it is refused
         .arg("--root")
         .arg(root)
         .args(["-c", "sandbox.backend=\"bwrap\""])
@@ -162,7 +162,7 @@ fn without_slirp4netns_a_network_is_refused_not_shared() {
     std::os::unix::fs::symlink(find_on_path("bwrap").unwrap(), bin.join("bwrap")).unwrap();
     let out = Command::new(hands_bin())
         .env("PATH", &bin)
-        .env("HANDS_STATE_DIR", root.join(".state"))
+        .env("HANDS_STATE_DIR", root.with_file_name("state")) // beside the root: a root holding it is refused
         .arg("--root")
         .arg(&root)
         .args(["-c", "sandbox.backend=\"bwrap\"", "-c", "sandbox.network=true"])
@@ -192,6 +192,10 @@ fn serve(cwd: &Path, home: &Path) -> Serve {
     let mut child = Command::new(hands_bin())
         .current_dir(cwd)
         .args(["serve", "--listen", "127.0.0.1:0", "--token", TOKEN])
+        // The server's own root (not the folder holding its HOME and state, which is refused);
+        // the sessions below name theirs, and its cwd stays `cwd`.
+        .arg("--root")
+        .arg(cwd.join("real/app"))
         .args(["-c", "sandbox.backend=\"bwrap\""])
         .env("HOME", home)
         .env("XDG_CONFIG_HOME", home.join("config"))

@@ -27,18 +27,9 @@ const APPROVAL_LINES: usize = 40;
 /// A call summary of one line up to this long is asked about on one line.
 const ONE_LINE: usize = 300;
 
-/// `bash: <the whole command>`: the summary of an approval as hands' core words it (the
-/// `command`, `path`, `url` or `packages` argument, else the arguments as JSON), never cut.
+/// `bash: <the whole command>`: the summary of an approval as hands' core words it, never cut.
 pub fn whole_summary(tool: &str, args: &Value) -> String {
-    let main = ["command", "path", "url", "packages"]
-        .iter()
-        .find_map(|key| args.get(*key))
-        .map(|v| match v {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        })
-        .unwrap_or_else(|| args.to_string());
-    format!("{tool}: {main}")
+    format!("{tool}: {}", hands_core::approval::main_argument(args))
 }
 
 /// What preview_open will run in `root` under `config`, one line each, for its approval (the

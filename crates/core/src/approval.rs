@@ -46,17 +46,22 @@ pub trait Approver: Send + Sync {
 #[derive(Clone)]
 pub struct ApproverHandle(pub Arc<dyn Approver>);
 
-/// A one-line summary of a call for the approval prompt: the `command` or `path` argument when
-/// there is one, else the arguments as compact JSON, cut to 300 characters.
-pub fn summary(tool: &str, args: &Value) -> String {
-    let main = ["command", "path", "url", "packages"]
+/// What an approval is about, whole: the `command`, `path`, `url` or `packages` argument when there
+/// is one, else the arguments as compact JSON. A terminal shows all of it (escaped).
+pub fn main_argument(args: &Value) -> String {
+    ["command", "path", "url", "packages"]
         .iter()
         .find_map(|key| args.get(*key))
         .map(|v| match v {
             Value::String(s) => s.clone(),
             other => other.to_string(),
         })
-        .unwrap_or_else(|| args.to_string());
+        .unwrap_or_else(|| args.to_string())
+}
+
+/// A one-line summary of a call for events: `tool: ` and [`main_argument`], cut to 300 characters.
+pub fn summary(tool: &str, args: &Value) -> String {
+    let main = main_argument(args);
     let mut line: String = main.chars().take(300).collect();
     if main.chars().count() > 300 {
         line.push('…');

@@ -112,38 +112,6 @@ where
     router.layer(from_fn_with_state(Arc::new(guard), guard_layer))
 }
 
-/// Serve on `listen` until SIGINT/SIGTERM, then end every session (closing them stops their
-/// processes).
-pub async fn serve_http(
-    factory: Arc<ServerFactory>,
-    listen: SocketAddr,
-    config: &ServerConfig,
-) -> Result<(), HttpError> {
-    let mut config = config.clone();
-    config.token = config.token.filter(|t| !t.is_empty());
-    if !listen.ip().is_loopback() && config.token.is_none() {
-        return Err(HttpError::TokenRequired(listen));
-    }
-    let shutdown = CancellationToken::new();
-    let app = router(Arc::clone(&factory), &config, shutdown.clone());
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
-        .map_err(|source| HttpError::Io { addr: listen, source })?;
-    let local = listener.local_addr().unwrap_or(listen);
-    // Scripts and tests read this line to learn the port (with --listen 127.0.0.1:0).
-    eprintln!("hands: serving MCP at http://{local}/mcp");
-    let stop = shutdown.clone();
-    let served = axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            crate::stdio::shutdown_signal().await;
-            stop.cancel();
-        })
-        .await;
-    shutdown.cancel();
-    factory.close_all().await;
-    served.map_err(|source| HttpError::Io { addr: listen, source })
-}
-
 async fn guard_layer(
     State(guard): State<Arc<Guard>>,
     mut request: Request,

@@ -7,7 +7,7 @@ mod http;
 mod server;
 mod stdio;
 
-pub use http::{HttpError, ServerConfig, guarded, router, serve_http};
+pub use http::{HttpError, ServerConfig, guarded, router};
 pub use server::{McpServer, PAGE_SIZE, ServerFactory, SessionHook};
 pub use stdio::{StdioError, serve_stdio, shutdown_signal};
 

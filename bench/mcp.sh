@@ -66,11 +66,12 @@ PY
 
 echo "== HTTP: 64 concurrent clients x ${HTTP_CALLS:-1000} calls against hands serve"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$target/release/hands" serve --listen "127.0.0.1:$port" --root "$root" 2>/dev/null &
+token="$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+"$target/release/hands" serve --listen "127.0.0.1:$port" --root "$root" --token "$token" 2>/dev/null &
 server=$!
 trap 'kill $server 2>/dev/null; rm -rf "$root"' EXIT
 for _ in $(seq 50); do
     curl -sf "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break
     sleep 0.1
 done
-"$target/release/examples/bench_http" "http://127.0.0.1:$port/mcp" 64 "${HTTP_CALLS:-1000}"
+HANDS_TOKEN="$token" "$target/release/examples/bench_http" "http://127.0.0.1:$port/mcp" 64 "${HTTP_CALLS:-1000}"

@@ -2,7 +2,7 @@
 //! sequential `tools/call`s of read_file on a small file against a running `hands serve`.
 //! Prints p50/p99 latency, throughput and the number of errors. See `bench/mcp.sh`.
 //!
-//! Usage: bench_http URL [C=64] [N=1000]
+//! Usage: HANDS_TOKEN=T bench_http URL [C=64] [N=1000] (`hands serve` always wants a token)
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::time::{Duration, Instant};
@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
@@ -17,14 +18,17 @@ async fn main() {
     let url = args.next().expect("usage: bench_http URL [C] [N]");
     let clients: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(64);
     let calls: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(1000);
+    let token = std::env::var("HANDS_TOKEN").expect("HANDS_TOKEN: the token hands serve wants");
     let started = Instant::now();
     let tasks: Vec<_> = (0..clients)
         .map(|_| {
             let url = url.clone();
+            let token = token.clone();
             tokio::spawn(async move {
                 let mut times = Vec::with_capacity(calls);
                 let mut errors = 0usize;
-                let transport = StreamableHttpClientTransport::from_uri(url);
+                let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token);
+                let transport = StreamableHttpClientTransport::from_config(config);
                 let client = match ().serve(transport).await {
                     Ok(client) => client,
                     Err(_) => return (times, calls),

@@ -43,6 +43,10 @@ enum Command {
         /// Print JSON (MCP's tools/list shape).
         #[arg(long)]
         json: bool,
+        /// Print the README's tool tables (every mode's tools, grouped by the crate that
+        /// registers them, each table between `<!-- tools:KEY -->` markers).
+        #[arg(long, conflicts_with_all = ["json", "mode"])]
+        markdown: bool,
     },
     /// Call one tool and print its result; exit 1 if the result is an error.
     Call {
@@ -182,9 +186,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
             term::data(&settings::render(&loaded))?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Tools { mode, json } => {
+        Command::Tools { mode, json, markdown } => {
             let has_model = !loaded.settings.model.model.trim().is_empty();
             let (registry, mcp) = build_registry_with_mcp(&loaded, &root, has_model)?;
+            if markdown {
+                tools::print_markdown(&registry, &tools::families(&loaded))?;
+                return Ok(ExitCode::SUCCESS);
+            }
             tools::print(&registry, mode, json)?;
             if !json {
                 for server in mcp.status() {
@@ -252,7 +260,7 @@ fn load_settings(root: &std::path::Path, flags: &[String]) -> Result<settings::L
 }
 
 /// What `hands run` and `hands chat` run on. Their approval policy is `ask` unless a layer says
-/// otherwise (TOOLS.md: the agent loop asks by default; `hands call` and MCP do not).
+/// otherwise (the agent loop asks by default; `hands call` and MCP do not).
 fn agent_setup(mut loaded: settings::Loaded, root: PathBuf) -> Result<run::Setup> {
     if loaded.sources.get("approval").is_none_or(|source| source == "default") {
         loaded.settings.approval = hands_core::config::Approval::Ask;

@@ -46,3 +46,226 @@ pub fn print(registry: &Registry, mode: Mode, json: bool) -> Result<()> {
     term::data(&out)?;
     Ok(())
 }
+
+/// One family of tools: the crate (or source) that registers them, and a heading for the README.
+pub struct Family {
+    /// The key in the README's markers (`<!-- tools:fs -->`).
+    pub key: &'static str,
+    /// The tools' canonical names, in registration order.
+    pub names: Vec<String>,
+}
+
+/// The tools of `registry` grouped by the crate that registers them: the file, process and
+/// session tools are those each crate's `register` adds on its own; the preview's are its
+/// `TOOLS`; what is left (mcp_list, mcp_call) comes from the MCP client. Remote proxies
+/// (`mcp__SERVER__TOOL`) belong to the user's configuration, not to hands, and are left out.
+pub fn families(loaded: &crate::settings::Loaded) -> Vec<Family> {
+    let settings = &loaded.settings;
+    let names_of = |builder: hands_core::RegistryBuilder| all_names(&builder.build());
+    let bare = || Registry::builder(settings.core());
+    let fs = names_of(hands_fs::register(bare(), &settings.fs));
+    let exec = names_of(hands_exec::register(bare(), &settings.exec()));
+    let agent = names_of(hands_agent::subagent::register(
+        hands_agent::register_with(
+            bare(),
+            &settings.session_tools(),
+            hands_agent::UseSkill::discover(None, None),
+        ),
+        true,
+    ));
+    let preview: Vec<String> = hands_preview::TOOLS.iter().map(|n| (*n).to_owned()).collect();
+    vec![
+        Family { key: "fs", names: fs },
+        Family { key: "exec", names: exec },
+        Family { key: "agent", names: agent },
+        Family { key: "mcp", names: Vec::new() },
+        Family { key: "preview", names: preview },
+    ]
+}
+
+/// Every canonical name `registry` holds, in registration order: build mode's, then the tools
+/// only plan mode offers.
+fn all_names(registry: &Registry) -> Vec<String> {
+    let mut names: Vec<String> =
+        registry.list(Mode::Build).into_iter().map(|s| s.name.clone()).collect();
+    for spec in registry.list(Mode::Plan) {
+        if !names.contains(&spec.name) {
+            names.push(spec.name.clone());
+        }
+    }
+    names
+}
+
+/// Print the README's tool tables: one per family, each between `<!-- tools:KEY -->` and
+/// `<!-- /tools:KEY -->` so that a test can find it in the README.
+pub fn print_markdown(registry: &Registry, families: &[Family]) -> Result<()> {
+    term::data(&markdown(registry, families))?;
+    Ok(())
+}
+
+/// [`print_markdown`]'s text.
+pub fn markdown(registry: &Registry, families: &[Family]) -> String {
+    let present = all_names(registry);
+    let subagent = hands_agent::subagent::tools(registry);
+    let known: Vec<&String> = families.iter().flat_map(|f| &f.names).collect();
+    let mut out = String::new();
+    for family in families {
+        // The family with no names of its own (the MCP client's) takes what no crate claimed.
+        let names: Vec<&String> = if family.names.is_empty() {
+            present.iter().filter(|n| !known.contains(n) && !n.starts_with("mcp__")).collect()
+        } else {
+            family.names.iter().filter(|n| present.contains(n)).collect()
+        };
+        if names.is_empty() {
+            continue;
+        }
+        out.push_str(&format!("<!-- tools:{} -->\n", family.key));
+        out.push_str("| tool | arguments | modes | sub-agent | what it does |\n");
+        out.push_str("|---|---|---|---|---|\n");
+        for name in names {
+            let Some(tool) = registry.get(name) else { continue };
+            let spec = tool.spec();
+            let aliases = aliases(registry, name);
+            let title = if aliases.is_empty() {
+                format!("`{name}`")
+            } else {
+                let aliases: Vec<String> = aliases.iter().map(|a| format!("`{a}`")).collect();
+                format!("`{name}` ({})", aliases.join(", "))
+            };
+            let modes =
+                match (Registry::offered(name, Mode::Plan), Registry::offered(name, Mode::Build)) {
+                    (true, true) => "plan, build",
+                    (true, false) => "plan",
+                    (false, _) => "build",
+                };
+            let sub = if subagent.contains(name) { "yes" } else { "—" };
+            out.push_str(&format!(
+                "| {title} | {} | {modes} | {sub} | {} |\n",
+                arguments(&spec.input_schema),
+                cell(&summary(&spec.description)),
+            ));
+        }
+        out.push_str(&format!("<!-- /tools:{} -->\n", family.key));
+    }
+    out
+}
+
+/// The short names that call `name`. The registry resolves an alias but does not list them;
+/// hands' aliases are a tool's first word (`read` for read_file), so that is what is probed.
+fn aliases(registry: &Registry, name: &str) -> Vec<String> {
+    let Some((stem, _)) = name.split_once('_') else { return Vec::new() };
+    match registry.get(stem) {
+        Some(tool) if tool.spec().name == name => vec![stem.to_owned()],
+        _ => Vec::new(),
+    }
+}
+
+/// The arguments of an input schema: `name` when required, `name?` when optional, `—` for none.
+fn arguments(schema: &Value) -> String {
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let args: Vec<String> = schema["properties"]
+        .as_object()
+        .map(|props| {
+            props
+                .keys()
+                .map(|k| {
+                    if required.contains(&k.as_str()) {
+                        format!("`{k}`")
+                    } else {
+                        format!("`{k}?`")
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if args.is_empty() { "—".to_owned() } else { args.join(", ") }
+}
+
+/// A table's summary of a description: its [`first_sentence`], and when that is long, only what
+/// comes before the first `: ` (the list after it is the description's to give).
+fn summary(description: &str) -> String {
+    const LONG: usize = 100;
+    let sentence = first_sentence(description);
+    if sentence.chars().count() <= LONG {
+        return sentence;
+    }
+    let (mut in_code, mut depth) = (false, 0usize);
+    for (i, c) in sentence.char_indices() {
+        match c {
+            '`' => in_code = !in_code,
+            '(' if !in_code => depth += 1,
+            ')' if !in_code => depth = depth.saturating_sub(1),
+            ':' if !in_code && depth == 0 && sentence[i + 1..].starts_with(' ') => {
+                return format!("{}.", &sentence[..i]);
+            }
+            _ => {}
+        }
+    }
+    sentence
+}
+
+/// The first sentence of a description's first paragraph, lines joined: it ends at `. ` or a
+/// paragraph's end outside backticks (`vite.config.*` is no end).
+fn first_sentence(description: &str) -> String {
+    let paragraph: Vec<&str> =
+        description.trim().lines().take_while(|l| !l.trim().is_empty()).map(str::trim).collect();
+    let text = paragraph.join(" ");
+    let mut in_code = false;
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '`' => in_code = !in_code,
+            '.' if !in_code && chars.peek().is_some_and(|(_, next)| *next == ' ') => {
+                return text[..=i].to_owned();
+            }
+            _ => {}
+        }
+    }
+    text
+}
+
+/// `text` made safe for a Markdown table cell.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_sentence_ends_outside_code_and_joins_lines() {
+        assert_eq!(
+            first_sentence("Ask the user\na question. Then wait."),
+            "Ask the user a question."
+        );
+        assert_eq!(first_sentence("Reads `a. b` files. More."), "Reads `a. b` files.");
+        assert_eq!(first_sentence("One line\n\nSecond paragraph."), "One line");
+    }
+
+    #[test]
+    fn long_summaries_stop_before_their_list() {
+        let long = format!("List the things (a: b): {}. More.", "x, ".repeat(40));
+        assert_eq!(summary(&long), "List the things (a: b).");
+        assert_eq!(summary("Short: kept whole. More."), "Short: kept whole.");
+    }
+
+    #[test]
+    fn arguments_mark_optional_ones() {
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": { "path": {}, "limit": {} },
+            "required": ["path"],
+        });
+        assert_eq!(arguments(&schema), "`path`, `limit?`");
+        assert_eq!(arguments(&serde_json::json!({ "type": "object", "properties": {} })), "—");
+    }
+
+    #[test]
+    fn cells_escape_pipes() {
+        assert_eq!(cell("a | b"), "a \\| b");
+    }
+}

@@ -1,0 +1,172 @@
+//! The README cannot drift from what hands is:
+//! - its tool tables are what `hands tools --markdown` prints for a project that offers every tool
+//!   (a static site: the preview tools; a model: spawn_subagent; an MCP server: mcp_list and
+//!   mcp_call), each between its `<!-- tools:KEY -->` markers;
+//! - its Layout table lists the workspace's members with each crate's package name and the
+//!   `description` of its Cargo.toml;
+//! - no tracked file points at documents outside the repository.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn readme() -> String {
+    std::fs::read_to_string(repo().join("README.md")).unwrap()
+}
+
+/// Every `<!-- KIND:KEY -->…<!-- /KIND:KEY -->` block of `text`, markers included, by key.
+fn blocks(text: &str, kind: &str) -> Vec<(String, String)> {
+    let open = format!("<!-- {kind}:");
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find(&open) {
+        let after = &rest[start + open.len()..];
+        let key = after[..after.find(" -->").expect("a marker ends with ` -->`")].to_owned();
+        let close = format!("<!-- /{kind}:{key} -->\n");
+        let end = rest[start..].find(&close).unwrap_or_else(|| panic!("{key} is not closed"));
+        found.push((key, rest[start..start + end + close.len()].to_owned()));
+        rest = &rest[start + end + close.len()..];
+    }
+    found
+}
+
+/// `hands tools --markdown` in a project that offers every tool.
+fn tools_markdown() -> String {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("proj");
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(home.join(".config/hands")).unwrap();
+    std::fs::create_dir_all(tmp.path().join("inner-home")).unwrap();
+    std::fs::write(root.join("index.html"), "<h1>hi</h1>\n").unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("hands");
+    std::fs::write(
+        home.join(".config/hands/config.toml"),
+        format!(
+            "[model]\nmodel = \"test-model\"\n\n[mcp_servers.inner]\ncommand = {:?}\nargs = [\"mcp\", \"--root\", {:?}]\nenv = {{ HOME = {:?} }}\n",
+            bin.display().to_string(),
+            root.display().to_string(),
+            // The inner hands must not read this configuration (it would start itself again).
+            tmp.path().join("inner-home").display().to_string()
+        ),
+    )
+    .unwrap();
+    let out = Command::cargo_bin("hands")
+        .unwrap()
+        .env("HOME", &home)
+        .env_remove("XDG_CONFIG_HOME")
+        .current_dir(&root)
+        .timeout(std::time::Duration::from_secs(60))
+        .args(["tools", "--markdown", "--root"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn readme_tool_tables_are_the_registrys() {
+    let markdown = tools_markdown();
+    let generated = blocks(&markdown, "tools");
+    let keys: Vec<&str> = generated.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(keys, ["fs", "exec", "agent", "mcp", "preview"], "{markdown}");
+    for name in [
+        "`read_file` (`read`)",
+        "`bash`",
+        "`exit_plan_mode`",
+        "`spawn_subagent`",
+        "`mcp_list`",
+        "`mcp_call`",
+        "`preview_open`",
+    ] {
+        assert!(markdown.contains(&format!("| {name} |")), "{name} is not listed:\n{markdown}");
+    }
+    // A remote server's tools are the user's, not hands': no row for them.
+    assert!(!markdown.contains("mcp__inner__"), "{markdown}");
+    let readme = readme();
+    let published = blocks(&readme, "tools");
+    for (key, block) in &generated {
+        assert!(
+            published.iter().any(|(k, b)| k == key && b == block),
+            "README.md's `{key}` tool table differs from `hands tools --markdown`; paste this \
+             block in its place:\n{block}"
+        );
+    }
+    assert_eq!(published.len(), generated.len(), "README.md has a tool table hands does not print");
+}
+
+/// The workspace's members, from the root Cargo.toml.
+fn members() -> Vec<String> {
+    let manifest: toml::Value =
+        toml::from_str(&std::fs::read_to_string(repo().join("Cargo.toml")).unwrap()).unwrap();
+    manifest["workspace"]["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn readme_layout_table_is_the_workspace() {
+    let mut table =
+        String::from("<!-- layout:crates -->\n| crate | package | holds |\n|---|---|---|\n");
+    for member in members() {
+        let manifest: toml::Value = toml::from_str(
+            &std::fs::read_to_string(repo().join(&member).join("Cargo.toml")).unwrap(),
+        )
+        .unwrap();
+        let package = &manifest["package"];
+        let name = package["name"].as_str().unwrap();
+        let description = package
+            .get("description")
+            .and_then(toml::Value::as_str)
+            .unwrap_or_else(|| panic!("{member}/Cargo.toml has no description"));
+        table.push_str(&format!("| `{member}` | `{name}` | {description} |\n"));
+    }
+    table.push_str("<!-- /layout:crates -->\n");
+    assert!(
+        readme().contains(&table),
+        "README.md's Layout table differs from the workspace (members and each crate's \
+         description); put this in its place:\n{table}"
+    );
+}
+
+#[test]
+fn no_tracked_file_points_outside_the_repository() {
+    // Spelled in pieces so that this file does not name them itself.
+    let outside =
+        [["..", "/shared"].concat(), ["TOOLS", ".md"].concat(), ["DESIGN", ".md"].concat()];
+    let listed = std::process::Command::new("git")
+        .arg("-C")
+        .arg(repo())
+        .args(["ls-files", "-z"])
+        .output()
+        .unwrap();
+    assert!(listed.status.success(), "git ls-files: {}", String::from_utf8_lossy(&listed.stderr));
+    let files: Vec<&[u8]> = listed.stdout.split(|b| *b == 0).filter(|f| !f.is_empty()).collect();
+    assert!(files.len() > 50, "git ls-files listed {} files", files.len());
+    let mut found = Vec::new();
+    for file in files {
+        let path = repo().join(String::from_utf8_lossy(file).as_ref());
+        // A file deleted in the work tree, or one that is not text, cannot point anywhere.
+        let Ok(text) = std::fs::read_to_string(&path) else { continue };
+        for (n, line) in text.lines().enumerate() {
+            if outside.iter().any(|o| line.contains(o.as_str())) {
+                found.push(format!("{}:{}: {line}", path.display(), n + 1));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "these lines point at documents a clone does not have; say what they mean, or point at \
+         docs/:\n{}",
+        found.join("\n")
+    );
+}

@@ -22,7 +22,7 @@ BUILD_TOOLS = {
     "read_file", "write_file", "edit_file", "list_files", "glob", "grep", "bash",
     "spawn_process", "list_processes", "process_output", "stop_process", "enter_plan_mode",
 }
-# TOOLS.md: plan mode offers only these (the conditional ones only when configured).
+# docs/tools.md: plan mode offers only these (the conditional ones only when configured).
 PLAN_ALLOWED = {
     "read_file", "list_files", "glob", "grep", "web_search", "web_scrape", "db_schema",
     "read_runtime_errors", "mcp_list", "mcp_call", "spawn_subagent", "use_skill", "ask_user",

@@ -1,4 +1,4 @@
-//! `[ask_user]`: the settings of the session tools (the defaults are TOOLS.md's numbers). The binary
+//! `[ask_user]`: the settings of the session tools (the defaults are docs/tools.md's numbers). The binary
 //! merges the layers and hands each section over, as for the fs and exec crates.
 
 use serde::{Deserialize, Serialize};

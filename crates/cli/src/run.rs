@@ -134,7 +134,8 @@ pub fn provider(model: &ModelConfig) -> Result<Arc<dyn Provider>> {
     hands_agent::provider::from_config(model).context("cannot use [model]")
 }
 
-fn open_store(config: &StoreConfig) -> Result<Arc<dyn Store>> {
+/// The session store `config` names, or an error that says which setting to change.
+pub(crate) fn open_store(config: &StoreConfig) -> Result<Arc<dyn Store>> {
     hands_store::open_store(config).with_context(|| {
         format!(
             "cannot open the session store {}: set [store] path to a writable file, or \

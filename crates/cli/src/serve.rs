@@ -16,7 +16,7 @@ use hands_agent::provider::ModelConfig;
 use hands_core::{Mode, Registry};
 use hands_mcp::ServerFactory;
 use hands_server::ServerConfig;
-use hands_store::{Store, StoreConfig};
+use hands_store::StoreConfig;
 
 /// MCP over stdin/stdout until stdin closes or a signal arrives.
 pub fn stdio(registry: Registry, root: &Path, mode: Mode, subagent: Subagent) -> Result<ExitCode> {
@@ -63,7 +63,7 @@ pub fn http(
     let subagent =
         Subagent { provider: setup.provider.clone(), limits: setup.agent.subagent_limits() };
     subagent.hook(&factory, Arc::clone(&registry));
-    let store = open_store(&setup.store)?;
+    let store = crate::run::open_store(&setup.store)?;
     let config = config.clone();
     run(async move {
         let parts = HostParts { store, registry, provider: setup.provider, config: setup.agent };
@@ -116,16 +116,6 @@ pub fn provider(config: &ModelConfig) -> Result<Option<Arc<dyn Provider>>> {
     }
     let provider = hands_agent::provider::from_config(config).context("cannot use [model]")?;
     Ok(Some(provider))
-}
-
-fn open_store(config: &StoreConfig) -> Result<Arc<dyn Store>> {
-    hands_store::open_store(config).with_context(|| {
-        format!(
-            "cannot open the session store {}: set [store] path to a writable file, or \
-             backend = \"memory\" to keep sessions only while hands runs",
-            config.path.display()
-        )
-    })
 }
 
 fn run(work: impl std::future::Future<Output = Result<()>>) -> Result<ExitCode> {

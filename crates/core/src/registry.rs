@@ -13,7 +13,7 @@ use crate::{
     Session, Tool, ToolCall, ToolError, ToolOutput, ToolSpec,
 };
 
-/// The tools plan mode offers (TOOLS.md); everything else is build-only.
+/// The tools plan mode offers (docs/tools.md); everything else is build-only.
 pub const PLAN_MODE_TOOLS: &[&str] = &[
     "read_file",
     "list_files",

@@ -107,7 +107,7 @@ pub async fn wait(proc: &Proc, checks: &Checks, cancel: &CancellationToken) -> O
     let mut events = proc.subscribe();
     let start = Instant::now();
     // An explicit ready_pattern is waited for up to the ready timeout; a URL or port that may or
-    // may not come only ~settle (TOOLS.md: "until ready_pattern/port or ~3 s").
+    // may not come only ~settle (about 3 s: spawn_process.md says so to the model).
     let deadline = start + if checks.pattern.is_some() { checks.timeout } else { checks.settle };
     let mut cursor = 0u64;
     let mut window: Vec<u8> = Vec::new();

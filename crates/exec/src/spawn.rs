@@ -1,6 +1,6 @@
 //! Starting a child: `<shell> -c <command>` (or `<shell> <script>`) in its own session and process
 //! group, stdin on /dev/null, stdout and stderr on one pipe, hands' environment without its
-//! credentials, the TOOLS.md environment and the hands markers.
+//! credentials, the non-interactive environment and the hands markers.
 //!
 //! This is the one module of the crate that allows unsafe code. std offers no way to start a child
 //! in a new session (`setsid`) except `CommandExt::pre_exec`, which makes std fork the whole
@@ -30,7 +30,8 @@ pub(crate) struct Started {
     pub output: OwnedFd,
 }
 
-/// The environment every command gets on top of hands' own (TOOLS.md).
+/// The environment every command gets on top of hands' own: no colours, no pager, a dumb terminal
+/// (docs/tools.md).
 const ENV: &[(&str, &str)] =
     &[("NO_COLOR", "1"), ("PAGER", "cat"), ("GIT_PAGER", "cat"), ("TERM", "dumb")];
 

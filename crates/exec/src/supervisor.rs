@@ -1,7 +1,7 @@
 //! The per-session process supervisor.
 //!
 //! Flow of a process: `spawn` starts `<shell> -c <command>` in its own session and process group
-//! (stdin closed, stdout and stderr on one pipe, the TOOLS.md environment plus the markers), a
+//! (stdin closed, stdout and stderr on one pipe, the non-interactive environment plus the markers), a
 //! drain thread reads the pipe into the [`Proc`]'s head+tail buffer (and log file for background
 //! processes) as fast as it is written, and the exit is observed through a pidfd (its status read
 //! with `WNOWAIT`, so the zombie keeps the pid and process group from being reused while we may

@@ -1,4 +1,4 @@
-//! `[fs]`: the limits of the file and search tools (TOOLS.md's numbers are the defaults).
+//! `[fs]`: the limits of the file and search tools (docs/tools.md lists the defaults).
 
 use serde::{Deserialize, Serialize};
 

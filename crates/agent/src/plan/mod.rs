@@ -122,7 +122,7 @@ mod tests {
         let names = |mode| -> Vec<String> {
             registry.list(mode).into_iter().map(|s| s.name.clone()).collect()
         };
-        // Plan mode offers the questions and the skills, not the todo list (TOOLS.md).
+        // Plan mode offers the questions and the skills, not the todo list (docs/tools.md).
         assert_eq!(
             names(Mode::Build),
             vec!["enter_plan_mode", "todo_write", "ask_user", "use_skill"]

@@ -252,11 +252,6 @@ impl Proc {
         let _ = rx.wait_for(|done| *done).await;
     }
 
-    /// True once the output pipe reached its end.
-    pub fn is_drained(&self) -> bool {
-        *self.shared.drained.borrow()
-    }
-
     /// The output kept so far.
     pub fn snapshot(&self) -> Snapshot {
         let out = self.shared.output.lock().unwrap_or_else(PoisonError::into_inner);

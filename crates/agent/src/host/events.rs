@@ -55,11 +55,6 @@ impl Subscription {
             }
         }
     }
-
-    /// The id of the last event handed out (or of the requested starting point).
-    pub fn last_id(&self) -> u64 {
-        self.last
-    }
 }
 
 /// All stored events of `session` after `after`, page by page.

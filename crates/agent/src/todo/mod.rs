@@ -101,13 +101,6 @@ impl Default for TodoWrite {
     }
 }
 
-impl TodoWrite {
-    /// With another item limit than [`MAX_TODOS`].
-    pub fn with_max_items(max_items: usize) -> Self {
-        Self { max_items }
-    }
-}
-
 impl Tool for TodoWrite {
     type Args = TodoWriteArgs;
 

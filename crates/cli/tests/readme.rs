@@ -1,5 +1,5 @@
 //! The README cannot drift from what hands is:
-//! - its tool tables are what `hands tools --markdown` prints for a project that offers every tool
+//! - its tool tables (and docs/tools.md's) are what `hands tools --markdown` prints for a project that offers every tool
 //!   (a static site: the preview tools; a model: spawn_subagent; an MCP server: mcp_list and
 //!   mcp_call), each between its `<!-- tools:KEY -->` markers;
 //! - its Layout table lists the workspace's members with each crate's package name and the
@@ -89,16 +89,22 @@ fn readme_tool_tables_are_the_registrys() {
     }
     // A remote server's tools are the user's, not hands': no row for them.
     assert!(!markdown.contains("mcp__inner__"), "{markdown}");
-    let readme = readme();
-    let published = blocks(&readme, "tools");
-    for (key, block) in &generated {
-        assert!(
-            published.iter().any(|(k, b)| k == key && b == block),
-            "README.md's `{key}` tool table differs from `hands tools --markdown`; paste this \
-             block in its place:\n{block}"
+    for file in ["README.md", "docs/tools.md"] {
+        let text = std::fs::read_to_string(repo().join(file)).unwrap();
+        let published = blocks(&text, "tools");
+        for (key, block) in &generated {
+            assert!(
+                published.iter().any(|(k, b)| k == key && b == block),
+                "{file}'s `{key}` tool table differs from `hands tools --markdown`; paste this \
+                 block in its place:\n{block}"
+            );
+        }
+        assert_eq!(
+            published.len(),
+            generated.len(),
+            "{file} has a tool table hands does not print"
         );
     }
-    assert_eq!(published.len(), generated.len(), "README.md has a tool table hands does not print");
 }
 
 /// The workspace's members, from the root Cargo.toml.

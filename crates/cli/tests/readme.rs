@@ -5,6 +5,9 @@
 //! - its Layout table lists the workspace's members with each crate's package name and the
 //!   `description` of its Cargo.toml;
 //! - no tracked file points at documents outside the repository.
+//!
+//! After an intended change to the tools, `HANDS_UPDATE_DOCS=1 cargo nextest run -p hands --test
+//! readme` rewrites the tool tables in place (review the diff).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
@@ -90,7 +93,16 @@ fn readme_tool_tables_are_the_registrys() {
     // A remote server's tools are the user's, not hands': no row for them.
     assert!(!markdown.contains("mcp__inner__"), "{markdown}");
     for file in ["README.md", "docs/tools.md"] {
-        let text = std::fs::read_to_string(repo().join(file)).unwrap();
+        let mut text = std::fs::read_to_string(repo().join(file)).unwrap();
+        if std::env::var_os("HANDS_UPDATE_DOCS").is_some() {
+            // After an intended change: put the new tables in place, then review the diff.
+            for (key, old) in blocks(&text, "tools") {
+                if let Some((_, new)) = generated.iter().find(|(k, _)| *k == key) {
+                    text = text.replace(&old, new);
+                }
+            }
+            std::fs::write(repo().join(file), &text).unwrap();
+        }
         let published = blocks(&text, "tools");
         for (key, block) in &generated {
             assert!(

@@ -199,8 +199,10 @@ impl Loader {
         Some(base)
     }
 
-    /// The file defining what the absolute `path` names.
-    fn resolve(&self, path: &[String], depth: usize) -> Option<usize> {
+    /// The file defining what the absolute `path` names. An unknown name is taken to be defined
+    /// in the module that should hold it (macro-made items); with `strict` (trying a glob
+    /// import) it resolves to nothing instead.
+    fn resolve(&self, path: &[String], strict: bool, depth: usize) -> Option<usize> {
         if depth > 16 {
             return None;
         }
@@ -217,41 +219,19 @@ impl Loader {
             if let Some(target) = m.uses.get(name) {
                 let mut next = target.clone()?;
                 next.extend(path[i + 1..].iter().cloned());
-                return self.resolve(&next, depth + 1);
+                return self.resolve(&next, strict, depth + 1);
+            }
+            if strict {
+                return None;
             }
             for glob in &m.globs {
                 let mut next = glob.clone();
                 next.extend(path[i..].iter().cloned());
-                if let Some(file) = self.resolve_strict(&next, depth + 1) {
+                if let Some(file) = self.resolve(&next, true, depth + 1) {
                     return Some(file);
                 }
             }
             return Some(m.file);
-        }
-        Some(self.modules[module].file)
-    }
-
-    /// Like [`Loader::resolve`], but `None` when the name is not found (for trying globs).
-    fn resolve_strict(&self, path: &[String], depth: usize) -> Option<usize> {
-        if depth > 16 {
-            return None;
-        }
-        let mut module = 0;
-        for (i, name) in path.iter().enumerate() {
-            let m = &self.modules[module];
-            if let Some(child) = m.children.get(name) {
-                module = *child;
-                continue;
-            }
-            if m.items.contains(name) {
-                return Some(m.file);
-            }
-            if let Some(target) = m.uses.get(name) {
-                let mut next = target.clone()?;
-                next.extend(path[i + 1..].iter().cloned());
-                return self.resolve_strict(&next, depth + 1);
-            }
-            return None;
         }
         Some(self.modules[module].file)
     }
@@ -279,7 +259,7 @@ impl Loader {
         for (index, module) in self.modules.iter().enumerate() {
             for path in &module.refs {
                 let Some(abs) = self.absolute(index, path) else { continue };
-                if let Some(file) = self.resolve(&abs, 0)
+                if let Some(file) = self.resolve(&abs, false, 0)
                     && file != module.file
                 {
                     edges.entry(module.file).or_default().insert(file);

@@ -3,6 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
+/// How long ask_user waits for an answer unless configured otherwise (`ask_user.timeout_ms`).
+pub const DEFAULT_TIMEOUT_MS: u64 = 10 * 60 * 1000;
+
 /// `[ask_user]`
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -13,7 +16,7 @@ pub struct AskUserConfig {
 
 impl Default for AskUserConfig {
     fn default() -> Self {
-        Self { timeout_ms: crate::ask::DEFAULT_TIMEOUT_MS }
+        Self { timeout_ms: DEFAULT_TIMEOUT_MS }
     }
 }
 

@@ -21,6 +21,7 @@ pub mod config;
 mod context;
 pub mod env;
 mod error;
+mod future;
 pub mod middleware;
 mod output;
 mod registry;
@@ -33,15 +34,13 @@ pub use call::ToolCall;
 pub use config::CoreConfig;
 pub use context::{Context, Progress, ProgressSink};
 pub use error::{DispatchError, ToolError};
+pub use future::BoxFuture;
 pub use output::{Content, ToolOutput};
 pub use registry::{CallOptions, Conditions, PLAN_MODE_TOOLS, Registry, RegistryBuilder};
 pub use sandbox::{LocalProvider, Sandbox, SandboxProvider};
 pub use schema::{output_schema_for, schema_for};
 pub use session::{Mode, Session};
 pub use tool::{Annotations, DynTool, Tool, ToolSpec};
-
-/// A boxed, sendable future: the return type of the object-safe traits in this crate.
-pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 
 /// Re-exported so that tool crates and front ends use the same token type.
 pub use tokio_util::sync::CancellationToken;

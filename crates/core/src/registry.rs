@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::middleware::{self, Endpoint, Middleware, Next, Request};
+use crate::middleware::{self, DynMiddleware, Endpoint, Layer, Middleware, Next, Place, Request};
 use crate::tool::Erased;
 use crate::{
     BoxFuture, Context, CoreConfig, DispatchError, DynTool, LocalProvider, Mode, SandboxProvider,
@@ -74,6 +74,7 @@ pub struct RegistryBuilder {
     conditions: Conditions,
     provider: Arc<dyn SandboxProvider>,
     tools: Vec<Arc<dyn DynTool>>,
+    layers: Vec<Layer>,
 }
 
 impl RegistryBuilder {
@@ -111,9 +112,16 @@ impl RegistryBuilder {
         self
     }
 
+    /// Add `middleware` to the chain at `place` (see [`middleware`] for the order).
+    #[must_use]
+    pub fn layer<M: Middleware>(mut self, place: Place, middleware: M) -> Self {
+        self.layers.push((place, Arc::new(middleware)));
+        self
+    }
+
     /// Finish. A later tool with the same name replaces an earlier one.
     pub fn build(self) -> Registry {
-        let chain = middleware::standard(&self.config, Arc::clone(&self.provider));
+        let chain = middleware::chain(&self.config, Arc::clone(&self.provider), &self.layers);
         let mut order = Vec::new();
         let mut tools = HashMap::new();
         for tool in self.tools {
@@ -130,7 +138,7 @@ impl RegistryBuilder {
 pub struct Registry {
     order: Vec<String>,
     tools: HashMap<String, Arc<dyn DynTool>>,
-    chain: Vec<Arc<dyn Middleware>>,
+    chain: Vec<Arc<dyn DynMiddleware>>,
     endpoint: SandboxEndpoint,
 }
 
@@ -142,6 +150,7 @@ impl Registry {
             conditions: Conditions::default(),
             provider: Arc::new(LocalProvider),
             tools: Vec::new(),
+            layers: Vec::new(),
         }
     }
 

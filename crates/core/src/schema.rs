@@ -31,6 +31,26 @@ pub fn output_schema_for<T: JsonSchema>() -> Value {
     generate::<T>(Contract::Serialize)
 }
 
+/// The field a cut structured result gets: where the full output was saved. Every output schema
+/// declares it (see [`with_full_output`]).
+pub const FULL_OUTPUT: &str = "full_output";
+
+/// `schema` (an output schema) with the optional [`FULL_OUTPUT`] property that the truncation
+/// adds to a structured result it had to cut.
+pub fn with_full_output(mut schema: Value) -> Value {
+    if let Some(Value::Object(props)) = schema.get_mut("properties") {
+        props.entry(FULL_OUTPUT).or_insert_with(|| {
+            serde_json::json!({
+                "type": "string",
+                "description": "Set when this result was cut to fit the size limit: the file \
+                    (relative to the project root) with the full text result; read it with \
+                    read_file and offset/limit, or grep it."
+            })
+        });
+    }
+    schema
+}
+
 fn generate<T: JsonSchema>(contract: Contract) -> Value {
     let generator = SchemaSettings::draft2020_12()
         .with(|s| {

@@ -118,7 +118,7 @@ impl<T: Tool> Erased<T> {
             name: tool.name().to_owned(),
             description: tool.description().into_owned(),
             input_schema: schema_for::<T::Args>(),
-            output_schema: tool.output_schema().map(crate::middleware::truncate::with_full_output),
+            output_schema: tool.output_schema().map(crate::schema::with_full_output),
             annotations: tool.annotations(),
             needs_approval: tool.needs_approval(),
             cacheable: tool.cacheable(),

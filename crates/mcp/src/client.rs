@@ -9,31 +9,22 @@ mod background;
 mod config;
 pub(crate) mod link;
 pub(crate) mod listener;
-mod tools;
+pub(crate) mod remote;
+pub(crate) mod tools;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use hands_core::{Context, RegistryBuilder, ToolError, ToolOutput};
+use hands_core::{Context, ToolError, ToolOutput};
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 
 pub(crate) use background::Background;
 pub use config::{McpServerConfig, McpServersConfig};
-use link::{CallError, Endpoint, Held, RemoteTool};
+use link::{CallError, Endpoint, Held};
+pub use link::{DEPTH_ENV, depth};
 use listener::ToolList;
-pub use tools::tool_name;
-
-/// Set in the environment of every MCP server hands starts: how many hands are above it. A hands
-/// started by another hands as an MCP server starts no MCP servers of its own, so that a
-/// `[mcp_servers]` entry running `hands mcp` with the same user configuration does not start
-/// itself without end (its host already talks to every configured server).
-pub const DEPTH_ENV: &str = "HANDS_MCP_DEPTH";
-
-/// This process's depth: 0 unless another hands started it as an MCP server.
-pub fn depth() -> u32 {
-    std::env::var(DEPTH_ENV).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(0)
-}
+use remote::RemoteTool;
 
 /// How long a server gets to start and answer the handshake.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -175,12 +166,6 @@ impl McpClients {
     pub async fn pid(&self, server: &str) -> Option<u32> {
         let server = self.server(server)?;
         server.session.lock().await.as_ref().and_then(|held| held.pid)
-    }
-
-    /// Register the servers' tools (`mcp__NAME__TOOL`) and, when any server is configured,
-    /// `mcp_list` and `mcp_call`.
-    pub fn register(&self, builder: RegistryBuilder) -> RegistryBuilder {
-        tools::register(self, builder)
     }
 
     pub(crate) fn server(&self, name: &str) -> Option<&Arc<Server>> {

@@ -18,6 +18,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+use crate::gone::ClientGone;
 use crate::server::ServerFactory;
 
 /// Largest request body accepted at `/mcp`.
@@ -128,10 +129,6 @@ async fn guard_layer(
     let guard = gone.drop_guard();
     response.map(|inner| Body::new(GuardedBody { inner, _guard: guard }))
 }
-
-/// Fired when the HTTP response of the request that carries it is dropped.
-#[derive(Debug, Clone)]
-pub(crate) struct ClientGone(pub(crate) CancellationToken);
 
 /// A response body that fires its [`ClientGone`] token when dropped.
 struct GuardedBody {

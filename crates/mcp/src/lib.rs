@@ -3,6 +3,7 @@
 //! proxies (bwrap, remote) that run tools in an inner hands and recover when it is gone.
 
 mod ask;
+mod gone;
 mod http;
 mod server;
 mod stdio;
@@ -12,9 +13,10 @@ pub use server::{McpServer, PAGE_SIZE, ServerFactory, SessionHook};
 pub use stdio::{StdioError, serve_stdio, shutdown_signal};
 
 mod client;
+pub use client::tools::tool_name;
 pub use client::{
     CONNECT_TIMEOUT, DEFAULT_CALL_TIMEOUT_MS, DEPTH_ENV, McpClients, McpServerConfig,
-    McpServersConfig, ServerStatus, depth as client_depth, tool_name,
+    McpServersConfig, ServerStatus, depth as client_depth,
 };
 
 pub mod sandbox;

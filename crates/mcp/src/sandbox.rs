@@ -5,6 +5,8 @@
 //! middleware then asks the provider for a fresh sandbox and retries.
 
 mod config;
+mod error;
+mod inner;
 pub(crate) mod net;
 mod proxy;
 
@@ -14,43 +16,9 @@ use std::sync::Arc;
 use hands_core::{LocalProvider, SandboxProvider};
 
 pub use config::{Backend, SandboxConfig};
+pub use error::SandboxError;
+pub use inner::{INNER_ENV, is_inner};
 pub use proxy::{Bwrap, ProxyProvider};
-
-/// Set in the environment of an inner hands (bwrap): it runs its tools locally and connects no MCP
-/// servers of its own, whatever the configuration files say.
-pub const INNER_ENV: &str = "HANDS_SANDBOX_INNER";
-
-/// True in a hands started as a sandbox's inner server.
-pub fn is_inner() -> bool {
-    std::env::var_os(INNER_ENV).is_some_and(|v| v == "1")
-}
-
-/// Why a provider cannot be built.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SandboxError {
-    /// bubblewrap is not installed.
-    #[error(
-        "sandbox backend \"bwrap\" needs bubblewrap, but `bwrap` is not on PATH; install it \
-         (Debian/Ubuntu: apt-get install bubblewrap) or set sandbox.backend = \"local\""
-    )]
-    BwrapMissing,
-    /// `network = true` without slirp4netns: the sandbox would otherwise share the host's network.
-    #[error(
-        "sandbox.network = true needs slirp4netns (a network for the sandbox that cannot reach \
-         the host's loopback), but `slirp4netns` is not on PATH; install it (Debian/Ubuntu: \
-         apt-get install slirp4netns) or set sandbox.network = false"
-    )]
-    SlirpMissing,
-    /// `remote` without `url`.
-    #[error("sandbox backend \"remote\" needs sandbox.url (the MCP URL of a `hands serve`)")]
-    UrlMissing,
-    /// The hands binary to run inside could not be found.
-    #[error("cannot find the hands binary to run inside the sandbox: {0}")]
-    HandsMissing(String),
-    /// The client runtime did not start.
-    #[error("cannot start the sandbox client runtime: {0}")]
-    Runtime(String),
-}
 
 /// The provider `config` asks for. In an inner hands ([`is_inner`]) always `local`. `flags` are
 /// the host's `-c key=value` overrides: an inner bwrap hands gets those of the tools' settings

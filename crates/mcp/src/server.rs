@@ -331,7 +331,7 @@ fn cancel_when_client_gone(context: &RequestContext<RoleServer>, cancel: &Cancel
     let Some(gone) = context
         .extensions
         .get::<http::request::Parts>()
-        .and_then(|parts| parts.extensions.get::<crate::http::ClientGone>())
+        .and_then(|parts| parts.extensions.get::<crate::gone::ClientGone>())
     else {
         return;
     };

@@ -16,7 +16,6 @@ use crate::cdp::{Cdp, Event};
 use crate::detect::{self, Server};
 use crate::preview::ServerHandle;
 use crate::static_server::StaticServer;
-use crate::steps::last_lines;
 
 /// Output kept of the server and the browser (head and tail).
 const DAEMON_OUTPUT: usize = 256 * 1024;
@@ -416,6 +415,12 @@ pub async fn start_browser(
     Err(failure)
 }
 
+/// The last `n` non-empty lines of `text`.
+pub fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -438,5 +443,10 @@ mod tests {
             cmd,
             r#"export PATH='/p/it'\''s/node_modules/.bin':"$PATH"; export PORT=5173; vite"#
         );
+    }
+
+    #[test]
+    fn last_lines_skips_blank_ones() {
+        assert_eq!(last_lines("a\n\nb\nc\n\n", 2), "b\nc");
     }
 }

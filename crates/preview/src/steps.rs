@@ -9,7 +9,7 @@ use std::time::Duration;
 use hands_exec::{Kind, SpawnSpec, Status};
 
 use crate::collector::{Collector, ErrorKind, Occurrence};
-use crate::launch::Launch;
+use crate::launch::{Launch, last_lines};
 
 /// Output kept of one step (head and tail).
 const STEP_OUTPUT: usize = 256 * 1024;
@@ -120,12 +120,6 @@ pub async fn run(
     }
 }
 
-/// The last `n` non-empty lines of `text`.
-pub fn last_lines(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
-}
-
 /// Compiler errors in a step's output, as (`file:line:col`, message).
 pub fn compiler_errors(text: &str) -> Vec<(String, String)> {
     let mut found = Vec::new();
@@ -186,10 +180,5 @@ Found 2 errors.";
             ]
         );
         assert!(compiler_errors("all good\n").is_empty());
-    }
-
-    #[test]
-    fn last_lines_skips_blank_ones() {
-        assert_eq!(last_lines("a\n\nb\nc\n\n", 2), "b\nc");
     }
 }

@@ -7,9 +7,10 @@ use std::sync::{Mutex, MutexGuard};
 
 use serde_json::Value;
 
+use crate::clock::now_ms;
 use crate::{
     BoxFuture, EventRecord, MessageRecord, ProjectRecord, SessionRecord, Store, StoreError,
-    StoreResult, ToolCallRecord, TurnRecord, now_ms,
+    StoreResult, ToolCallRecord, TurnRecord,
 };
 
 /// Sessions in memory, gone with the process.

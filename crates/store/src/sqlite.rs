@@ -7,6 +7,7 @@
 //! processes on one file.
 
 mod connections;
+mod fail;
 mod private;
 mod schema;
 mod writer;
@@ -18,9 +19,11 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde_json::Value;
 
 use self::connections::Connections;
+use self::fail::Fail;
+use crate::clock::now_ms;
 use crate::{
     BoxFuture, EventRecord, MessageRecord, ProjectRecord, SessionRecord, Store, StoreError,
-    StoreResult, ToolCallRecord, TurnRecord, now_ms,
+    StoreResult, ToolCallRecord, TurnRecord,
 };
 
 /// The session store in one SQLite database file (or in memory).
@@ -43,44 +46,6 @@ impl SqliteStore {
     /// A private in-memory database, gone when the store is dropped.
     pub fn in_memory() -> StoreResult<Self> {
         Ok(Self { connections: Connections::open(None)? })
-    }
-}
-
-/// Why a database closure failed: a store error of its own making, or SQLite's.
-#[derive(Debug)]
-pub(crate) enum Fail {
-    Store(StoreError),
-    Sqlite(rusqlite::Error),
-}
-
-impl From<StoreError> for Fail {
-    fn from(e: StoreError) -> Self {
-        Self::Store(e)
-    }
-}
-
-impl From<rusqlite::Error> for Fail {
-    fn from(e: rusqlite::Error) -> Self {
-        Self::Sqlite(e)
-    }
-}
-
-impl Fail {
-    /// The trait's error; SQLite's failures become `Backend`, prefixed with `context` (the call,
-    /// or the file being opened).
-    pub(crate) fn into_store(self, context: &str) -> StoreError {
-        match self {
-            Self::Store(e) => e,
-            Self::Sqlite(e) => {
-                let hint = match e.sqlite_error_code() {
-                    Some(rusqlite::ErrorCode::NotADatabase) => {
-                        " (not a hands session database: move it away or set [store] path)"
-                    }
-                    _ => "",
-                };
-                StoreError::Backend(format!("{context}: {e}{hint}"))
-            }
-        }
     }
 }
 

@@ -12,10 +12,8 @@ use hands_core::{Annotations, Context, Tool, ToolError, ToolOutput};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::AskUserConfig;
-
-/// How long ask_user waits for an answer unless configured otherwise (`ask_user.timeout_ms`).
-pub const DEFAULT_TIMEOUT_MS: u64 = 10 * 60 * 1000;
+use crate::config::AskUserConfig;
+pub use crate::config::DEFAULT_TIMEOUT_MS;
 
 /// Choices one question may offer.
 pub const MAX_OPTIONS: usize = 20;

@@ -1,16 +1,15 @@
-//! `[model]`: which provider and model the agent loop talks to, and how. [`from_config`] checks
+//! `[model]`: which provider and model the agent loop talks to, and how. [`from_config`](super::from_config) checks
 //! the section (model named, key present where one is needed, URL and headers well-formed) and
 //! builds the provider; the binary merges the layers and hands the section over.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::{Deserialize, Serialize};
 
+use super::exchange::{self, Endpoint};
 use super::retry::RetryPolicy;
-use super::{Anthropic, OpenAi, ProviderOptions};
-use crate::model::Provider;
 
 /// Which wire format the model server speaks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -160,23 +159,6 @@ impl ModelConfig {
     }
 }
 
-/// The provider `[model]` describes, its key read from the environment.
-pub fn from_config(cfg: &ModelConfig) -> Result<Arc<dyn Provider>, ConfigError> {
-    from_config_with(cfg, |name| std::env::var(name).ok())
-}
-
-/// [`from_config`] with the environment given as a function (for tests and embedders).
-pub fn from_config_with(
-    cfg: &ModelConfig,
-    env: impl Fn(&str) -> Option<String>,
-) -> Result<Arc<dyn Provider>, ConfigError> {
-    let options = cfg.options(env)?;
-    Ok(match cfg.provider {
-        ProviderKind::Anthropic => Arc::new(Anthropic::new(options)?),
-        ProviderKind::OpenAi => Arc::new(OpenAi::new(options)?),
-    })
-}
-
 /// The context window of a known model family, else 128000. Local servers often run a model
 /// with a smaller window than it supports (Ollama's `num_ctx`): set `context_window` for them.
 pub fn default_context_window(model: &str) -> u64 {
@@ -212,9 +194,94 @@ pub fn default_context_window(model: &str) -> u64 {
         .map_or(128_000, |&(_, window)| window)
 }
 
+/// Everything a provider is built from; [`ModelConfig::options`] makes it from `[model]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderOptions {
+    /// The model's name as the provider knows it.
+    pub model: String,
+    /// The server: `https://api.anthropic.com`, `https://api.openai.com/v1`,
+    /// `http://localhost:11434/v1`, …
+    pub base_url: String,
+    /// The API key, when there is one.
+    pub api_key: Option<String>,
+    /// The variable the key came from (named in authentication errors).
+    pub api_key_env: String,
+    /// The model's context window in tokens.
+    pub context_window: u64,
+    /// Retries and backoff.
+    pub retry: RetryPolicy,
+    /// Longest wait to connect, for the response headers, or for the next piece of the stream.
+    pub request_timeout: Duration,
+    /// Extra headers for every request.
+    pub headers: Vec<(String, String)>,
+}
+
+impl ProviderOptions {
+    /// The defaults for `kind` and `model`: the provider's public URL, its usual key variable
+    /// (not read here), the model family's context window.
+    pub fn new(kind: ProviderKind, model: impl Into<String>) -> Self {
+        let model = model.into();
+        Self {
+            base_url: kind.default_base_url().to_owned(),
+            api_key: None,
+            api_key_env: kind.default_key_env().to_owned(),
+            context_window: default_context_window(&model),
+            retry: RetryPolicy::default(),
+            request_timeout: Duration::from_millis(ModelConfig::default().request_timeout_ms),
+            headers: Vec::new(),
+            model,
+        }
+    }
+
+    /// The endpoint at `base_url` + `path`, sending `headers` and then the configured extras
+    /// (which may override them, e.g. `anthropic-version`).
+    pub(super) fn endpoint(
+        &self,
+        path: &str,
+        mut headers: HeaderMap,
+    ) -> Result<Endpoint, ConfigError> {
+        let base = self.base_url.trim_end_matches('/');
+        let url = reqwest::Url::parse(base).map_err(|e| ConfigError::BaseUrl {
+            url: self.base_url.clone(),
+            reason: e.to_string(),
+        })?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(ConfigError::BaseUrl {
+                url: self.base_url.clone(),
+                reason: format!("the scheme is {:?}", url.scheme()),
+            });
+        }
+        for (name, value) in &self.headers {
+            let bad = |reason: String| ConfigError::Header { name: name.clone(), reason };
+            let header_name =
+                HeaderName::from_bytes(name.as_bytes()).map_err(|e| bad(e.to_string()))?;
+            let header_value = HeaderValue::from_str(value).map_err(|e| bad(e.to_string()))?;
+            headers.insert(header_name, header_value);
+        }
+        let client = reqwest::Client::builder()
+            .connect_timeout(self.request_timeout.min(Duration::from_secs(30)))
+            .read_timeout(self.request_timeout)
+            .user_agent(concat!("hands/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| ConfigError::Client(exchange::describe(&e)))?;
+        Ok(Endpoint { client, url: format!("{base}{path}"), headers, retry: self.retry.clone() })
+    }
+}
+
+/// A secret header value (kept out of debug output).
+pub(super) fn secret_header(name: &str, value: &str) -> Result<HeaderValue, ConfigError> {
+    let mut value = HeaderValue::from_str(value).map_err(|_| ConfigError::Header {
+        name: name.to_owned(),
+        reason: "the API key holds characters that cannot be sent in a header".into(),
+    })?;
+    value.set_sensitive(true);
+    Ok(value)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::provider::from_config_with;
 
     fn parse(toml_text: &str) -> Result<ModelConfig, toml::de::Error> {
         toml::from_str(toml_text)

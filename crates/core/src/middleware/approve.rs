@@ -7,7 +7,7 @@
 use super::{Middleware, Next, Request};
 use crate::approval::{ApprovalRequest, ApproverHandle, Decision, summary};
 use crate::config::Approval;
-use crate::{BoxFuture, ToolError, ToolOutput};
+use crate::{ToolError, ToolOutput};
 
 /// The approval middleware.
 #[derive(Debug, Clone, Copy)]
@@ -23,45 +23,43 @@ impl Approve {
 }
 
 impl Middleware for Approve {
-    fn handle<'a>(
+    async fn handle<'a>(
         &'a self,
         req: Request<'a>,
         next: Next<'a>,
-    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            if self.policy == Approval::Auto || !req.tool.spec().needs_approval {
-                return next.run(req).await;
-            }
-            let session = req.ctx.session();
-            let Some(ApproverHandle(approver)) =
-                session.get_extension::<ApproverHandle>().as_deref().cloned()
-            else {
-                return Ok(ToolOutput::error(format!(
-                    "{} needs the user's approval (approval = \"ask\"), but there is nobody to ask in \
-                     this session, so it was not run. Ask the user to run it, or to set \
-                     approval = \"auto\" (HANDS_APPROVAL=auto) if they trust these calls.",
+    ) -> Result<ToolOutput, ToolError> {
+        if self.policy == Approval::Auto || !req.tool.spec().needs_approval {
+            return next.run(req).await;
+        }
+        let session = req.ctx.session();
+        let Some(ApproverHandle(approver)) =
+            session.get_extension::<ApproverHandle>().as_deref().cloned()
+        else {
+            return Ok(ToolOutput::error(format!(
+                "{} needs the user's approval (approval = \"ask\"), but there is nobody to ask in \
+                 this session, so it was not run. Ask the user to run it, or to set \
+                 approval = \"auto\" (HANDS_APPROVAL=auto) if they trust these calls.",
+                req.call.name
+            )));
+        };
+        let request = ApprovalRequest {
+            session: session.id().to_owned(),
+            tool: req.call.name.clone(),
+            summary: summary(&req.call.name, &req.call.args),
+            args: req.call.args.clone(),
+        };
+        match approver.approve(&request, req.ctx.cancel_token()).await {
+            Decision::Approve => next.run(req).await,
+            Decision::Deny(words) => Ok(ToolOutput::error(match words {
+                Some(words) if !words.trim().is_empty() => {
+                    format!("The user declined {} and said: {words}", req.call.name)
+                }
+                _ => format!(
+                    "The user declined {}; it was not run. Ask what they want instead, or try \
+                     another way.",
                     req.call.name
-                )));
-            };
-            let request = ApprovalRequest {
-                session: session.id().to_owned(),
-                tool: req.call.name.clone(),
-                summary: summary(&req.call.name, &req.call.args),
-                args: req.call.args.clone(),
-            };
-            match approver.approve(&request, req.ctx.cancel_token()).await {
-                Decision::Approve => next.run(req).await,
-                Decision::Deny(words) => Ok(ToolOutput::error(match words {
-                    Some(words) if !words.trim().is_empty() => {
-                        format!("The user declined {} and said: {words}", req.call.name)
-                    }
-                    _ => format!(
-                        "The user declined {}; it was not run. Ask what they want instead, or try \
-                         another way.",
-                        req.call.name
-                    ),
-                })),
-            }
-        })
+                ),
+            })),
+        }
     }
 }

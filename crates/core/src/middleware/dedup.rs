@@ -12,7 +12,7 @@ use std::sync::{Mutex, PoisonError};
 use serde_json::Value;
 
 use super::{Middleware, Next, Request};
-use crate::{BoxFuture, ToolError, ToolOutput};
+use crate::{ToolError, ToolOutput};
 
 /// The dedup middleware (stateless; the cache lives in the session).
 #[derive(Debug, Default, Clone, Copy)]
@@ -133,42 +133,40 @@ fn canonical(value: &Value, out: &mut String) {
 }
 
 impl Middleware for Dedup {
-    fn handle<'a>(
+    async fn handle<'a>(
         &'a self,
         req: Request<'a>,
         next: Next<'a>,
-    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let cache = req.ctx.session().extension::<DedupCache>();
-            if !req.tool.spec().annotations.read_only {
-                // Ends the mutation even if this future is dropped (timeout, abort).
-                struct Mutation<'c>(&'c DedupCache);
-                impl Drop for Mutation<'_> {
-                    fn drop(&mut self) {
-                        self.0.end_mutation();
-                    }
+    ) -> Result<ToolOutput, ToolError> {
+        let cache = req.ctx.session().extension::<DedupCache>();
+        if !req.tool.spec().annotations.read_only {
+            // Ends the mutation even if this future is dropped (timeout, abort).
+            struct Mutation<'c>(&'c DedupCache);
+            impl Drop for Mutation<'_> {
+                fn drop(&mut self) {
+                    self.0.end_mutation();
                 }
-                cache.begin_mutation();
-                let _mutation = Mutation(&cache);
-                return next.run(req).await;
             }
-            let Some(turn) = req.call.turn.clone().filter(|_| req.tool.spec().cacheable) else {
-                return next.run(req).await;
-            };
-            let key = key(&req.call.name, &req.call.args);
-            if let Some(hit) = cache.get(&turn, &key) {
-                tracing::debug!(tool = %req.call.name, call_id = %req.call.id, "dedup hit");
-                return Ok(hit);
-            }
-            let generation = cache.generation();
-            let result = next.run(req).await;
-            if let Ok(output) = &result
-                && !output.is_error
-            {
-                cache.put(&turn, key, output.clone(), generation);
-            }
-            result
-        })
+            cache.begin_mutation();
+            let _mutation = Mutation(&cache);
+            return next.run(req).await;
+        }
+        let Some(turn) = req.call.turn.clone().filter(|_| req.tool.spec().cacheable) else {
+            return next.run(req).await;
+        };
+        let key = key(&req.call.name, &req.call.args);
+        if let Some(hit) = cache.get(&turn, &key) {
+            tracing::debug!(tool = %req.call.name, call_id = %req.call.id, "dedup hit");
+            return Ok(hit);
+        }
+        let generation = cache.generation();
+        let result = next.run(req).await;
+        if let Ok(output) = &result
+            && !output.is_error
+        {
+            cache.put(&turn, key, output.clone(), generation);
+        }
+        result
     }
 }
 

@@ -15,8 +15,21 @@
 //!
 //! Then the call runs in the project's sandbox. Hand-written rather than tower layers: a failed call
 //! must still give the model a result, and the chain is plain data that a front end can inspect.
+//!
+//! A front end or a later crate adds its own step with
+//! [`RegistryBuilder::layer`](crate::RegistryBuilder::layer) at a [`Place`]: outermost, innermost,
+//! or just before or after one of the steps above. Layers at the same place run in the order they
+//! were added (the first added is the outer one); a place next to a step that is switched off
+//! (`dedup = false`) is where that step would be.
+//!
+//! In debug builds (every test suite, and the debug `hands` binary the black-box suites drive) one
+//! more step wraps them all: [`conformance::Conformance`] checks every final result against its
+//! tool's output schema.
 
 pub mod approve;
+mod chain;
+#[cfg(debug_assertions)]
+pub mod conformance;
 pub mod dedup;
 pub mod recover;
 pub mod timeout;
@@ -24,72 +37,87 @@ pub mod truncate;
 
 use std::sync::Arc;
 
-use crate::{
-    BoxFuture, Context, CoreConfig, DynTool, SandboxProvider, ToolCall, ToolError, ToolOutput,
-};
+pub use chain::{DynMiddleware, Endpoint, Middleware, Next, Request};
 
-/// One call on its way through the chain.
-#[derive(Clone)]
-pub struct Request<'a> {
-    /// The call's context (its cancellation token may be narrowed by middleware).
-    pub ctx: Context,
-    /// The call, with its name made canonical.
-    pub call: &'a ToolCall,
-    /// The tool it resolved to.
-    pub tool: &'a dyn DynTool,
+use crate::{CoreConfig, SandboxProvider};
+
+/// A step of the standard chain, in order (outermost first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Step {
+    /// [`approve::Approve`].
+    Approve,
+    /// [`timeout::Timeout`].
+    Timeout,
+    /// [`dedup::Dedup`] (absent with `dedup = false`).
+    Dedup,
+    /// [`truncate::Truncate`].
+    Truncate,
+    /// [`recover::Recover`].
+    Recover,
 }
 
-/// A step of the chain.
-pub trait Middleware: Send + Sync {
-    /// Handle `req`, usually by calling `next.run(req)` once (or more, to retry).
-    fn handle<'a>(
-        &'a self,
-        req: Request<'a>,
-        next: Next<'a>,
-    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
+impl Step {
+    /// Every step, outermost first.
+    pub const ALL: [Step; 5] =
+        [Step::Approve, Step::Timeout, Step::Dedup, Step::Truncate, Step::Recover];
 }
 
-/// What runs a call at the end of the chain.
-pub trait Endpoint: Send + Sync {
-    /// Run the call.
-    fn invoke<'a>(&'a self, req: Request<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
+/// Where an added middleware goes in the chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Place {
+    /// Before every step: it sees the call first and the final result last (what the client
+    /// gets, truncated).
+    Outermost,
+    /// Just outside `Step`: it sees what that step returns.
+    Before(Step),
+    /// Just inside `Step`: that step sees what it returns.
+    After(Step),
+    /// After every step, next to the tool: it sees what the tool produced, before truncation.
+    Innermost,
 }
 
-/// The rest of the chain after the current middleware. `Copy`, so that a middleware can retry.
-#[derive(Clone, Copy)]
-pub struct Next<'a> {
-    rest: &'a [Arc<dyn Middleware>],
-    endpoint: &'a dyn Endpoint,
-}
+/// A middleware added at a place ([`RegistryBuilder::layer`](crate::RegistryBuilder::layer)).
+pub type Layer = (Place, Arc<dyn DynMiddleware>);
 
-impl<'a> Next<'a> {
-    /// The whole chain `chain`, ending in `endpoint`.
-    pub fn new(chain: &'a [Arc<dyn Middleware>], endpoint: &'a dyn Endpoint) -> Self {
-        Self { rest: chain, endpoint }
-    }
-
-    /// Pass `req` on.
-    pub fn run(self, req: Request<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        match self.rest.split_first() {
-            Some((first, rest)) => first.handle(req, Next { rest, endpoint: self.endpoint }),
-            None => self.endpoint.invoke(req),
-        }
-    }
-}
-
-/// The standard chain, in the order documented above.
-pub fn standard(
+/// The chain for `config`: the standard steps in the order documented above, with `layers` at
+/// their places (and the conformance check around everything in debug builds).
+pub fn chain(
     config: &CoreConfig,
     provider: Arc<dyn SandboxProvider>,
-) -> Vec<Arc<dyn Middleware>> {
-    let mut chain: Vec<Arc<dyn Middleware>> = vec![
-        Arc::new(approve::Approve::new(config.approval)),
-        Arc::new(timeout::Timeout::new(config.timeouts.clone())),
-    ];
-    if config.dedup {
-        chain.push(Arc::new(dedup::Dedup));
+    layers: &[Layer],
+) -> Vec<Arc<dyn DynMiddleware>> {
+    let at = |place: Place| {
+        layers.iter().filter(move |(p, _)| *p == place).map(|(_, layer)| Arc::clone(layer))
+    };
+    let mut chain: Vec<Arc<dyn DynMiddleware>> = Vec::new();
+    #[cfg(debug_assertions)]
+    chain.push(Arc::new(conformance::Conformance::default()));
+    chain.extend(at(Place::Outermost));
+    for step in Step::ALL {
+        chain.extend(at(Place::Before(step)));
+        if let Some(standard) = standard(step, config, &provider) {
+            chain.push(standard);
+        }
+        chain.extend(at(Place::After(step)));
     }
-    chain.push(Arc::new(truncate::Truncate::new(config.output.max_bytes)));
-    chain.push(Arc::new(recover::Recover::new(config.recovery.clone(), provider)));
+    chain.extend(at(Place::Innermost));
     chain
+}
+
+/// The standard middleware for `step`, or `None` when the configuration switches it off.
+fn standard(
+    step: Step,
+    config: &CoreConfig,
+    provider: &Arc<dyn SandboxProvider>,
+) -> Option<Arc<dyn DynMiddleware>> {
+    Some(match step {
+        Step::Approve => Arc::new(approve::Approve::new(config.approval)),
+        Step::Timeout => Arc::new(timeout::Timeout::new(config.timeouts.clone())),
+        Step::Dedup if !config.dedup => return None,
+        Step::Dedup => Arc::new(dedup::Dedup),
+        Step::Truncate => Arc::new(truncate::Truncate::new(config.output.max_bytes)),
+        Step::Recover => {
+            Arc::new(recover::Recover::new(config.recovery.clone(), Arc::clone(provider)))
+        }
+    })
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::{Middleware, Next, Request};
 use crate::config::RecoveryConfig;
-use crate::{BoxFuture, SandboxProvider, ToolError, ToolOutput};
+use crate::{SandboxProvider, ToolError, ToolOutput};
 
 /// The recovery middleware.
 pub struct Recover {
@@ -48,58 +48,56 @@ impl Recover {
 }
 
 impl Middleware for Recover {
-    fn handle<'a>(
+    async fn handle<'a>(
         &'a self,
         req: Request<'a>,
         next: Next<'a>,
-    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let reason = match next.run(req.clone()).await {
-                Err(ToolError::SandboxGone(reason)) => reason,
-                other => return other,
-            };
-            let project = req.ctx.session().project().to_owned();
-            let Some(attempt) = self.take(&project) else {
-                tracing::error!(
-                    event = "sandbox_recovery_exhausted",
-                    project = %project,
-                    tool = %req.call.name,
-                    call_id = %req.call.id,
-                    reason = %reason,
-                    "sandbox lost again after the recovery budget was spent"
-                );
-                return Err(ToolError::Fatal(format!(
-                    "The sandbox of project {project} was lost again ({reason}) after {} \
-                     recoveries; giving up. Check the sandbox backend, then start a new session.",
-                    self.config.max_per_project
-                )));
-            };
-            tracing::warn!(
-                event = "sandbox_recovery_attempted",
+    ) -> Result<ToolOutput, ToolError> {
+        let reason = match next.run(req.clone()).await {
+            Err(ToolError::SandboxGone(reason)) => reason,
+            other => return other,
+        };
+        let project = req.ctx.session().project().to_owned();
+        let Some(attempt) = self.take(&project) else {
+            tracing::error!(
+                event = "sandbox_recovery_exhausted",
                 project = %project,
                 tool = %req.call.name,
                 call_id = %req.call.id,
-                attempt,
                 reason = %reason,
-                "sandbox gone; getting a fresh one and retrying once"
+                "sandbox lost again after the recovery budget was spent"
             );
-            let wait = tokio::time::sleep(Duration::from_millis(self.config.wait_ms));
-            tokio::select! {
-                () = wait => {}
-                () = req.ctx.cancel_token().cancelled() => {
-                    return Ok(ToolOutput::error(format!(
-                        "{} was aborted while its sandbox was being recovered.", req.call.name
-                    )));
-                }
+            return Err(ToolError::Fatal(format!(
+                "The sandbox of project {project} was lost again ({reason}) after {} \
+                 recoveries; giving up. Check the sandbox backend, then start a new session.",
+                self.config.max_per_project
+            )));
+        };
+        tracing::warn!(
+            event = "sandbox_recovery_attempted",
+            project = %project,
+            tool = %req.call.name,
+            call_id = %req.call.id,
+            attempt,
+            reason = %reason,
+            "sandbox gone; getting a fresh one and retrying once"
+        );
+        let wait = tokio::time::sleep(Duration::from_millis(self.config.wait_ms));
+        tokio::select! {
+            () = wait => {}
+            () = req.ctx.cancel_token().cancelled() => {
+                return Ok(ToolOutput::error(format!(
+                    "{} was aborted while its sandbox was being recovered.", req.call.name
+                )));
             }
-            self.provider.get_or_create(&project).await?;
-            match next.run(req).await {
-                Err(ToolError::SandboxGone(again)) => Err(ToolError::Fatal(format!(
-                    "The sandbox of project {project} was lost again right after recovery \
-                     ({again}). The call was not completed."
-                ))),
-                other => other,
-            }
-        })
+        }
+        self.provider.get_or_create(&project).await?;
+        match next.run(req).await {
+            Err(ToolError::SandboxGone(again)) => Err(ToolError::Fatal(format!(
+                "The sandbox of project {project} was lost again right after recovery \
+                 ({again}). The call was not completed."
+            ))),
+            other => other,
+        }
     }
 }

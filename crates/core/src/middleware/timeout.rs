@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::{Middleware, Next, Request};
 use crate::config::TimeoutConfig;
-use crate::{BoxFuture, Content, ToolError, ToolOutput};
+use crate::{Content, ToolError, ToolOutput};
 
 /// The timeout/abort middleware.
 #[derive(Debug, Clone)]
@@ -28,42 +28,40 @@ enum Stop {
 }
 
 impl Middleware for Timeout {
-    fn handle<'a>(
+    async fn handle<'a>(
         &'a self,
         req: Request<'a>,
         next: Next<'a>,
-    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let limit = self.config.for_tool(&req.call.name);
-            let token = req.ctx.cancel_token().clone();
-            let aborted = req.ctx.cancel_token().clone();
-            let tool = req.call.name.clone();
-            let mut work = next.run(req);
-            let stop = tokio::select! {
-                result = &mut work => {
-                    // A tool that noticed the abort and returned early still answers "aborted".
-                    if aborted.is_cancelled() {
-                        return Ok(with_partial(format!("{tool} was aborted before it finished."), Some(result)));
-                    }
-                    return result;
+    ) -> Result<ToolOutput, ToolError> {
+        let limit = self.config.for_tool(&req.call.name);
+        let token = req.ctx.cancel_token().clone();
+        let aborted = req.ctx.cancel_token().clone();
+        let tool = req.call.name.clone();
+        let mut work = next.run(req);
+        let stop = tokio::select! {
+            result = &mut work => {
+                // A tool that noticed the abort and returned early still answers "aborted".
+                if aborted.is_cancelled() {
+                    return Ok(with_partial(format!("{tool} was aborted before it finished."), Some(result)));
                 }
-                () = tokio::time::sleep(limit) => Stop::TimedOut(limit),
-                () = aborted.cancelled() => Stop::Aborted,
-            };
-            token.cancel();
-            let grace = Duration::from_millis(self.config.grace_ms);
-            let partial = tokio::time::timeout(grace, work).await.ok();
-            let message = match stop {
-                Stop::TimedOut(limit) => format!(
-                    "{tool} timed out after {} and was stopped. Narrow the request (a smaller path, \
-                     a tighter pattern) or raise the limit with `timeouts.tools.{tool}` in the \
-                     configuration.",
-                    human(limit)
-                ),
-                Stop::Aborted => format!("{tool} was aborted before it finished."),
-            };
-            Ok(with_partial(message, partial))
-        })
+                return result;
+            }
+            () = tokio::time::sleep(limit) => Stop::TimedOut(limit),
+            () = aborted.cancelled() => Stop::Aborted,
+        };
+        token.cancel();
+        let grace = Duration::from_millis(self.config.grace_ms);
+        let partial = tokio::time::timeout(grace, work).await.ok();
+        let message = match stop {
+            Stop::TimedOut(limit) => format!(
+                "{tool} timed out after {} and was stopped. Narrow the request (a smaller path, \
+                 a tighter pattern) or raise the limit with `timeouts.tools.{tool}` in the \
+                 configuration.",
+                human(limit)
+            ),
+            Stop::Aborted => format!("{tool} was aborted before it finished."),
+        };
+        Ok(with_partial(message, partial))
     }
 }
 

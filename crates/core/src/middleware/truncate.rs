@@ -11,7 +11,8 @@ use cap_std::fs::Dir;
 use serde_json::Value;
 
 use super::{Middleware, Next, Request};
-use crate::{BoxFuture, Content, Context, ToolError, ToolOutput};
+pub use crate::schema::{FULL_OUTPUT, with_full_output};
+use crate::{Content, Context, ToolError, ToolOutput};
 
 /// Folder (relative to the root) where full outputs are kept.
 pub const OUTPUTS_DIR: &str = ".hands/outputs";
@@ -30,16 +31,14 @@ impl Truncate {
 }
 
 impl Middleware for Truncate {
-    fn handle<'a>(
+    async fn handle<'a>(
         &'a self,
         req: Request<'a>,
         next: Next<'a>,
-    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let ctx = req.ctx.clone();
-            let output = next.run(req).await?;
-            Ok(apply(&ctx, output, self.max_bytes))
-        })
+    ) -> Result<ToolOutput, ToolError> {
+        let ctx = req.ctx.clone();
+        let output = next.run(req).await?;
+        Ok(apply(&ctx, output, self.max_bytes))
     }
 }
 
@@ -85,26 +84,6 @@ fn apply(ctx: &Context, mut output: ToolOutput, max_bytes: usize) -> ToolOutput 
         }
     }
     output
-}
-
-/// The field a cut structured result gets: where the full output was saved. Every output schema
-/// declares it (see [`with_full_output`]).
-pub const FULL_OUTPUT: &str = "full_output";
-
-/// `schema` (an output schema) with the optional [`FULL_OUTPUT`] property that the truncation
-/// adds to a structured result it had to cut.
-pub fn with_full_output(mut schema: Value) -> Value {
-    if let Some(Value::Object(props)) = schema.get_mut("properties") {
-        props.entry(FULL_OUTPUT).or_insert_with(|| {
-            serde_json::json!({
-                "type": "string",
-                "description": "Set when this result was cut to fit the size limit: the file \
-                    (relative to the project root) with the full text result; read it with \
-                    read_file and offset/limit, or grep it."
-            })
-        });
-    }
-    schema
 }
 
 fn json_len(value: &Value) -> usize {

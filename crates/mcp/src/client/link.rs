@@ -24,6 +24,18 @@ use serde_json::{Map, Value};
 use tokio::runtime::Handle;
 
 use super::listener::{Listener, PARTIAL_META, Routes, ToolList};
+use super::remote::{RemoteTool, list_tools};
+
+/// Set in the environment of every MCP server hands starts: how many hands are above it. A hands
+/// started by another hands as an MCP server starts no MCP servers of its own, so that a
+/// `[mcp_servers]` entry running `hands mcp` with the same user configuration does not start
+/// itself without end (its host already talks to every configured server).
+pub const DEPTH_ENV: &str = "HANDS_MCP_DEPTH";
+
+/// This process's depth: 0 unless another hands started it as an MCP server.
+pub fn depth() -> u32 {
+    std::env::var(DEPTH_ENV).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(0)
+}
 
 /// How long a cancelled call waits for the server's partial result (a hands server stops the
 /// tool, gives it its grace period, and sends what it had).
@@ -155,7 +167,7 @@ pub(crate) async fn connect(
                     .env_clear()
                     .envs(hands_core::env::ChildEnv::vars())
                     .envs(env)
-                    .env(super::DEPTH_ENV, (super::depth() + 1).to_string())
+                    .env(DEPTH_ENV, (depth() + 1).to_string())
                     .kill_on_drop(true);
                 if let Some(cwd) = cwd {
                     cmd.current_dir(cwd);
@@ -211,33 +223,6 @@ pub(crate) async fn connect(
             timeout.as_secs_f64()
         )),
     }
-}
-
-/// A remote tool as listed by its server.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct RemoteTool {
-    /// Its name on the server.
-    pub(crate) name: String,
-    /// Its description.
-    pub(crate) description: String,
-    /// Its input schema.
-    pub(crate) input_schema: Value,
-    /// Its output schema, when it returns structured content.
-    pub(crate) output_schema: Option<Value>,
-}
-
-/// Every tool the server lists.
-pub(crate) async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<RemoteTool>, String> {
-    let tools = peer.list_all_tools().await.map_err(|err| format!("tools/list failed: {err}"))?;
-    Ok(tools
-        .into_iter()
-        .map(|tool| RemoteTool {
-            name: tool.name.to_string(),
-            description: tool.description.map(|d| d.to_string()).unwrap_or_default(),
-            input_schema: Value::Object((*tool.input_schema).clone()),
-            output_schema: tool.output_schema.map(|schema| Value::Object((*schema).clone())),
-        })
-        .collect())
 }
 
 /// Why a call did not produce a result.

@@ -17,7 +17,7 @@ use rmcp::{ClientHandler, RoleClient};
 use serde_json::Value;
 use tokio::sync::{oneshot, watch};
 
-use super::link::{self, RemoteTool};
+use super::remote::{self, RemoteTool};
 
 /// Request `_meta` key by which a client asks a hands server for the partial result of a call
 /// it cancels: MCP sends no response to a cancelled request, so hands sends what the tool had
@@ -141,7 +141,7 @@ impl ClientHandler for Listener {
 
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
         // rmcp has dropped its cached listing before calling this.
-        match link::list_tools(&context.peer).await {
+        match remote::list_tools(&context.peer).await {
             Ok(tools) => {
                 tracing::info!(tools = tools.len(), "MCP server changed its tool list");
                 self.tools.set(tools);

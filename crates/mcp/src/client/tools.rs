@@ -21,6 +21,14 @@ const MAX_NAME: usize = 64;
 const REMOTE: Annotations =
     Annotations { read_only: false, destructive: true, idempotent: false, open_world: true };
 
+impl McpClients {
+    /// Register the servers' tools (`mcp__NAME__TOOL`) and, when any server is configured,
+    /// `mcp_list` and `mcp_call`.
+    pub fn register(&self, builder: RegistryBuilder) -> RegistryBuilder {
+        register(self, builder)
+    }
+}
+
 /// The hands name of `tool` on `server`: `mcp__SERVER__TOOL`, characters outside `[A-Za-z0-9_-]`
 /// replaced by `_`, at most 64 characters (a longer name is cut and given a short hash of the
 /// whole name, so that two long names stay apart).

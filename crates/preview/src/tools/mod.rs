@@ -7,24 +7,12 @@ mod preview_open;
 mod preview_screenshot;
 mod preview_status;
 mod read_runtime_errors;
-
-use std::sync::Arc;
-
-use schemars::JsonSchema;
-use serde::Deserialize;
+mod shared;
 
 pub use preview_close::PreviewClose;
 pub use preview_open::PreviewOpen;
 pub use preview_screenshot::{PreviewScreenshot, ScreenshotArgs};
 pub use preview_status::PreviewStatusTool;
 pub use read_runtime_errors::{ReadRuntimeErrors, RuntimeErrorsArgs, RuntimeErrorsResult};
-
-use crate::preview::Settings;
-
-/// Arguments of the tools that take none.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct NoArgs {}
-
-/// The settings the tools share.
-pub(crate) type Shared = Arc<Settings>;
+pub use shared::NoArgs;
+pub(crate) use shared::Shared;

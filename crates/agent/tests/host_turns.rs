@@ -431,12 +431,18 @@ async fn process_notices_are_announced_wherever_they_ride() {
     let id = fx.session(Mode::Build).await;
     let session = fx.host.session(&id).await.unwrap();
     // Queued before the turn: injected with the user message.
-    session.push_notice("process p1 exited with code 0");
+    session.push_notice(hands_core::Notice::new(
+        hands_core::NoticeKind::ProcessExited,
+        "process p1 exited with code 0",
+    ));
     let mut sub = fx.host.subscribe(&id, 0).await.unwrap();
     fx.host.post_message(&id, "go".into()).await.unwrap();
     until(&mut sub, |k| matches!(k, EventKind::ToolCallStarted { .. })).await;
     // Queued during a call: the registry attaches it to the call's result.
-    session.push_notice("process p2 exited with code 1");
+    session.push_notice(hands_core::Notice::new(
+        hands_core::NoticeKind::ProcessExited,
+        "process p2 exited with code 1",
+    ));
     let rest = until(&mut sub, |k| matches!(k, EventKind::TurnEnded { .. })).await;
     let notices: Vec<String> = fx
         .events(&id)

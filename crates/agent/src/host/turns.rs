@@ -68,14 +68,10 @@ impl TurnRecorder {
                 summary: turn::summary(output),
             })
             .await;
-        // The registry appends queued notices to results as `[notice] …` blocks; announce them
-        // too, as the loop does for those it injects itself.
-        for content in &output.content {
-            if let hands_core::Content::Text { text } = content
-                && let Some(notice) = text.strip_prefix("[notice] ")
-            {
-                self.hub.emit(EventKind::ProcessNotice { text: notice.to_owned() }).await;
-            }
+        // The registry moves queued notices onto results; announce them too, as the loop does
+        // for those it injects itself.
+        for notice in &output.notices {
+            self.hub.emit(EventKind::ProcessNotice { text: notice.text.clone() }).await;
         }
         self.live.sync().await;
     }

@@ -366,7 +366,7 @@ async fn todos_and_mode_changes_are_announced_and_stored() {
     })
     .await;
     assert_eq!(fx.store.todos(&id).await.unwrap()[0]["id"], "1");
-    assert_eq!(fx.host.get_session(&id).await.unwrap().mode, "plan");
+    assert_eq!(fx.host.get_session(&id).await.unwrap().mode, Mode::Plan);
 
     // A resumed session gets its mode and todo list back.
     fx.host.close().await;
@@ -378,7 +378,7 @@ async fn todos_and_mode_changes_are_announced_and_stored() {
     })
     .await
     .unwrap();
-    assert_eq!(host.get_session(&id).await.unwrap().mode, "plan");
+    assert_eq!(host.get_session(&id).await.unwrap().mode, Mode::Plan);
     let session = host.session(&id).await.unwrap();
     assert_eq!(hands_agent::todos(&session).borrow()[0].content, "write tests");
 }
@@ -390,7 +390,7 @@ async fn sessions_are_listed_and_deleted() {
     let b = fx.session(Mode::Plan).await;
     let list = fx.host.list_sessions().await.unwrap();
     assert_eq!(list.len(), 2);
-    assert!(list.iter().any(|s| s.id == b && s.mode == "plan"));
+    assert!(list.iter().any(|s| s.id == b && s.mode == Mode::Plan));
     let dup = fx
         .host
         .create_session(NewSession {

@@ -21,7 +21,7 @@ pub enum Mode {
     /// Every tool.
     #[default]
     Build,
-    /// Read-only research and planning ([`crate::PLAN_MODE_TOOLS`]).
+    /// Read-only research and planning: the tools that change nothing, and exit_plan_mode.
     Plan,
 }
 

@@ -6,6 +6,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use hands_agent::host::NewSession;
+use hands_core::process::{ProcessList, ProcessStopped};
 use serde_json::Value;
 
 use crate::body::JsonBody;
@@ -141,7 +142,7 @@ pub async fn decide(
 pub async fn processes(
     State(state): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ProcessList>, ApiError> {
     Ok(Json(state.host.list_processes(&id).await?))
 }
 
@@ -149,6 +150,6 @@ pub async fn processes(
 pub async fn stop_process(
     State(state): State<AppState>,
     Path((id, process_id)): Path<(String, String)>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ProcessStopped>, ApiError> {
     Ok(Json(state.host.stop_process(&id, &process_id).await?))
 }

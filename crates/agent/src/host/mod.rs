@@ -45,7 +45,10 @@ use std::time::Duration;
 use futures_util::FutureExt as _;
 use hands_core::approval::{ApprovalRequest, Approver, ApproverHandle, Decision};
 use hands_core::ask::{AskError, Asker, AskerHandle, NoSuchQuestion, PendingQuestions, Question};
-use hands_core::{BoxFuture, CancellationToken, Mode, Registry, Session, ToolCall, ToolOutput};
+use hands_core::process::{ProcessError, ProcessList, ProcessStopped};
+use hands_core::{
+    BoxFuture, CancellationToken, Mode, ProcessService, Registry, Session, ToolCall, ToolOutput,
+};
 use hands_store::{
     EventRecord, SessionRecord, Store, StoreError, StoreResult, ToolCallRecord, TurnRecord,
 };
@@ -110,8 +113,8 @@ pub struct SessionInfo {
     pub project_id: String,
     /// Root folder.
     pub root: PathBuf,
-    /// `build` or `plan`.
-    pub mode: String,
+    /// Build or plan.
+    pub mode: Mode,
     /// Title.
     pub title: Option<String>,
     /// The turn running now, if any.
@@ -351,7 +354,7 @@ impl Host {
     fn info(&self, live: &Live) -> SessionInfo {
         let record = lock(&live.record).clone();
         let mut info = info_of(&record);
-        info.mode = live.session.mode().to_string();
+        info.mode = live.session.mode();
         info.running_turn = live.running().map(|(id, _)| id);
         info.pending_questions = self
             .questions
@@ -496,7 +499,7 @@ fn info_of(record: &SessionRecord) -> SessionInfo {
         id: record.id.clone(),
         project_id: record.project_id.clone(),
         root: PathBuf::from(&record.root),
-        mode: record.mode.clone(),
+        mode: record.mode.parse().unwrap_or_default(),
         title: record.title.clone(),
         running_turn: None,
         pending_questions: Vec::new(),

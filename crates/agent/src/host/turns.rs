@@ -346,75 +346,43 @@ impl Host {
         Ok(busy.into_iter().filter(|&b| b).count())
     }
 
-    /// The session's background processes (the list_processes tool's structured output).
-    pub async fn list_processes(&self, id: &str) -> HostResult<Value> {
+    /// The session's background processes (none when background processes are off).
+    pub async fn list_processes(&self, id: &str) -> HostResult<ProcessList> {
         let live = self.live(id).await?;
-        if self.parts.registry.get("list_processes").is_none() {
-            return Ok(json!({"processes": []}));
-        }
-        let output = self.internal(&live.session, "list_processes", json!({})).await;
-        if output.is_error {
-            return Err(HostError::BadRequest(output.joined_text()));
-        }
-        let text = output.joined_text();
-        Ok(output.structured.unwrap_or_else(|| json!({ "text": text })))
+        Ok(match self.processes() {
+            Some(processes) => processes.list(&live.session).await,
+            None => ProcessList::default(),
+        })
     }
 
-    /// Stop one of them (through the stop_process tool). `NotFound` for an unknown process id.
-    pub async fn stop_process(&self, id: &str, process_id: &str) -> HostResult<Value> {
+    /// Stop one of them. `NotFound` for an unknown process id.
+    pub async fn stop_process(&self, id: &str, process_id: &str) -> HostResult<ProcessStopped> {
         let live = self.live(id).await?;
-        if self.parts.registry.get("stop_process").is_none() {
+        let Some(processes) = self.processes() else {
             return Err(HostError::BadRequest(
                 "background processes are off (background_processes = false)".into(),
             ));
-        }
-        let output = self.internal(&live.session, "stop_process", json!({"id": process_id})).await;
-        if output.is_error {
-            return Err(HostError::NotFound(output.joined_text()));
-        }
-        Ok(json!({"id": process_id, "text": output.joined_text(), "structured": output.structured}))
+        };
+        processes.stop(&live.session, process_id).await.map_err(|err| match err {
+            ProcessError::NotFound(message) => HostError::NotFound(message),
+        })
+    }
+
+    /// The process service the tools installed, if background processes are on.
+    fn processes(&self) -> Option<Arc<dyn ProcessService>> {
+        self.parts.registry.service::<Arc<dyn ProcessService>>()
     }
 
     /// Abort what runs in a live session: its calls and turn (the session's abort generation),
-    /// then its background processes (stop_process on each running one). True when something
+    /// then its background processes (each running one stopped). True when something
     /// was running.
     pub(super) async fn abort_live(&self, live: &Live) -> bool {
         let mut busy = live.running().is_some() || live.direct_calls.load(Ordering::SeqCst) > 0;
         live.session.abort();
-        if self.parts.registry.get("list_processes").is_some()
-            && self.parts.registry.get("stop_process").is_some()
-        {
-            let list = self.internal(&live.session, "list_processes", json!({})).await;
-            let running: Vec<String> = list
-                .structured
-                .as_ref()
-                .and_then(|s| s.get("processes"))
-                .and_then(Value::as_array)
-                .map(|rows| {
-                    rows.iter()
-                        .filter(|r| r.get("status").and_then(Value::as_str) == Some("running"))
-                        .filter_map(|r| r.get("id").and_then(Value::as_str).map(str::to_owned))
-                        .collect()
-                })
-                .unwrap_or_default();
-            busy |= !running.is_empty();
-            futures_util::future::join_all(
-                running
-                    .iter()
-                    .map(|pid| self.internal(&live.session, "stop_process", json!({"id": pid}))),
-            )
-            .await;
+        if let Some(processes) = self.processes() {
+            busy |= processes.stop_running(&live.session).await > 0;
         }
         live.wait_turn(Some(ABORT_WAIT)).await;
         busy
-    }
-
-    /// A call the host makes itself (listing and stopping processes): no events, no records.
-    pub(super) async fn internal(&self, session: &Session, name: &str, args: Value) -> ToolOutput {
-        let call = ToolCall::new(fresh_id("host"), name, args);
-        match self.parts.registry.dispatch(session, call).await {
-            Ok(output) => output,
-            Err(err) => ToolOutput::error(format!("hands could not run {name}: {err}")),
-        }
     }
 }

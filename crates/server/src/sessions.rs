@@ -11,11 +11,11 @@ use serde_json::Value;
 
 use crate::body::JsonBody;
 use crate::error::ApiError;
-use crate::routes::AppState;
 use crate::schemas::{
     Answer, CallTool, CreateSession, Decision, PostMessage, SessionList, Transcript, TurnAccepted,
     valid_id,
 };
+use crate::state::AppState;
 
 /// `POST /v1/sessions` → 201 with the session.
 pub async fn create(

@@ -449,7 +449,7 @@ impl Sandbox for ProxySandbox {
                 None => Err(ToolError::Fatal("the sandbox client runtime stopped".into())),
                 Some(Ok(output)) => Ok(output),
                 Some(Err(CallError::Cancelled(Some(partial)))) => {
-                    Ok(without_abort_note(&name, partial))
+                    Ok(without_abort_note(&name, *partial))
                 }
                 Some(Err(CallError::Cancelled(None))) => {
                     Ok(ToolOutput::error(format!("{name} was aborted.")))

@@ -115,7 +115,9 @@ pub async fn call_tool(
     JsonBody(body): JsonBody<CallTool>,
 ) -> Result<Response, ApiError> {
     let output = state.host.call_tool(&id, body.turn_id, &name, Value::Object(body.args)).await?;
-    Ok(Json(output).into_response())
+    // As over MCP: the session's notices follow the result as `[notice] …` text (they are also
+    // announced as `process_notice` events).
+    Ok(Json(output.notices_as_text()).into_response())
 }
 
 /// `POST /v1/sessions/{id}/answer` → 204.

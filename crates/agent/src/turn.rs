@@ -225,7 +225,7 @@ pub fn tool_uses(message: &Message) -> Vec<ToolUse> {
         .collect()
 }
 
-/// A tool's output as the model sees it.
+/// A tool's output as the model sees it, its notices (`[notice] …`) last.
 pub fn result_block(tool_use_id: &str, output: &ToolOutput) -> Block {
     let mut content: Vec<ResultPart> = output
         .content
@@ -249,6 +249,7 @@ pub fn result_block(tool_use_id: &str, output: &ToolOutput) -> Block {
             content.push(ResultPart::Text { text });
         }
     }
+    content.extend(output.notices.iter().map(|n| ResultPart::Text { text: n.render() }));
     Block::ToolResult { tool_use_id: tool_use_id.to_owned(), content, is_error: output.is_error }
 }
 
@@ -436,11 +437,10 @@ impl Turn<'_> {
             return;
         }
         for notice in notices {
-            let text = format!("[notice] {notice}");
             if let Some(last) = messages.last_mut().filter(|m| m.role == Role::User) {
-                last.content.push(Block::Text { text });
+                last.content.push(Block::Text { text: notice.render() });
             }
-            self.observer.notice(notice).await;
+            self.observer.notice(notice.text).await;
         }
     }
 

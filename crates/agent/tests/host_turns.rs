@@ -366,7 +366,7 @@ async fn todos_and_mode_changes_are_announced_and_stored() {
     })
     .await;
     assert_eq!(fx.store.todos(&id).await.unwrap()[0]["id"], "1");
-    assert_eq!(fx.host.get_session(&id).await.unwrap().mode, "plan");
+    assert_eq!(fx.host.get_session(&id).await.unwrap().mode, Mode::Plan);
 
     // A resumed session gets its mode and todo list back.
     fx.host.close().await;
@@ -378,7 +378,7 @@ async fn todos_and_mode_changes_are_announced_and_stored() {
     })
     .await
     .unwrap();
-    assert_eq!(host.get_session(&id).await.unwrap().mode, "plan");
+    assert_eq!(host.get_session(&id).await.unwrap().mode, Mode::Plan);
     let session = host.session(&id).await.unwrap();
     assert_eq!(hands_agent::todos(&session).borrow()[0].content, "write tests");
 }
@@ -390,7 +390,7 @@ async fn sessions_are_listed_and_deleted() {
     let b = fx.session(Mode::Plan).await;
     let list = fx.host.list_sessions().await.unwrap();
     assert_eq!(list.len(), 2);
-    assert!(list.iter().any(|s| s.id == b && s.mode == "plan"));
+    assert!(list.iter().any(|s| s.id == b && s.mode == Mode::Plan));
     let dup = fx
         .host
         .create_session(NewSession {
@@ -431,12 +431,18 @@ async fn process_notices_are_announced_wherever_they_ride() {
     let id = fx.session(Mode::Build).await;
     let session = fx.host.session(&id).await.unwrap();
     // Queued before the turn: injected with the user message.
-    session.push_notice("process p1 exited with code 0");
+    session.push_notice(hands_core::Notice::new(
+        hands_core::NoticeKind::ProcessExited,
+        "process p1 exited with code 0",
+    ));
     let mut sub = fx.host.subscribe(&id, 0).await.unwrap();
     fx.host.post_message(&id, "go".into()).await.unwrap();
     until(&mut sub, |k| matches!(k, EventKind::ToolCallStarted { .. })).await;
     // Queued during a call: the registry attaches it to the call's result.
-    session.push_notice("process p2 exited with code 1");
+    session.push_notice(hands_core::Notice::new(
+        hands_core::NoticeKind::ProcessExited,
+        "process p2 exited with code 1",
+    ));
     let rest = until(&mut sub, |k| matches!(k, EventKind::TurnEnded { .. })).await;
     let notices: Vec<String> = fx
         .events(&id)

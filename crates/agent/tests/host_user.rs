@@ -3,6 +3,7 @@
 
 mod loop_support;
 
+use hands_core::process::ProcessStatus;
 use std::time::{Duration, Instant};
 
 use hands_agent::event::EventKind;
@@ -233,11 +234,9 @@ async fn abort_project_stops_the_background_processes_of_its_sessions() {
         .unwrap();
     assert!(!out.is_error, "{out:?}");
     let list = fx.host.list_processes(&id).await.unwrap();
-    assert_eq!(list["processes"].as_array().unwrap().len(), 1, "{list}");
-    assert_eq!(list["processes"][0]["status"], "running");
-    assert!(
-        fx.host.list_processes(&other).await.unwrap()["processes"].as_array().unwrap().is_empty()
-    );
+    assert_eq!(list.processes.len(), 1, "{list:?}");
+    assert_eq!(list.processes[0].status, ProcessStatus::Running);
+    assert!(fx.host.list_processes(&other).await.unwrap().processes.is_empty());
     let pid = std::fs::read_to_string(fx.root.path().join("daemon.pid")).unwrap().trim().to_owned();
     assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
 
@@ -245,11 +244,11 @@ async fn abort_project_stops_the_background_processes_of_its_sessions() {
     assert_eq!(fx.host.abort_project("proj").await.unwrap(), 1);
     assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "daemon {pid} survived");
     let list = fx.host.list_processes(&id).await.unwrap();
-    assert_ne!(list["processes"][0]["status"], "running", "{list}");
+    assert_ne!(list.processes[0].status, ProcessStatus::Running, "{list:?}");
 }
 
 #[tokio::test]
-async fn processes_are_listed_and_stopped_through_the_tools() {
+async fn processes_are_listed_and_stopped_through_the_process_service() {
     let fx = Fixture::new(Script::new(Vec::new())).await;
     let id = fx.session(Mode::Build).await;
     fx.host
@@ -262,13 +261,13 @@ async fn processes_are_listed_and_stopped_through_the_tools() {
         .await
         .unwrap();
     let list = fx.host.list_processes(&id).await.unwrap();
-    let pid = list["processes"][0]["id"].as_str().unwrap().to_owned();
+    let pid = list.processes[0].id.clone();
     let stopped = fx.host.stop_process(&id, &pid).await.unwrap();
-    assert!(stopped["text"].as_str().unwrap().contains("Stopped"), "{stopped}");
+    assert!(stopped.text.contains("Stopped"), "{stopped:?}");
     let missing = fx.host.stop_process(&id, "p99").await;
     assert!(matches!(missing, Err(HostError::NotFound(_))), "{missing:?}");
     let list = fx.host.list_processes(&id).await.unwrap();
-    assert_eq!(list["processes"][0]["status"], "stopped");
+    assert_eq!(list.processes[0].status, ProcessStatus::Stopped);
 }
 
 #[tokio::test]

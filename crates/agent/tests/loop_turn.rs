@@ -273,7 +273,10 @@ async fn provider_errors_end_the_turn_with_advice() {
 #[tokio::test]
 async fn notices_ride_on_the_next_user_content() {
     let env = env();
-    env.session.push_notice("process p1 (npm test) exited with code 1");
+    env.session.push_notice(hands_core::Notice::new(
+        hands_core::NoticeKind::ProcessExited,
+        "process p1 (npm test) exited with code 1",
+    ));
     let script =
         Script::new(vec![call("slow_read", json!({"label": "x", "ms": 300})), say("seen")]);
     let session = env.session.clone();
@@ -286,7 +289,10 @@ async fn notices_ride_on_the_next_user_content() {
             while script.requests().is_empty() {
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
-            session.push_notice("process p2 exited with code 0");
+            session.push_notice(hands_core::Notice::new(
+                hands_core::NoticeKind::ProcessExited,
+                "process p2 exited with code 0",
+            ));
         };
         let (outcome, ()) = tokio::join!(fut, pusher);
         outcome

@@ -46,6 +46,8 @@ pub fn run(
             return Ok(ExitCode::from(1));
         }
     };
+    // What a model would read: notices as `[notice] …` text after the result.
+    let output = output.notices_as_text();
     print(root, &id, &output, json)?;
     Ok(if output.is_error { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

@@ -325,6 +325,7 @@ fn build_registry_with_mcp(
     let mcp =
         hands_mcp::McpClients::connect_blocking(&servers, loaded.settings.mcp_call_timeout_ms);
     let builder = mcp.register(builder);
-    let provider = hands_mcp::sandbox::provider(&loaded.settings.sandbox, &loaded.flags)?;
-    Ok((builder.sandbox(provider).build(), mcp))
+    // Where the tools run, and with a proxy sandbox the process service that reaches its processes.
+    let builder = hands_mcp::sandbox::register(builder, &loaded.settings.sandbox, &loaded.flags)?;
+    Ok((builder.build(), mcp))
 }

@@ -17,7 +17,7 @@ use hands_core::{
     CallOptions, CancellationToken, CoreConfig, Mode, Progress, Registry, Session, ToolCall,
     ToolOutput,
 };
-use hands_mcp::sandbox::{Bwrap, ProxyProvider, find_on_path};
+use hands_mcp::sandbox::{Bwrap, ProxyProcesses, ProxyProvider, find_on_path};
 use serde_json::json;
 
 fn hands_bin() -> PathBuf {
@@ -268,6 +268,28 @@ async fn host_sessions_do_not_share_the_stale_write_guard() {
     let out = f.call(a, "write_file", json!({"path": "f.txt", "content": "from a\n"})).await;
     assert!(!out.is_error, "a read it: {out:?}");
     assert_eq!(std::fs::read_to_string(f._tmp.path().join("f.txt")).unwrap(), "from a\n");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_process_service_of_a_proxy_reaches_the_inner_processes() {
+    let Some(fx) = bwrap_fixture() else { return };
+    let processes = ProxyProcesses::service(Arc::clone(&fx.provider));
+    assert!(processes.list(&fx.session).await.processes.is_empty());
+    let args =
+        json!({"command": "echo up; exec sleep 60", "type": "daemon", "ready_pattern": "up"});
+    let out = fx.call(&fx.session, "spawn_process", args).await;
+    assert!(!out.is_error, "{}", out.joined_text());
+    // The host's own supervisor has nothing; the list comes from the inner hands.
+    let list = processes.list(&fx.session).await;
+    assert_eq!(list.processes.len(), 1, "{list:?}");
+    assert_eq!(list.processes[0].status, hands_core::process::ProcessStatus::Running);
+    let id = list.processes[0].id.clone();
+    assert!(processes.output(&fx.session, &id, 5).await.unwrap().contains("up"));
+    assert!(processes.stop(&fx.session, "p99").await.is_err());
+    assert_eq!(processes.stop_running(&fx.session).await, 1);
+    let list = processes.list(&fx.session).await;
+    assert_ne!(list.processes[0].status, hands_core::process::ProcessStatus::Running, "{list:?}");
+    fx.session.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -3,6 +3,8 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::Notice;
+
 /// One block of a result. Serialises as MCP content (`{"type":"image","data":<base64>,
 /// "mimeType":…}`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -41,6 +43,10 @@ pub struct ToolOutput {
     pub structured: Option<Value>,
     /// True when the call failed in a way the model can act on.
     pub is_error: bool,
+    /// News that rides on this result (a background process finished, …): data, not part of
+    /// MCP's shape; front ends render it where a model reads it ([`ToolOutput::notices_as_text`]).
+    #[serde(skip)]
+    pub notices: Vec<Notice>,
 }
 
 impl ToolOutput {
@@ -73,6 +79,16 @@ impl ToolOutput {
     #[must_use]
     pub fn with_text(mut self, text: impl Into<String>) -> Self {
         self.content.push(Content::Text { text: text.into() });
+        self
+    }
+
+    /// The notices moved into text blocks (`[notice] …`) after the result's own, for a reader
+    /// that sees only text: a model over MCP, `hands call`'s output.
+    #[must_use]
+    pub fn notices_as_text(mut self) -> Self {
+        for notice in std::mem::take(&mut self.notices) {
+            self.content.push(Content::Text { text: notice.render() });
+        }
         self
     }
 
@@ -111,5 +127,17 @@ mod tests {
                 "isError": false
             })
         );
+    }
+
+    #[test]
+    fn notices_are_data_until_rendered_as_text() {
+        let mut out = ToolOutput::text("ok");
+        out.notices.push(Notice::new(crate::NoticeKind::ProcessExited, "p1 exited"));
+        let value = serde_json::to_value(&out).unwrap();
+        assert_eq!(value["content"].as_array().map(Vec::len), Some(1), "{value}");
+        assert!(value.get("notices").is_none(), "{value}");
+        let rendered = out.notices_as_text();
+        assert!(rendered.notices.is_empty());
+        assert_eq!(rendered.joined_text(), "ok\n[notice] p1 exited");
     }
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::middleware::{self, DynMiddleware, Endpoint, Layer, Middleware, Next, Place, Request};
+use crate::services::Services;
 use crate::tool::Erased;
 use crate::{
     BoxFuture, Context, CoreConfig, DispatchError, DynTool, LocalProvider, Mode, SandboxProvider,
@@ -75,9 +76,17 @@ pub struct RegistryBuilder {
     provider: Arc<dyn SandboxProvider>,
     tools: Vec<Arc<dyn DynTool>>,
     layers: Vec<Layer>,
+    services: Services,
 }
 
 impl RegistryBuilder {
+    /// Install a service for front ends (e.g. `Arc<dyn ProcessService>`); one per type.
+    #[must_use]
+    pub fn service<T: Clone + Send + Sync + 'static>(mut self, service: T) -> Self {
+        self.services.insert(service);
+        self
+    }
+
     /// Register `tool`.
     #[must_use]
     pub fn tool<T: Tool>(mut self, tool: T) -> Self {
@@ -130,7 +139,8 @@ impl RegistryBuilder {
                 order.push(name);
             }
         }
-        Registry { order, tools, chain, endpoint: SandboxEndpoint { provider: self.provider } }
+        let endpoint = SandboxEndpoint { provider: self.provider };
+        Registry { order, tools, chain, endpoint, services: self.services }
     }
 }
 
@@ -140,6 +150,7 @@ pub struct Registry {
     tools: HashMap<String, Arc<dyn DynTool>>,
     chain: Vec<Arc<dyn DynMiddleware>>,
     endpoint: SandboxEndpoint,
+    services: Services,
 }
 
 impl Registry {
@@ -151,7 +162,13 @@ impl Registry {
             provider: Arc::new(LocalProvider),
             tools: Vec::new(),
             layers: Vec::new(),
+            services: Services::default(),
         }
+    }
+
+    /// The service of type `T` a tool crate installed ([`RegistryBuilder::service`]).
+    pub fn service<T: Clone + 'static>(&self) -> Option<T> {
+        self.services.get()
     }
 
     /// True when `mode` offers `name` (a canonical name).
@@ -276,11 +293,9 @@ impl Registry {
     }
 }
 
-/// Append the session's queued notices (finished background processes, …) to a result.
+/// Move the session's queued notices (finished background processes, …) onto a result.
 fn with_notices(session: &Session, mut output: ToolOutput) -> ToolOutput {
-    for notice in session.take_notices() {
-        output = output.with_text(format!("[notice] {notice}"));
-    }
+    output.notices.extend(session.take_notices());
     output
 }
 

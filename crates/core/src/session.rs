@@ -8,17 +8,20 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::Notice;
+
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 /// The session's mode: what the model may do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// Every tool.
     #[default]
     Build,
-    /// Read-only research and planning ([`crate::PLAN_MODE_TOOLS`]).
+    /// Read-only research and planning: the tools that change nothing, and exit_plan_mode.
     Plan,
 }
 
@@ -51,7 +54,7 @@ pub type Closer = Box<dyn FnOnce() -> crate::BoxFuture<'static, ()> + Send>;
 /// Asked for a notice each time the queued notices are taken: for news that is a live count rather
 /// than an event to queue ("2 new runtime errors in the preview"). It must not touch the session's
 /// notices itself.
-pub type NoticeSource = Box<dyn Fn() -> Option<String> + Send + Sync>;
+pub type NoticeSource = Box<dyn Fn() -> Option<Notice> + Send + Sync>;
 
 struct Inner {
     id: String,
@@ -64,7 +67,7 @@ struct Inner {
     /// Fired once, when the session closes.
     closed: CancellationToken,
     extensions: Mutex<HashMap<TypeId, Extension>>,
-    notices: Mutex<Vec<String>>,
+    notices: Mutex<Vec<Notice>>,
     notice_sources: Mutex<Vec<NoticeSource>>,
     hidden: Mutex<std::collections::HashSet<String>>,
     closers: Mutex<Vec<Closer>>,
@@ -227,12 +230,12 @@ impl Session {
 
     /// Queue a notice for the model (a background process finished, …); it rides on the next tool
     /// result of this session.
-    pub fn push_notice(&self, notice: impl Into<String>) {
-        self.0.notices.lock().unwrap_or_else(PoisonError::into_inner).push(notice.into());
+    pub fn push_notice(&self, notice: Notice) {
+        self.0.notices.lock().unwrap_or_else(PoisonError::into_inner).push(notice);
     }
 
     /// Take the queued notices, oldest first, then what each notice source has to say now.
-    pub fn take_notices(&self) -> Vec<String> {
+    pub fn take_notices(&self) -> Vec<Notice> {
         let mut notices =
             std::mem::take(&mut *self.0.notices.lock().unwrap_or_else(PoisonError::into_inner));
         let sources = self.0.notice_sources.lock().unwrap_or_else(PoisonError::into_inner);
@@ -321,12 +324,16 @@ mod tests {
         assert!(s.cancel_token().is_cancelled(), "a closed session stays aborted");
     }
 
+    fn other(text: &str) -> Notice {
+        Notice::new(crate::NoticeKind::Other, text)
+    }
+
     #[test]
     fn notices_are_taken_once_in_order() {
         let s = Session::new("a", "/tmp");
-        s.push_notice("one");
-        s.push_notice("two");
-        assert_eq!(s.take_notices(), vec!["one".to_owned(), "two".to_owned()]);
+        s.push_notice(other("one"));
+        s.push_notice(other("two"));
+        assert_eq!(s.take_notices(), vec![other("one"), other("two")]);
         assert!(s.take_notices().is_empty());
     }
 
@@ -337,12 +344,12 @@ mod tests {
         let seen = Arc::clone(&news);
         s.add_notice_source(Box::new(move || {
             let n = seen.swap(0, Ordering::SeqCst);
-            (n > 0).then(|| format!("{n} new"))
+            (n > 0).then(|| other(&format!("{n} new")))
         }));
         assert!(s.take_notices().is_empty());
         news.store(2, Ordering::SeqCst);
-        s.push_notice("queued");
-        assert_eq!(s.take_notices(), vec!["queued".to_owned(), "2 new".to_owned()]);
+        s.push_notice(other("queued"));
+        assert_eq!(s.take_notices(), vec![other("queued"), other("2 new")]);
         assert!(s.take_notices().is_empty());
     }
 

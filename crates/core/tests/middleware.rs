@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use common::{Echo, Sleep};
 use hands_core::config::{RecoveryConfig, TimeoutConfig};
 use hands_core::{
-    BoxFuture, Context, CoreConfig, DispatchError, DynTool, Registry, Sandbox, SandboxProvider,
-    Session, ToolCall, ToolError, ToolOutput,
+    BoxFuture, Context, CoreConfig, DispatchError, DynTool, Notice, NoticeKind, Registry, Sandbox,
+    SandboxProvider, Session, ToolCall, ToolError, ToolOutput,
 };
 use serde_json::{Value, json};
 
@@ -445,15 +445,18 @@ async fn approval_under_ask_asks_for_changes_only() {
 async fn notices_ride_on_the_next_result_once() {
     let r = Registry::builder(config()).tool(Echo::new("read_file", true).0).build();
     let s = Session::new("s", "/tmp");
-    s.push_notice("process 2 (npm test) exited with code 1");
+    let notice = Notice::new(NoticeKind::ProcessExited, "process 2 (npm test) exited with code 1");
+    s.push_notice(notice.clone());
     let out = r.dispatch(&s, ToolCall::new("1", "read_file", json!({"text": "a"}))).await.unwrap();
+    assert_eq!(out.notices, vec![notice]);
+    assert!(!out.joined_text().contains("[notice]"), "data, not text: {}", out.joined_text());
     assert!(
-        out.joined_text().ends_with("[notice] process 2 (npm test) exited with code 1"),
-        "{}",
-        out.joined_text()
+        out.notices_as_text()
+            .joined_text()
+            .ends_with("[notice] process 2 (npm test) exited with code 1")
     );
     let out = r.dispatch(&s, ToolCall::new("2", "read_file", json!({"text": "b"}))).await.unwrap();
-    assert!(!out.joined_text().contains("[notice]"));
+    assert!(out.notices.is_empty());
 }
 
 /// Reads a shared version slowly (read-only) or bumps it (mutating).

@@ -8,9 +8,12 @@
 
 use hands_core::{Context, ToolError, ToolOutput};
 
-use crate::processes::{Notes, block, human, label, last_lines};
-use crate::spawn_process::{self, Request, SpawnResult};
-use crate::{ExecConfig, Kind, Status, Supervisor};
+use hands_core::process::ProcessStatus;
+
+use crate::config::ExecConfig;
+use crate::launch::{self, Request, SpawnResult};
+use crate::notes::{Notes, block, human, label, last_lines};
+use crate::supervisor::{Kind, Status, Supervisor};
 
 /// Lines of recent output shown for a reused daemon.
 const RECENT_LINES: usize = 20;
@@ -25,7 +28,7 @@ pub async fn start_or_reuse(
     if let Some(output) = reuse(ctx, config, command) {
         return Ok(output);
     }
-    spawn_process::launch(ctx, config, Request::daemon(command)).await
+    launch::launch(ctx, config, Request::daemon(command)).await
 }
 
 /// Collapse runs of whitespace, so that `npm  run dev` is `npm run dev`.
@@ -65,7 +68,7 @@ fn reuse(ctx: &Context, config: &ExecConfig, command: &str) -> Option<ToolOutput
         pid: proc.pid,
         kind: "daemon".into(),
         name: proc.name.clone(),
-        status: "running".into(),
+        status: ProcessStatus::Running,
         exit_code: None,
         ready: None,
         url: note.url,

@@ -12,12 +12,22 @@ use rustix::process::{Pid, PidfdFlags, Signal, kill_process_group, pidfd_open, p
 
 use crate::procfs::{self, ProcInfo, Target};
 use crate::reap;
-use crate::supervisor::StopReport;
 
 /// Most escalation rounds before giving up (each is a scan, a freeze and a kill).
 const MAX_ROUNDS: usize = 50;
 /// How often the grace period checks whether everything is gone.
 const POLL: Duration = Duration::from_millis(40);
+
+/// What a stop did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct StopReport {
+    /// Processes that got SIGTERM.
+    pub terminated: usize,
+    /// Processes still alive after the grace period that got SIGKILL.
+    pub killed: usize,
+    /// Marked processes still alive after everything (should be 0).
+    pub survivors: usize,
+}
 
 /// Signal one scanned process, through a pidfd, and only if the pid still names the process that
 /// was scanned (same start time): a pid freed since the scan may already be reused, even as the

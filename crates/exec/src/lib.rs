@@ -9,37 +9,48 @@
 //! head+tail buffer with an exact count of what was dropped; and a record of every background
 //! process lets the next hands stop the leftovers of one that crashed.
 
-pub mod bash;
+mod background;
 mod config;
 pub mod daemon;
 pub mod devserver;
 mod kill;
+mod launch;
+mod notes;
 mod output;
-mod processes;
 mod procfs;
+mod progress;
 mod ready;
 mod reap;
 mod record;
+mod shared;
 mod spawn;
-mod spawn_process;
 pub mod supervisor;
+pub mod tools;
+mod tracked;
 mod watch;
 
-pub use bash::Bash;
+pub use background::ExecProcesses;
 pub use config::{BashConfig, EnvConfig, ExecConfig, ProcessConfig};
-pub use processes::{ListProcesses, ProcessOutput, StopProcess};
+pub use kill::StopReport;
 pub use reap::zombie_children;
 pub use record::{LeftoverReport, Record, reap_leftovers, records_dir};
-pub use spawn_process::SpawnProcess;
-pub use supervisor::{Kind, Proc, Snapshot, SpawnSpec, Status, StopReport, Supervisor};
+pub use shared::Exit;
+pub use supervisor::{Kind, Proc, Snapshot, SpawnSpec, Status, Supervisor};
+pub use tools::bash::{self, Bash};
+pub use tools::processes::{ListProcesses, ProcessOutput, StopProcess};
+pub use tools::spawn_process::SpawnProcess;
 
-use hands_core::RegistryBuilder;
+use std::sync::Arc;
 
-/// Register the process tools (the background ones only when `background_processes` is on).
+use hands_core::{ProcessService, RegistryBuilder};
+
+/// Register the process tools (the background ones only when `background_processes` is on, with
+/// the [`ProcessService`] front ends list and stop them through).
 pub fn register(builder: RegistryBuilder, config: &ExecConfig) -> RegistryBuilder {
     let mut builder = builder.tool(Bash::new(config.clone()));
     if config.background_processes {
         builder = builder
+            .service::<Arc<dyn ProcessService>>(ExecProcesses::service(config.clone()))
             .tool(SpawnProcess::new(config.clone()))
             .tool(ListProcesses::new(config.clone()))
             .tool(ProcessOutput::new(config.clone()))

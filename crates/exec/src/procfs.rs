@@ -231,7 +231,7 @@ impl Target {
                 && p.start >= since
                 && !p.is_dead()
                 && m.is_none_or(Markers::is_unmarked)
-                && !crate::reap::is_tracked(p.pid)
+                && !crate::tracked::is_tracked(p.pid)
         })
     }
 }

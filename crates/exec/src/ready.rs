@@ -18,7 +18,7 @@ use regex::Regex;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::{Proc, Status};
+use crate::supervisor::{Proc, Status};
 
 /// How often listening ports are looked up while waiting.
 const PORT_POLL: Duration = Duration::from_millis(200);

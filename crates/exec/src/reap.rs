@@ -2,43 +2,18 @@
 //! exited) are re-parented to hands instead of init, so that they can be found and reaped.
 //!
 //! Reaping must never steal the exit status of a child someone waits for. The children the
-//! supervisor starts are registered in [`TRACKED`] (under the same lock that covers their spawn, so
+//! supervisor starts are registered in the tracked set (tracked.rs) (under the same lock that covers their spawn, so
 //! a scan can never see one before it is registered) and are reaped through their pidfd. Other
 //! children of hands (a `std::process::Command` of another crate) stay in hands' own session; an
 //! orphan never does, because every supervised child starts a new session. So an orphan is a zombie
 //! whose parent is us, that is not tracked, and whose session is not ours.
 
-use std::collections::HashSet;
-use std::sync::{Mutex, MutexGuard, Once, PoisonError};
+use std::sync::Once;
 
 use rustix::process::{Pid, WaitOptions};
 
 use crate::procfs;
-
-/// Pids of the children the supervisor started and has not reaped yet.
-static TRACKED: Mutex<Option<HashSet<i32>>> = Mutex::new(None);
-
-/// The tracked set, locked.
-pub(crate) fn tracked() -> MutexGuard<'static, Option<HashSet<i32>>> {
-    TRACKED.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Register a child (call with the guard held across its spawn).
-pub(crate) fn track(guard: &mut MutexGuard<'static, Option<HashSet<i32>>>, pid: i32) {
-    guard.get_or_insert_with(HashSet::new).insert(pid);
-}
-
-/// True while the supervisor tracks `pid` as one of the children it started.
-pub(crate) fn is_tracked(pid: i32) -> bool {
-    tracked().as_ref().is_some_and(|set| set.contains(&pid))
-}
-
-/// Forget a child once it is reaped.
-pub(crate) fn untrack(pid: i32) {
-    if let Some(set) = tracked().as_mut() {
-        set.remove(&pid);
-    }
-}
+use crate::tracked::tracked;
 
 /// Become a child subreaper, once per process.
 pub(crate) fn become_subreaper() {

@@ -15,15 +15,16 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use hands_core::{CancellationToken, Session};
-use rustix::process::{Pid, WaitOptions};
 use tokio::sync::watch;
 
-use crate::ExecConfig;
+use crate::config::ExecConfig;
+use crate::kill::{self, StopReport};
 use crate::output::{CappedLog, HeadTail};
 use crate::procfs::{self, Target};
 use crate::record::{self, Record};
+use crate::shared::{Exit, Life, Shared, remove_record};
 use crate::watch::{Script, reap_on_sigchld, spawn_drain, watch_exit};
-use crate::{kill, reap, spawn};
+use crate::{reap, spawn, tracked};
 
 /// Commands longer than this go through a script file: one exec argument is limited to 128 KiB.
 pub const INLINE_COMMAND_MAX: usize = 100 * 1024;
@@ -79,26 +80,6 @@ pub enum Status {
     },
 }
 
-/// How the main process ended (also for a process hands stopped: then usually a signal).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub struct Exit {
-    /// Its exit code, when it exited normally.
-    pub code: Option<i32>,
-    /// The signal that ended it, if any.
-    pub signal: Option<i32>,
-}
-
-/// What a stop did.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct StopReport {
-    /// Processes that got SIGTERM.
-    pub terminated: usize,
-    /// Processes still alive after the grace period that got SIGKILL.
-    pub killed: usize,
-    /// Marked processes still alive after everything (should be 0).
-    pub survivors: usize,
-}
-
 /// Output of a process as kept: head, tail, and how much was dropped between them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Snapshot {
@@ -125,57 +106,6 @@ impl Snapshot {
         }
         text.push_str(&String::from_utf8_lossy(&self.tail));
         text
-    }
-}
-
-/// Life of the main process, under one lock so that reaping and stopping never race.
-#[derive(Debug, Default)]
-pub(crate) struct Life {
-    pub(crate) exit: Option<Exit>,
-    pub(crate) reaped: bool,
-    pub(crate) stopping: bool,
-    pub(crate) stop_reason: Option<String>,
-}
-
-/// State shared with the drain thread and the exit watcher.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    pub(crate) output: Mutex<HeadTail>,
-    pub(crate) log: Mutex<Option<CappedLog>>,
-    pub(crate) progress: watch::Sender<u64>,
-    pub(crate) drained: watch::Sender<bool>,
-    pub(crate) exited: watch::Sender<bool>,
-    pub(crate) life: Mutex<Life>,
-    pub(crate) record: Mutex<Option<PathBuf>>,
-}
-
-impl Shared {
-    pub(crate) fn life(&self) -> std::sync::MutexGuard<'_, Life> {
-        self.life.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Reap the main process if it has exited and nobody else will; true once it is reaped.
-    pub(crate) fn reap_main(&self, pid: i32, life: &mut Life) -> bool {
-        if life.reaped {
-            return true;
-        }
-        let Some(raw) = Pid::from_raw(pid) else { return false };
-        match rustix::process::waitpid(Some(raw), WaitOptions::NOHANG) {
-            Ok(Some((_, status))) => {
-                life.exit.get_or_insert(Exit {
-                    code: status.exit_status(),
-                    signal: status.terminating_signal(),
-                });
-                life.reaped = true;
-            }
-            Ok(None) => return false,
-            // ECHILD: already reaped (cannot happen while tracked, but never loop on it).
-            Err(_) => life.reaped = true,
-        }
-        reap::untrack(pid);
-        self.exited.send_replace(true);
-        self.progress.send_modify(|_| {});
-        true
     }
 }
 
@@ -348,12 +278,6 @@ impl Proc {
     }
 }
 
-pub(crate) fn remove_record(shared: &Shared) {
-    if let Some(path) = shared.record.lock().unwrap_or_else(PoisonError::into_inner).take() {
-        let _ = std::fs::remove_file(path);
-    }
-}
-
 /// The session's slot for its supervisor (created once, even under concurrent first use).
 #[derive(Default)]
 struct Slot(OnceLock<Arc<Supervisor>>);
@@ -460,9 +384,9 @@ impl Supervisor {
         reap::become_subreaper();
         let started = {
             // Held across the fork so that the orphan reaper never sees the child untracked.
-            let mut guard = reap::tracked();
+            let mut guard = tracked::tracked();
             let started = spawn::start(&self.config.bash.shell, program, &spec.cwd, &markers)?;
-            reap::track(&mut guard, started.pid as i32);
+            tracked::track(&mut guard, started.pid as i32);
             started
         };
         let pid = started.pid;

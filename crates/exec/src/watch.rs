@@ -14,7 +14,7 @@ use rustix::process::{Pid, WaitId, WaitIdOptions, WaitIdStatus};
 
 use crate::procfs::{self, Target};
 use crate::reap;
-use crate::supervisor::{Exit, Shared, remove_record};
+use crate::shared::{Exit, Shared, remove_record};
 
 /// A long command written to a temp file, removed when the drain ends.
 #[derive(Debug)]

@@ -6,16 +6,19 @@ mod process_support;
 
 use std::time::Duration;
 
+use hands_core::NoticeKind;
 use process_support::Env;
 use serde_json::json;
 
-/// Call list_processes until a result carries a notice (at most 10 s).
+/// Call list_processes until a result carries a notice (at most 10 s); the result as a model
+/// reads it, notices rendered.
 async fn until_notice(env: &Env) -> String {
     for _ in 0..50 {
         tokio::time::sleep(Duration::from_millis(200)).await;
-        let (text, _) = env.ok("list_processes", json!({})).await;
-        if text.contains("[notice]") {
-            return text;
+        let out = env.call("list_processes", json!({})).await;
+        if !out.notices.is_empty() {
+            assert!(out.notices.iter().all(|n| n.kind == NoticeKind::ProcessExited), "{out:?}");
+            return out.notices_as_text().joined_text();
         }
     }
     panic!("no notice arrived within 10 s");
@@ -40,8 +43,8 @@ async fn the_exit_of_a_long_run_rides_on_the_next_tool_result() {
     assert!(notice.contains("line 30"), "{notice}");
     assert!(!notice.contains("line 10\n"), "only the last ~20 lines: {notice}");
     // Once.
-    let (text, _) = env.ok("list_processes", json!({})).await;
-    assert!(!text.contains("[notice]"), "{text}");
+    let out = env.call("list_processes", json!({})).await;
+    assert!(out.notices.is_empty(), "{out:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -78,6 +81,6 @@ async fn a_long_run_that_ends_during_the_call_is_reported_there_only() {
     assert_eq!(s["status"], "exited");
     assert_eq!(s["exit_code"], 2);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let (text, _) = env.ok("list_processes", json!({})).await;
-    assert!(!text.contains("[notice]"), "no second report: {text}");
+    let out = env.call("list_processes", json!({})).await;
+    assert!(out.notices.is_empty(), "no second report: {out:?}");
 }

@@ -319,7 +319,7 @@ impl Server {
             };
             match link::call(&conn, call).await {
                 Ok(output) => return Ok(output),
-                Err(CallError::Cancelled(Some(partial))) => return Ok(partial),
+                Err(CallError::Cancelled(Some(partial))) => return Ok(*partial),
                 Err(CallError::Cancelled(None)) => return aborted(),
                 Err(CallError::Gone(reason)) if !restarted => {
                     tracing::warn!(server = %self.name, reason = %reason, "MCP server gone during a call; restarting it");

@@ -8,17 +8,38 @@ mod config;
 mod error;
 mod inner;
 pub(crate) mod net;
+mod processes;
 mod proxy;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use hands_core::{LocalProvider, SandboxProvider};
+use hands_core::{LocalProvider, RegistryBuilder, SandboxProvider};
 
 pub use config::{Backend, SandboxConfig};
 pub use error::SandboxError;
 pub use inner::{INNER_ENV, is_inner};
+pub use processes::ProxyProcesses;
 pub use proxy::{Bwrap, ProxyProvider};
+
+/// Run the registry's tools where `config` says ([`provider`]); with a proxy backend the
+/// processes of a session live in its inner hands, so the process service front ends use is
+/// [`ProxyProcesses`] (replacing the local one exec installed).
+pub fn register(
+    builder: RegistryBuilder,
+    config: &SandboxConfig,
+    flags: &[String],
+) -> Result<RegistryBuilder, SandboxError> {
+    Ok(match proxy(config, flags)? {
+        Some(proxy) => {
+            let proxy = Arc::new(proxy);
+            builder
+                .sandbox(Arc::clone(&proxy) as Arc<dyn SandboxProvider>)
+                .service(ProxyProcesses::service(proxy))
+        }
+        None => builder.sandbox(Arc::new(LocalProvider)),
+    })
+}
 
 /// The provider `config` asks for. In an inner hands ([`is_inner`]) always `local`. `flags` are
 /// the host's `-c key=value` overrides: an inner bwrap hands gets those of the tools' settings
@@ -29,11 +50,19 @@ pub fn provider(
     config: &SandboxConfig,
     flags: &[String],
 ) -> Result<Arc<dyn SandboxProvider>, SandboxError> {
+    Ok(match proxy(config, flags)? {
+        Some(proxy) => Arc::new(proxy),
+        None => Arc::new(LocalProvider),
+    })
+}
+
+/// The proxy `config` asks for; `None` for the local backend.
+fn proxy(config: &SandboxConfig, flags: &[String]) -> Result<Option<ProxyProvider>, SandboxError> {
     if is_inner() {
-        return Ok(Arc::new(LocalProvider));
+        return Ok(None);
     }
     match config.backend {
-        Backend::Local => Ok(Arc::new(LocalProvider)),
+        Backend::Local => Ok(None),
         Backend::Bwrap => {
             let bwrap = find_on_path("bwrap").ok_or(SandboxError::BwrapMissing)?;
             let hands = match &config.hands {
@@ -53,11 +82,11 @@ pub fn provider(
             } else {
                 None
             };
-            Ok(Arc::new(ProxyProvider::bwrap(Bwrap { bwrap, inner, slirp })?))
+            Ok(Some(ProxyProvider::bwrap(Bwrap { bwrap, inner, slirp })?))
         }
         Backend::Remote => {
             let url = config.url.clone().ok_or(SandboxError::UrlMissing)?;
-            Ok(Arc::new(ProxyProvider::remote(url, config.token.clone(), config.recreate.clone())?))
+            Ok(Some(ProxyProvider::remote(url, config.token.clone(), config.recreate.clone())?))
         }
     }
 }

@@ -295,7 +295,11 @@ impl ServerHandler for McpServer {
         let cancel = context.ct.clone();
         cancel_when_client_gone(&context, &cancel);
         let options = CallOptions { progress: sink, cancel: Some(cancel) };
-        let result = registry.dispatch_with(&self.session, call, options).await;
+        // A model reads notices as text: `[notice] …` blocks after the result's own.
+        let result = registry
+            .dispatch_with(&self.session, call, options)
+            .await
+            .map(hands_core::ToolOutput::notices_as_text);
         if let Some(forwarder) = forwarder {
             // Let the last reports go out before the result; the sink is gone with the call.
             let _ = tokio::time::timeout(Duration::from_millis(200), forwarder).await;

@@ -217,7 +217,10 @@ impl Preview {
                 })
             }));
             let weak = Arc::downgrade(preview);
-            session.add_notice_source(Box::new(move || weak.upgrade()?.errors.notice()));
+            session.add_notice_source(Box::new(move || {
+                let text = weak.upgrade()?.errors.notice()?;
+                Some(hands_core::Notice::new(hands_core::NoticeKind::RuntimeErrors, text))
+            }));
         }
         Arc::clone(preview)
     }

@@ -58,12 +58,12 @@ async fn the_vite_fixture_opens_and_its_errors_arrive_with_source_locations() {
     )
     .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let other = env.call("list_processes", json!({})).await.joined_text();
+    let other = env.call("list_processes", json!({})).await.notices_as_text().joined_text();
     assert!(
         other.contains("[notice] 2 new runtime errors in the preview — read_runtime_errors"),
         "{other}"
     );
-    let again = env.call("list_processes", json!({})).await.joined_text();
+    let again = env.call("list_processes", json!({})).await.notices_as_text().joined_text();
     assert!(!again.contains("[notice]"), "announced once: {again}");
     let (text, result) = env.ok("read_runtime_errors", json!({})).await;
     let new = result["errors"].as_array().unwrap();
@@ -74,7 +74,7 @@ async fn the_vite_fixture_opens_and_its_errors_arrive_with_source_locations() {
     assert!(text.contains("(×2)") && text.contains("src/explode.ts:11:9"), "{text}");
     let (text, result) = env.ok("read_runtime_errors", json!({})).await;
     assert_eq!(result["errors"], json!([]), "{text}");
-    let after = env.call("list_processes", json!({})).await.joined_text();
+    let after = env.call("list_processes", json!({})).await.notices_as_text().joined_text();
     assert!(!after.contains("[notice]"), "read already: {after}");
 
     // The screenshot shows the page.

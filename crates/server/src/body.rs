@@ -9,7 +9,7 @@ use axum::http::{StatusCode, header};
 use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;
-use crate::routes::AppState;
+use crate::state::AppState;
 
 /// A JSON request body of type `T`.
 #[derive(Debug, Clone)]

@@ -1,9 +1,9 @@
 //! The types the OpenAPI document describes. Sessions, messages and events are the host's own
-//! types (they derive their JSON Schema). Tool results and process lists are produced by custom
-//! serialisers in other crates, so they have documentation twins here: the same JSON shape with a
-//! derived schema; the tests at the bottom serialise the real values, read the JSON back through
-//! the twins and require the identical JSON, so a field added, renamed or dropped on either side
-//! fails them.
+//! types, and process lists core's (they derive their JSON Schema). A tool result is produced by
+//! a custom serialiser in core, so it has a documentation twin here: the same JSON shape with a
+//! derived schema; the test at the bottom serialises real values, reads the JSON back through the
+//! twin and requires the identical JSON, so a field added, renamed or dropped on either side fails
+//! it.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -13,6 +13,8 @@ use serde_json::Value;
 pub use hands_agent::event::{Event, EventKind};
 pub use hands_agent::host::SessionInfo;
 pub use hands_agent::model::{Block, Message, ResultPart, Role};
+// The one process row, shared with list_processes' structured output.
+pub use hands_core::process::{ProcessList, ProcessRow, ProcessStopped};
 
 /// A tool's result in MCP's `CallToolResult` shape (`hands_core::ToolOutput`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -44,60 +46,6 @@ pub enum Content {
         #[serde(rename = "mimeType")]
         mime_type: String,
     },
-}
-
-/// The session's background processes (list_processes' structured result).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct ProcessList {
-    /// Oldest first.
-    pub processes: Vec<ProcessRow>,
-}
-
-/// One background process.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct ProcessRow {
-    /// Id for process_output and stop.
-    pub id: String,
-    /// `daemon` or `long-run`.
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// Name given at spawn (or the command).
-    pub name: String,
-    /// The command line.
-    pub command: String,
-    /// Process id of its shell.
-    pub pid: u32,
-    /// `running`, `exited` or `stopped`.
-    pub status: String,
-    /// The status in words.
-    pub detail: String,
-    /// Exit code, when it exited by itself.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exit_code: Option<i32>,
-    /// Uptime (running) or how long it ran, in milliseconds.
-    pub duration_ms: u64,
-    /// URL it printed, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub url: Option<String>,
-    /// Port it listens on, if known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub port: Option<u16>,
-    /// Output bytes not yet read.
-    pub unread_bytes: u64,
-    /// Log file with its whole output, relative to the project root.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub log: Option<String>,
-}
-
-/// What stopping a background process did.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct ProcessStopped {
-    /// The process.
-    pub id: String,
-    /// What happened, as the stop_process tool says it (signals sent, status, last lines).
-    pub text: String,
-    /// The tool's structured result, when it has one.
-    pub structured: Option<Value>,
 }
 
 #[cfg(test)]

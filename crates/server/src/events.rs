@@ -22,7 +22,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ApiError;
-use crate::routes::AppState;
+use crate::state::AppState;
 
 /// How often an idle stream sends a comment, so that proxies keep it open.
 pub const KEEP_ALIVE: Duration = Duration::from_secs(15);

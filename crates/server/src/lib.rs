@@ -26,9 +26,11 @@ mod error;
 mod events;
 pub mod listener;
 pub mod openapi;
+mod operation;
 pub mod routes;
 pub mod schemas;
 mod sessions;
+mod state;
 pub mod token;
 mod vibe;
 

@@ -1,5 +1,5 @@
 //! The OpenAPI 3.1 document of the session API, built from the operation list in
-//! [`crate::routes`]: paths and methods from the list, body and response schemas derived with
+//! routes.rs: paths and methods from the list, body and response schemas derived with
 //! schemars from the request types and the documentation twins (JSON Schema 2020-12, which
 //! OpenAPI 3.1 uses as it is), and the error responses every operation shares.
 
@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 
 use crate::docs;
 use crate::error::ErrorBody;
-use crate::routes::{Operation, Payload};
+use crate::operation::{Operation, Payload};
 
 /// The largest event id the document promises to accept: 2^53 - 1.
 const MAX_SAFE_ID: u64 = (1 << 53) - 1;
@@ -171,66 +171,5 @@ fn status_text(status: u16) -> &'static str {
         415 => "The body must be JSON with `Content-Type: application/json`",
         503 => "No model is configured on the server",
         _ => "",
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::routes::operations;
-
-    #[test]
-    fn every_operation_is_documented_once_with_its_parameters() {
-        let ops = operations();
-        let doc = document(&ops);
-        let paths = doc["paths"].as_object().unwrap();
-        let mut count = 0;
-        for op in &ops {
-            let entry = &paths[op.path][op.verb.name()];
-            assert_eq!(entry["operationId"], op.id, "{} {}", op.verb.name(), op.path);
-            let params: Vec<&str> = entry["parameters"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|p| p["in"] == "path")
-                .map(|p| p["name"].as_str().unwrap())
-                .collect();
-            assert_eq!(params, path_params(op.path).collect::<Vec<_>>());
-            count += 1;
-        }
-        let documented: usize = paths.values().map(|item| item.as_object().unwrap().len()).sum();
-        assert_eq!(documented, count);
-    }
-
-    #[test]
-    fn every_reference_resolves() {
-        let doc = document(&operations());
-        let schemas = doc["components"]["schemas"].as_object().unwrap();
-        let mut refs = Vec::new();
-        collect_refs(&doc, &mut refs);
-        assert!(!refs.is_empty());
-        for r in refs {
-            let name = r.strip_prefix("#/components/schemas/").unwrap_or_else(|| panic!("{r}"));
-            assert!(schemas.contains_key(name), "{r} does not resolve");
-        }
-        for name in ["SessionInfo", "Event", "Message", "CallToolResult", "ErrorBody"] {
-            assert!(schemas.contains_key(name), "{name} missing");
-        }
-    }
-
-    fn collect_refs(value: &Value, out: &mut Vec<String>) {
-        match value {
-            Value::Object(map) => {
-                for (k, v) in map {
-                    if k == "$ref" {
-                        out.push(v.as_str().unwrap().to_owned());
-                    } else {
-                        collect_refs(v, out);
-                    }
-                }
-            }
-            Value::Array(items) => items.iter().for_each(|v| collect_refs(v, out)),
-            _ => {}
-        }
     }
 }

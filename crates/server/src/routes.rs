@@ -7,181 +7,20 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, State};
-use axum::handler::Handler;
 use axum::response::IntoResponse;
-use axum::routing::{MethodFilter, MethodRouter, on};
 use hands_agent::host::Host;
-use schemars::{JsonSchema, Schema, SchemaGenerator};
+use schemars::{Schema, SchemaGenerator};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+
+pub use crate::operation::{Operation, Param, Payload, SchemaFn, Verb};
+pub use crate::state::AppState;
 
 use crate::schemas::{
     Aborted, Answer, Answered, CallTool, CreateSession, Decision, PostMessage, SessionListDoc,
     TranscriptDoc, TurnAccepted, VibeAnswer,
 };
 use crate::{docs, events, openapi, sessions, vibe};
-
-/// What every handler reads.
-#[derive(Clone)]
-pub struct AppState {
-    /// The sessions.
-    pub host: Arc<Host>,
-    /// Fired at shutdown: event streams end so that the server can stop.
-    pub shutdown: CancellationToken,
-    /// `[server] max_body_bytes`, for the 413 message.
-    pub max_body_bytes: usize,
-    /// The OpenAPI document, built once.
-    pub openapi: Arc<Value>,
-}
-
-/// An HTTP method the API uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verb {
-    /// GET.
-    Get,
-    /// POST.
-    Post,
-    /// DELETE.
-    Delete,
-}
-
-impl Verb {
-    /// Lower case, as OpenAPI keys operations.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Get => "get",
-            Self::Post => "post",
-            Self::Delete => "delete",
-        }
-    }
-
-    fn filter(self) -> MethodFilter {
-        match self {
-            Self::Get => MethodFilter::GET,
-            Self::Post => MethodFilter::POST,
-            Self::Delete => MethodFilter::DELETE,
-        }
-    }
-}
-
-/// Builds the schema of a body in the document's components.
-pub type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
-
-/// The schema of `T`, registered as a component.
-fn schema<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
-    generator.subschema_for::<T>()
-}
-
-/// What a successful response carries.
-#[derive(Clone, Copy)]
-pub enum Payload {
-    /// JSON of this schema.
-    Json(SchemaFn),
-    /// `text/event-stream` whose `data:` are [`docs::Event`]s.
-    EventStream,
-    /// Nothing (204).
-    Empty,
-}
-
-/// A query or header parameter.
-#[derive(Debug, Clone, Copy)]
-pub struct Param {
-    /// `query` or `header`.
-    pub location: &'static str,
-    /// Its name.
-    pub name: &'static str,
-    /// What it means.
-    pub description: &'static str,
-}
-
-/// One operation of the API.
-pub struct Operation {
-    /// Its method.
-    pub verb: Verb,
-    /// Its path, with `{name}` parameters (the same syntax in axum and OpenAPI).
-    pub path: &'static str,
-    /// `operationId`.
-    pub id: &'static str,
-    /// The OpenAPI tag.
-    pub tag: &'static str,
-    /// One line.
-    pub summary: &'static str,
-    /// More, when needed.
-    pub description: &'static str,
-    /// The JSON body it requires.
-    pub body: Option<SchemaFn>,
-    /// The success status.
-    pub status: u16,
-    /// The success body.
-    pub response: Payload,
-    /// Error statuses besides those every operation (401, 403) or every operation with a body
-    /// (400, 413, 415) or under a session (404) can return.
-    pub errors: &'static [u16],
-    /// Query and header parameters.
-    pub params: &'static [Param],
-    handler: MethodRouter<AppState>,
-}
-
-impl Operation {
-    fn new<H, T>(verb: Verb, path: &'static str, id: &'static str, handler: H) -> Self
-    where
-        H: Handler<T, AppState>,
-        T: 'static,
-    {
-        Self {
-            verb,
-            path,
-            id,
-            tag: "sessions",
-            summary: "",
-            description: "",
-            body: None,
-            status: 200,
-            response: Payload::Empty,
-            errors: &[],
-            params: &[],
-            handler: on(verb.filter(), handler),
-        }
-    }
-
-    fn tag(mut self, tag: &'static str) -> Self {
-        self.tag = tag;
-        self
-    }
-
-    fn doc(mut self, summary: &'static str, description: &'static str) -> Self {
-        self.summary = summary;
-        self.description = description;
-        self
-    }
-
-    fn body<T: JsonSchema>(mut self) -> Self {
-        self.body = Some(schema::<T>);
-        self
-    }
-
-    fn returns<T: JsonSchema>(mut self, status: u16) -> Self {
-        self.status = status;
-        self.response = Payload::Json(schema::<T>);
-        self
-    }
-
-    fn returns_with(mut self, status: u16, payload: Payload) -> Self {
-        self.status = status;
-        self.response = payload;
-        self
-    }
-
-    fn errors(mut self, errors: &'static [u16]) -> Self {
-        self.errors = errors;
-        self
-    }
-
-    fn params(mut self, params: &'static [Param]) -> Self {
-        self.params = params;
-        self
-    }
-}
 
 /// Any JSON object.
 fn any_object(_: &mut SchemaGenerator) -> Schema {
@@ -317,7 +156,7 @@ async fn serve_openapi(State(state): State<AppState>) -> impl IntoResponse {
 }
 
 /// The session API (`/v1`, `/vibe`) over `host`, without the request guard and the JSON error
-/// layer ([`crate::router`] adds both). Bodies over `max_body_bytes` get 413.
+/// layer (the crate's `router` adds both). Bodies over `max_body_bytes` get 413.
 pub fn api(host: Arc<Host>, max_body_bytes: usize, shutdown: CancellationToken) -> Router {
     let operations = operations();
     let openapi = Arc::new(openapi::document(&operations));
@@ -327,4 +166,67 @@ pub fn api(host: Arc<Host>, max_body_bytes: usize, shutdown: CancellationToken) 
         router = router.route(operation.path, operation.handler);
     }
     router.layer(DefaultBodyLimit::max(max_body_bytes)).with_state(state)
+}
+
+#[cfg(test)]
+mod openapi_tests {
+    use serde_json::Value;
+
+    use super::operations;
+    use crate::openapi::{document, path_params};
+
+    #[test]
+    fn every_operation_is_documented_once_with_its_parameters() {
+        let ops = operations();
+        let doc = document(&ops);
+        let paths = doc["paths"].as_object().unwrap();
+        let mut count = 0;
+        for op in &ops {
+            let entry = &paths[op.path][op.verb.name()];
+            assert_eq!(entry["operationId"], op.id, "{} {}", op.verb.name(), op.path);
+            let params: Vec<&str> = entry["parameters"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|p| p["in"] == "path")
+                .map(|p| p["name"].as_str().unwrap())
+                .collect();
+            assert_eq!(params, path_params(op.path).collect::<Vec<_>>());
+            count += 1;
+        }
+        let documented: usize = paths.values().map(|item| item.as_object().unwrap().len()).sum();
+        assert_eq!(documented, count);
+    }
+
+    #[test]
+    fn every_reference_resolves() {
+        let doc = document(&operations());
+        let schemas = doc["components"]["schemas"].as_object().unwrap();
+        let mut refs = Vec::new();
+        collect_refs(&doc, &mut refs);
+        assert!(!refs.is_empty());
+        for r in refs {
+            let name = r.strip_prefix("#/components/schemas/").unwrap_or_else(|| panic!("{r}"));
+            assert!(schemas.contains_key(name), "{r} does not resolve");
+        }
+        for name in ["SessionInfo", "Event", "Message", "CallToolResult", "ErrorBody"] {
+            assert!(schemas.contains_key(name), "{name} missing");
+        }
+    }
+
+    fn collect_refs(value: &Value, out: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                for (k, v) in map {
+                    if k == "$ref" {
+                        out.push(v.as_str().unwrap().to_owned());
+                    } else {
+                        collect_refs(v, out);
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|v| collect_refs(v, out)),
+            _ => {}
+        }
+    }
 }

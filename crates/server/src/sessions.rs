@@ -6,15 +6,16 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use hands_agent::host::NewSession;
+use hands_core::process::{ProcessList, ProcessStopped};
 use serde_json::Value;
 
 use crate::body::JsonBody;
 use crate::error::ApiError;
-use crate::routes::AppState;
 use crate::schemas::{
     Answer, CallTool, CreateSession, Decision, PostMessage, SessionList, Transcript, TurnAccepted,
     valid_id,
 };
+use crate::state::AppState;
 
 /// `POST /v1/sessions` → 201 with the session.
 pub async fn create(
@@ -114,7 +115,9 @@ pub async fn call_tool(
     JsonBody(body): JsonBody<CallTool>,
 ) -> Result<Response, ApiError> {
     let output = state.host.call_tool(&id, body.turn_id, &name, Value::Object(body.args)).await?;
-    Ok(Json(output).into_response())
+    // As over MCP: the session's notices follow the result as `[notice] …` text (they are also
+    // announced as `process_notice` events).
+    Ok(Json(output.notices_as_text()).into_response())
 }
 
 /// `POST /v1/sessions/{id}/answer` → 204.
@@ -141,7 +144,7 @@ pub async fn decide(
 pub async fn processes(
     State(state): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ProcessList>, ApiError> {
     Ok(Json(state.host.list_processes(&id).await?))
 }
 
@@ -149,6 +152,6 @@ pub async fn processes(
 pub async fn stop_process(
     State(state): State<AppState>,
     Path((id, process_id)): Path<(String, String)>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ProcessStopped>, ApiError> {
     Ok(Json(state.host.stop_process(&id, &process_id).await?))
 }

@@ -7,8 +7,8 @@ use axum::extract::{Path, State};
 
 use crate::body::JsonBody;
 use crate::error::ApiError;
-use crate::routes::AppState;
 use crate::schemas::{Aborted, Answered, VibeAnswer};
+use crate::state::AppState;
 
 /// `POST /vibe/answer` {answer, sessionId?, questionId?, projectId?}. Without `sessionId`, a
 /// `projectId` picks the project's one session with a question pending (or the one holding

@@ -24,6 +24,25 @@ fn matches_doc<T: serde::de::DeserializeOwned + serde::Serialize>(value: &Value)
     assert_eq!(&serde_json::to_value(twin).unwrap(), value, "the document drops fields");
 }
 
+/// `value` validates against the OpenAPI document's schema `name`, and that schema is the one
+/// derived from core's process row (status and type are enums, not free strings).
+async fn valid_per_openapi(server: &TestServer, name: &str, value: &Value) {
+    let (status, doc) = server.get("/v1/openapi.json").await;
+    assert_eq!(status, 200);
+    let schemas = &doc["components"]["schemas"];
+    let row = &schemas["ProcessRow"]["properties"];
+    assert_eq!(row["status"]["$ref"], "#/components/schemas/ProcessStatus", "{row}");
+    assert_eq!(row["type"]["$ref"], "#/components/schemas/ProcessKind", "{row}");
+    let root =
+        json!({"$ref": format!("#/components/schemas/{name}"), "components": doc["components"]});
+    let validator = jsonschema::validator_for(&root).unwrap();
+    let errors: Vec<String> = validator.iter_errors(value).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{value} fails the documented {name}: {errors:?}");
+    let mut wrong = value.clone();
+    wrong["processes"][0]["status"] = json!("sleeping");
+    assert!(!validator.is_valid(&wrong), "the documented status is not the typed one");
+}
+
 #[tokio::test]
 async fn a_session_is_created_listed_read_and_deleted() {
     let server = TestServer::start(None).await;
@@ -228,6 +247,7 @@ async fn background_processes_are_listed_and_stopped() {
     assert_eq!(rows.len(), 1, "{list}");
     assert_eq!(rows[0]["status"], "running", "{list}");
     matches_doc::<hands_server::docs::ProcessList>(&list);
+    valid_per_openapi(&server, "ProcessList", &list).await;
     let pid = rows[0]["pid"].as_u64().unwrap();
     let process = rows[0]["id"].as_str().unwrap().to_owned();
 

@@ -1,6 +1,8 @@
 //! `[agent]`: the loop's limits, as the host applies them.
 
-use super::*;
+use serde::{Deserialize, Serialize};
+
+use crate::turn::Limits;
 
 /// `[agent]`: the loop's limits.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,6 +1,20 @@
 //! A session's event log ([`Hub`]: stored, then broadcast) and its readers ([`Subscription`]).
 
-use super::*;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use hands_store::{EventRecord, Store, StoreResult};
+use tokio::sync::broadcast;
+
+use crate::event::{Event, EventKind};
+
+use super::ids::now_ms;
+
+/// Events read from the store per page.
+const PAGE: usize = 1000;
+
+/// Live events buffered per session for slow subscribers (who then read the store).
+const BROADCAST_CAPACITY: usize = 1024;
 
 /// Events of one session: first the stored ones after the requested id, then live ones. Live
 /// events with an id ≤ the last replayed one are skipped by [`Subscription::next`].
@@ -112,6 +126,24 @@ impl Hub {
 
     /// Store the event, then broadcast it. A store failure is logged and the event dropped (it
     /// has no id without the store).
+    /// Events after `after` (0: from the start), then live ones: first the live receiver,
+    /// then the store (see the module documentation of the host for why nothing is lost).
+    pub(super) async fn subscribe(&self, after: u64) -> StoreResult<Subscription> {
+        let store = Arc::clone(&self.store);
+        let receiver = self.tx.subscribe();
+        let replay = read_events(store.as_ref(), &self.session_id, after).await?;
+        let last = replay.last().map_or(after, |e| e.id.max(after));
+        Ok(Subscription {
+            replay,
+            live: receiver,
+            cursor: 0,
+            last,
+            backlog: VecDeque::new(),
+            store,
+            session_id: self.session_id.clone(),
+        })
+    }
+
     pub(super) async fn emit(&self, kind: EventKind) -> Option<Event> {
         let data = match serde_json::to_value(&kind) {
             Ok(data) => data,
@@ -133,26 +165,5 @@ impl Hub {
                 None
             }
         }
-    }
-}
-
-impl Host {
-    /// Events after `after` (0: from the start), then live ones. See the module documentation for
-    /// why nothing is lost or repeated between the two.
-    pub async fn subscribe(&self, id: &str, after: u64) -> HostResult<Subscription> {
-        let live = self.live(id).await?;
-        // First the live receiver, then the store: see the module documentation.
-        let receiver = live.hub.tx.subscribe();
-        let replay = read_events(self.parts.store.as_ref(), id, after).await?;
-        let last = replay.last().map_or(after, |e| e.id.max(after));
-        Ok(Subscription {
-            replay,
-            live: receiver,
-            cursor: 0,
-            last,
-            backlog: VecDeque::new(),
-            store: Arc::clone(&self.parts.store),
-            session_id: id.to_owned(),
-        })
     }
 }

@@ -1,6 +1,20 @@
 //! A live session: its core session, event hub, conversation and turn state.
 
-use super::*;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use hands_core::{Mode, Session};
+use hands_store::{SessionRecord, Store};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::event::EventKind;
+use crate::model::Message;
+
+use super::events::Hub;
+use super::ids::now_ms;
+use super::lock::lock;
 
 /// The running turn of a session, and how the last one ended.
 #[derive(Default)]

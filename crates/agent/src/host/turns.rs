@@ -1,7 +1,26 @@
 //! Turns and calls: recording what the loop does, running a turn on its own task, direct
 //! tool calls, aborts and the session's processes.
 
-use super::*;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::FutureExt as _;
+use hands_core::{BoxFuture, CancellationToken, Mode, ToolOutput};
+use hands_store::{Store, ToolCallRecord};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::event::EventKind;
+use crate::model::{Message, Provider};
+use crate::prompt::SystemPrompt;
+use crate::turn::{self, Observer, ToolScope, ToolUse, Turn};
+
+use super::events::Hub;
+use super::ids::{fresh_id, now_ms};
+use super::live::Live;
+use super::lock::lock;
+use super::parts::HostParts;
 
 /// Turns what the loop reports into stored messages, tool-call records and events.
 pub(super) struct TurnRecorder {
@@ -68,14 +87,10 @@ impl TurnRecorder {
                 summary: turn::summary(output),
             })
             .await;
-        // The registry appends queued notices to results as `[notice] …` blocks; announce them
-        // too, as the loop does for those it injects itself.
-        for content in &output.content {
-            if let hands_core::Content::Text { text } = content
-                && let Some(notice) = text.strip_prefix("[notice] ")
-            {
-                self.hub.emit(EventKind::ProcessNotice { text: notice.to_owned() }).await;
-            }
+        // The registry moves queued notices onto results; announce them too, as the loop does
+        // for those it injects itself.
+        for notice in &output.notices {
+            self.hub.emit(EventKind::ProcessNotice { text: notice.text.clone() }).await;
         }
         self.live.sync().await;
     }
@@ -204,221 +219,5 @@ impl TurnTask {
         };
         let mut conversation = self.live.conversation.lock().await;
         turn.run(&mut conversation, Message::user(self.text.clone())).await
-    }
-}
-
-impl Host {
-    /// Start a turn with this user message; returns the turn id at once. `Conflict` when a turn
-    /// is running, `NoModel` without a provider.
-    pub async fn post_message(&self, id: &str, text: String) -> HostResult<String> {
-        let live = self.live(id).await?;
-        let Some(provider) = self.parts.provider.clone() else { return Err(HostError::NoModel) };
-        if text.trim().is_empty() {
-            return Err(HostError::BadRequest("the message is empty".into()));
-        }
-        let turn_id = fresh_id("turn");
-        let (done_tx, done_rx) = watch::channel(None);
-        {
-            let mut state = lock(&live.turn);
-            if let Some(running) = &state.running {
-                return Err(HostError::Conflict(format!(
-                    "turn {} is still running in session {id}: wait for it to end, or abort it",
-                    running.id
-                )));
-            }
-            state.running = Some(Running { id: turn_id.clone(), done: done_rx });
-        }
-        let cancel = live.session.cancel_token();
-        let started = async {
-            self.parts
-                .store
-                .start_turn(TurnRecord {
-                    id: turn_id.clone(),
-                    session_id: id.to_owned(),
-                    status: "running".into(),
-                    user_message: text.clone(),
-                    started_at_ms: now_ms(),
-                    ended_at_ms: None,
-                })
-                .await?;
-            let title = lock(&live.record).title.is_none().then(|| title_of(&text));
-            if let Some(title) = &title {
-                self.parts.store.update_session(id, None, Some(title)).await?;
-                lock(&live.record).title = Some(title.clone());
-            }
-            StoreResult::Ok(())
-        };
-        if let Err(err) = started.await {
-            lock(&live.turn).running = None;
-            return Err(err.into());
-        }
-        lock(&live.record).updated_at_ms = now_ms();
-        live.hub
-            .emit(EventKind::TurnStarted { turn_id: turn_id.clone(), message: text.clone() })
-            .await;
-        let task = TurnTask {
-            parts: self.parts.clone(),
-            provider,
-            live: Arc::clone(&live),
-            turn_id: turn_id.clone(),
-            text,
-            cancel,
-            done: done_tx,
-        };
-        tokio::spawn(task.run());
-        Ok(turn_id)
-    }
-
-    /// Wait until the session's running turn (if any) ends; returns its final status (without a
-    /// running turn: how the last turn of this process ended, or of the stored ones; `None` when
-    /// the session never had one).
-    pub async fn wait_turn(&self, id: &str) -> HostResult<Option<String>> {
-        let live = self.live(id).await?;
-        if let Some(status) = live.wait_turn(None).await {
-            return Ok(Some(status));
-        }
-        let turns = self.parts.store.turns(id).await?;
-        Ok(turns.last().map(|t| t.status.clone()))
-    }
-
-    /// A direct tool call for clients that run their own loop; `turn_id` scopes de-duplication.
-    /// It emits the same events and records as a call of the loop.
-    pub async fn call_tool(
-        &self,
-        id: &str,
-        turn_id: Option<String>,
-        name: &str,
-        args: Value,
-    ) -> HostResult<ToolOutput> {
-        // An empty turn id is no turn (its events carry none, it scopes no de-duplication).
-        let turn_id = turn_id.filter(|turn| !turn.is_empty());
-        let live = self.live(id).await?;
-        let call_id = fresh_id("call");
-        let recorder = TurnRecorder {
-            live: Arc::clone(&live),
-            hub: Arc::clone(&live.hub),
-            store: Arc::clone(&self.parts.store),
-            session_id: id.to_owned(),
-            turn_id: turn_id.clone(),
-            record_ids: Mutex::default(),
-        };
-        recorder.started(&call_id, name, &args).await;
-        let started = std::time::Instant::now();
-        let call = ToolCall { id: call_id.clone(), name: name.to_owned(), args, turn: turn_id };
-        struct InFlight<'a>(&'a AtomicU64);
-        impl Drop for InFlight<'_> {
-            fn drop(&mut self) {
-                self.0.fetch_sub(1, Ordering::SeqCst);
-            }
-        }
-        live.direct_calls.fetch_add(1, Ordering::SeqCst);
-        let in_flight = InFlight(&live.direct_calls);
-        let output = match self.parts.registry.dispatch(&live.session, call).await {
-            Ok(output) => output,
-            Err(err) => ToolOutput::error(format!("hands could not run {name}: {err}")),
-        };
-        drop(in_flight);
-        recorder.finished(&call_id, name, &output, started.elapsed()).await;
-        Ok(output)
-    }
-
-    /// Abort the session's turn and calls in flight and stop its processes. Waits (a few
-    /// seconds at most) for the aborted turn to be recorded as ended.
-    pub async fn abort_session(&self, id: &str) -> HostResult<()> {
-        let live = lock(&self.live).get(id).cloned();
-        match live {
-            Some(live) => {
-                self.abort_live(&live).await;
-                Ok(())
-            }
-            // Not live: nothing runs. Still a 404 for a session that does not exist.
-            None => self.stored(id).await.map(|_| ()),
-        }
-    }
-
-    /// Abort every live session of a project; returns how many of them had something to abort
-    /// (a turn, a direct call in flight, a running background process). 0 is fine: an idle
-    /// project, or one whose sessions are not loaded.
-    pub async fn abort_project(&self, project_id: &str) -> HostResult<usize> {
-        let sessions: Vec<Arc<Live>> = lock(&self.live)
-            .values()
-            .filter(|l| l.session.project() == project_id)
-            .cloned()
-            .collect();
-        let busy =
-            futures_util::future::join_all(sessions.iter().map(|l| self.abort_live(l))).await;
-        Ok(busy.into_iter().filter(|&b| b).count())
-    }
-
-    /// The session's background processes (the list_processes tool's structured output).
-    pub async fn list_processes(&self, id: &str) -> HostResult<Value> {
-        let live = self.live(id).await?;
-        if self.parts.registry.get("list_processes").is_none() {
-            return Ok(json!({"processes": []}));
-        }
-        let output = self.internal(&live.session, "list_processes", json!({})).await;
-        if output.is_error {
-            return Err(HostError::BadRequest(output.joined_text()));
-        }
-        let text = output.joined_text();
-        Ok(output.structured.unwrap_or_else(|| json!({ "text": text })))
-    }
-
-    /// Stop one of them (through the stop_process tool). `NotFound` for an unknown process id.
-    pub async fn stop_process(&self, id: &str, process_id: &str) -> HostResult<Value> {
-        let live = self.live(id).await?;
-        if self.parts.registry.get("stop_process").is_none() {
-            return Err(HostError::BadRequest(
-                "background processes are off (background_processes = false)".into(),
-            ));
-        }
-        let output = self.internal(&live.session, "stop_process", json!({"id": process_id})).await;
-        if output.is_error {
-            return Err(HostError::NotFound(output.joined_text()));
-        }
-        Ok(json!({"id": process_id, "text": output.joined_text(), "structured": output.structured}))
-    }
-
-    /// Abort what runs in a live session: its calls and turn (the session's abort generation),
-    /// then its background processes (stop_process on each running one). True when something
-    /// was running.
-    pub(super) async fn abort_live(&self, live: &Live) -> bool {
-        let mut busy = live.running().is_some() || live.direct_calls.load(Ordering::SeqCst) > 0;
-        live.session.abort();
-        if self.parts.registry.get("list_processes").is_some()
-            && self.parts.registry.get("stop_process").is_some()
-        {
-            let list = self.internal(&live.session, "list_processes", json!({})).await;
-            let running: Vec<String> = list
-                .structured
-                .as_ref()
-                .and_then(|s| s.get("processes"))
-                .and_then(Value::as_array)
-                .map(|rows| {
-                    rows.iter()
-                        .filter(|r| r.get("status").and_then(Value::as_str) == Some("running"))
-                        .filter_map(|r| r.get("id").and_then(Value::as_str).map(str::to_owned))
-                        .collect()
-                })
-                .unwrap_or_default();
-            busy |= !running.is_empty();
-            futures_util::future::join_all(
-                running
-                    .iter()
-                    .map(|pid| self.internal(&live.session, "stop_process", json!({"id": pid}))),
-            )
-            .await;
-        }
-        live.wait_turn(Some(ABORT_WAIT)).await;
-        busy
-    }
-
-    /// A call the host makes itself (listing and stopping processes): no events, no records.
-    pub(super) async fn internal(&self, session: &Session, name: &str, args: Value) -> ToolOutput {
-        let call = ToolCall::new(fresh_id("host"), name, args);
-        match self.parts.registry.dispatch(session, call).await {
-            Ok(output) => output,
-            Err(err) => ToolOutput::error(format!("hands could not run {name}: {err}")),
-        }
     }
 }

@@ -1,6 +1,19 @@
 //! What waits on the user: approvals ([`Host::decide`]) and questions ([`Host::answer`]).
 
-use super::*;
+use std::sync::{Arc, Mutex};
+
+use futures_util::FutureExt as _;
+use hands_core::approval::{ApprovalRequest, Approver, Decision};
+use hands_core::ask::{AskError, Asker, PendingQuestions, Question};
+use hands_core::{BoxFuture, CancellationToken};
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+use crate::event::EventKind;
+
+use super::events::Hub;
+use super::ids::fresh_id;
+use super::lock::lock;
 
 /// Approvals waiting for [`Host::decide`].
 #[derive(Default)]
@@ -14,7 +27,27 @@ pub(super) struct WaitingApproval {
     pub(super) reply: oneshot::Sender<Decision>,
 }
 
+impl WaitingApproval {
+    /// Send the user's decision; the approver may have given up meanwhile (an abort), then
+    /// nothing waits for it.
+    pub(super) fn reply(self, decision: Decision) {
+        let _ = self.reply.send(decision);
+    }
+}
+
 impl Approvals {
+    /// Take the approval `id` of `session` off the table; the ids waiting in the session when it
+    /// is not there.
+    pub(super) fn take(&self, session: &str, id: &str) -> Result<WaitingApproval, Vec<String>> {
+        let mut table = lock(&self.0);
+        match table.iter().position(|a| a.session == session && a.id == id) {
+            Some(index) => Ok(table.remove(index)),
+            None => {
+                Err(table.iter().filter(|a| a.session == session).map(|a| a.id.clone()).collect())
+            }
+        }
+    }
+
     pub(super) fn pending(&self, session: &str) -> Vec<Value> {
         lock(&self.0)
             .iter()
@@ -110,60 +143,5 @@ impl Asker for HostAsker {
             }
             answer
         })
-    }
-}
-
-impl Host {
-    /// Answer a pending question. `session` and `question_id` may be omitted when exactly one
-    /// question is pending (in that session, or in the whole host). `Conflict` when none is (or
-    /// none with that id), `BadRequest` when several are and no id says which.
-    pub fn answer(
-        &self,
-        session: Option<&str>,
-        question_id: Option<&str>,
-        text: String,
-    ) -> HostResult<()> {
-        let result = match session {
-            Some(session) => self.questions.answer_in(session, question_id, text),
-            None => self.questions.answer(question_id, text),
-        };
-        result.map_err(|err| match err {
-            NoSuchQuestion::Ambiguous { .. } => HostError::BadRequest(err.to_string()),
-            NoSuchQuestion::NonePending | NoSuchQuestion::Unknown { .. } => {
-                HostError::Conflict(err.to_string())
-            }
-        })
-    }
-
-    /// Grant or deny a pending approval. `Conflict` when no such approval is waiting.
-    pub fn decide(
-        &self,
-        session: &str,
-        approval_id: &str,
-        approve: bool,
-        reason: Option<String>,
-    ) -> HostResult<()> {
-        let waiting = {
-            let mut table = lock(&self.approvals.0);
-            let index = table.iter().position(|a| a.session == session && a.id == approval_id);
-            match index {
-                Some(index) => table.remove(index),
-                None => {
-                    let pending: Vec<String> = table
-                        .iter()
-                        .filter(|a| a.session == session)
-                        .map(|a| a.id.clone())
-                        .collect();
-                    return Err(HostError::Conflict(format!(
-                        "no approval `{approval_id}` is waiting in session {session}; waiting: {}",
-                        if pending.is_empty() { "none".to_owned() } else { pending.join(", ") }
-                    )));
-                }
-            }
-        };
-        let decision = if approve { Decision::Approve } else { Decision::Deny(reason) };
-        // The approver may have given up meanwhile (an abort); then nothing waits for this.
-        let _ = waiting.reply.send(decision);
-        Ok(())
     }
 }

@@ -235,7 +235,7 @@ pub(crate) enum CallError {
     /// No answer within the limit.
     Timeout(Duration),
     /// The caller cancelled the call; the server's partial result, when it sent one.
-    Cancelled(Option<ToolOutput>),
+    Cancelled(Option<Box<ToolOutput>>),
 }
 
 /// One call: the tool, its arguments, and what the caller wants to hear of it.
@@ -300,7 +300,7 @@ pub(crate) async fn call(conn: &Conn, call: Call) -> Result<ToolOutput, CallErro
     })
     .await;
     match waited {
-        Ok(Some(Ok(output))) => Err(CallError::Cancelled(Some(output))),
+        Ok(Some(Ok(output))) => Err(CallError::Cancelled(Some(Box::new(output)))),
         Ok(Some(Err(err))) => Err(err),
         Ok(None) | Err(_) => Err(CallError::Cancelled(None)),
     }

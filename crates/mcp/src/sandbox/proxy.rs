@@ -178,6 +178,45 @@ impl ProxyProvider {
         links.get(session).and_then(|link| link.held.pid)
     }
 
+    /// Call `name` with `args` in the inner hands that serves `session`, outside any tool call of
+    /// the host: how the host's process service lists and stops the inner session's processes
+    /// (over MCP, the inner hands' only interface).
+    pub(crate) async fn call_inner(
+        &self,
+        session: &Session,
+        name: &str,
+        args: serde_json::Map<String, Value>,
+    ) -> Result<ToolOutput, ToolError> {
+        let sandbox = {
+            let mut sandboxes = self.sandboxes.lock().await;
+            match sandboxes.get(session.project()) {
+                Some(sandbox) => Arc::clone(sandbox),
+                None => {
+                    let sandbox = self.sandbox(session.project(), false).await?;
+                    sandboxes.insert(session.project().to_owned(), Arc::clone(&sandbox));
+                    sandbox
+                }
+            }
+        };
+        let link = sandbox.link(session).await?;
+        let conn = match link.held.conn() {
+            Some(conn) if !link.held.is_closed() => conn,
+            _ => return Err(sandbox.gone(&link, "its MCP session closed")),
+        };
+        let call = link::Call {
+            name: name.to_owned(),
+            args: Some(args),
+            timeout: CALL_BACKSTOP,
+            ctx: None,
+        };
+        match sandbox.background.run(async move { link::call(&conn, call).await }).await {
+            None => Err(ToolError::Fatal("the sandbox client runtime stopped".into())),
+            Some(Ok(output)) => Ok(output),
+            Some(Err(CallError::Gone(reason))) => Err(sandbox.gone(&link, &reason)),
+            Some(Err(err)) => Err(ToolError::model(format!("{name} in the sandbox: {err:?}"))),
+        }
+    }
+
     /// The project's sandbox; `fresh` runs the recreate hook first (remote).
     async fn sandbox(&self, project: &str, fresh: bool) -> Result<Arc<ProxySandbox>, ToolError> {
         let (endpoint, connect_for, shared_fate) = match &self.kind {
@@ -449,7 +488,7 @@ impl Sandbox for ProxySandbox {
                 None => Err(ToolError::Fatal("the sandbox client runtime stopped".into())),
                 Some(Ok(output)) => Ok(output),
                 Some(Err(CallError::Cancelled(Some(partial)))) => {
-                    Ok(without_abort_note(&name, partial))
+                    Ok(without_abort_note(&name, *partial))
                 }
                 Some(Err(CallError::Cancelled(None))) => {
                     Ok(ToolOutput::error(format!("{name} was aborted.")))

@@ -13,9 +13,11 @@ use hands_core::{Annotations, Context, Tool, ToolError, ToolOutput};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::spawn_process::SpawnResult;
+use crate::config::ExecConfig;
+use crate::launch::SpawnResult;
+use crate::progress::report_progress;
 use crate::supervisor::{Kind, Proc, SpawnSpec, Supervisor};
-use crate::{ExecConfig, daemon, devserver};
+use crate::{daemon, devserver};
 
 /// Arguments of bash.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -323,30 +325,6 @@ fn signal_name(sig: i32) -> Option<&'static str> {
 fn human(d: Duration) -> String {
     let ms = d.as_millis();
     if ms.is_multiple_of(1000) { format!("{} s", ms / 1000) } else { format!("{ms} ms") }
-}
-
-/// How often a long call reports progress while it waits.
-const PROGRESS_EVERY: Duration = Duration::from_millis(200);
-
-/// While `proc` runs, report progress every [`PROGRESS_EVERY`] when somebody listens: the seconds
-/// waited (always growing, so clients that reset their timeout on progress keep waiting) and the
-/// bytes of output so far. Never returns; select it against the real wait.
-pub(crate) async fn report_progress(ctx: &Context, proc: &Proc, doing: &str) {
-    if !ctx.wants_progress() {
-        return std::future::pending().await;
-    }
-    let started = Instant::now();
-    let output = proc.subscribe();
-    loop {
-        tokio::time::sleep(PROGRESS_EVERY).await;
-        let waited = started.elapsed().as_secs_f64();
-        let bytes = *output.borrow();
-        ctx.progress(
-            waited,
-            None,
-            Some(format!("{doing}: {waited:.1} s, {bytes} bytes of output")),
-        );
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,30 @@
+//! What went wrong in a host call, shaped for HTTP status codes.
+
+use hands_store::StoreError;
+
+/// What went wrong, shaped for HTTP status codes.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// 404.
+    #[error("{0}")]
+    NotFound(String),
+    /// 409: a turn is already running, no question pending, …
+    #[error("{0}")]
+    Conflict(String),
+    /// 400.
+    #[error("{0}")]
+    BadRequest(String),
+    /// 503: no `[model]` configured.
+    #[error("no model is configured: set [model] provider, model and api_key_env in the config")]
+    NoModel,
+    /// 500.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Result of a host call.
+pub type HostResult<T> = Result<T, HostError>;
+
+pub(super) fn not_found(id: &str) -> HostError {
+    HostError::NotFound(format!("no session has the id `{id}`"))
+}

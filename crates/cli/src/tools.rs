@@ -30,7 +30,7 @@ pub fn mcp_json(spec: &ToolSpec) -> Value {
 pub fn print(registry: &Registry, mode: Mode, json: bool) -> Result<()> {
     let specs = registry.list(mode);
     if json {
-        let tools: Vec<Value> = specs.into_iter().map(mcp_json).collect();
+        let tools: Vec<Value> = specs.iter().map(mcp_json).collect();
         term::data(&format!("{}\n", serde_json::to_string_pretty(&json!({ "tools": tools }))?))?;
         return Ok(());
     }

@@ -11,12 +11,15 @@ use super::McpClients;
 use super::link::RemoteTool;
 use super::tools::proxy;
 
+/// A proxy made for a server's tool as it was listed.
+type Made = (String, RemoteTool, Arc<dyn DynTool>);
+
 /// See the module docs.
 pub(crate) struct McpSource {
     clients: McpClients,
     /// The proxies made so far, by server and remote tool: reused while the tool is unchanged,
     /// so that the registry sees the same tools and announces no change.
-    made: Mutex<Vec<(String, RemoteTool, Arc<dyn DynTool>)>>,
+    made: Mutex<Vec<Made>>,
 }
 
 impl McpSource {

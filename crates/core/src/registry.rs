@@ -18,8 +18,8 @@ use crate::snapshot::{RegistryError, Snapshot};
 use crate::source::{Builtins, Changes, Condition, Conditions, ConditionsReader, Refresh};
 use crate::tool::Erased;
 use crate::{
-    BoxFuture, Context, CoreConfig, DispatchError, DynTool, LocalProvider, Mode, SandboxProvider,
-    Session, Tool, ToolCall, ToolError, ToolOutput, ToolSource, ToolSpec,
+    BoxFuture, Context, CoreConfig, DispatchError, DynTool, LocalProvider, Mode, Modes,
+    SandboxProvider, Session, Tool, ToolCall, ToolError, ToolOutput, ToolSource, ToolSpec,
 };
 
 /// What a front end adds to one call.
@@ -235,6 +235,11 @@ impl Registry {
         self.live.snapshot().get(name).cloned()
     }
 
+    /// True when a tool answers to `name` (canonical or alias), whatever the mode.
+    pub fn contains(&self, name: &str) -> bool {
+        self.live.snapshot().get(name).is_some()
+    }
+
     /// Re-read what the sources depend on (configuration, environment, stored secrets) and
     /// rebuild the list. Front ends call it when the configuration changes. True when the list
     /// changed; subscribers hear of it either way.
@@ -280,7 +285,8 @@ impl Registry {
             return Ok(ToolOutput::error(match mode {
                 Mode::Plan => format!(
                     "{name} is not available in plan mode, which is read-only. Finish the plan and \
-                     call exit_plan_mode to get the build tools back."
+                     {} to get the build tools back.",
+                    self.leave_plan_mode()
                 ),
                 Mode::Build => format!("{name} is only available in plan mode."),
             }));
@@ -327,6 +333,17 @@ impl Registry {
             self.recheck();
             self.get(name)
         })
+    }
+
+    /// How the model leaves plan mode: by calling the tool only plan mode offers.
+    fn leave_plan_mode(&self) -> String {
+        self.live
+            .snapshot()
+            .tools
+            .iter()
+            .map(|tool| tool.spec())
+            .find(|spec| spec.policy.modes == Modes::PLAN)
+            .map_or_else(|| "leave plan mode".to_owned(), |spec| format!("call {}", spec.name))
     }
 
     fn unknown(&self, name: &str, mode: Mode) -> String {

@@ -294,9 +294,9 @@ impl ServerHandler for McpServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let registry = &self.factory.registry;
         // Unknown now: the sources look again (list) before the answer is no.
-        if registry.get(&request.name).is_none()
+        if !registry.contains(&request.name)
             && let offered = registry.list(self.session.mode())
-            && registry.get(&request.name).is_none()
+            && !registry.contains(&request.name)
         {
             let offered: Vec<&str> = offered.iter().map(|spec| spec.name.as_str()).collect();
             return Err(ErrorData::invalid_params(

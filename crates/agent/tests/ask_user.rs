@@ -247,7 +247,7 @@ async fn each_call_asks_again_and_plan_mode_offers_it() {
     let registry = registry();
     let session = Session::new("s", "/tmp");
     let asker = Scripted::install(&session, Ok("yes"));
-    let spec = registry.get("ask_user").unwrap().spec();
+    let spec = registry.get("ask_user").unwrap().spec().clone();
     assert!(spec.annotations.read_only && !spec.cacheable && !spec.needs_approval);
     // The same question twice in one turn is asked twice (no dedup).
     for id in ["a", "b"] {

@@ -391,3 +391,56 @@ async fn plan_mode_offers_the_plan_tools_and_exit_plan_mode_brings_build_back() 
     assert_eq!(requests[2].system, "test prompt (build)");
     assert!(env.root.path().join("a.txt").exists());
 }
+
+/// Issue 12, item 2: the loop sends the registry's list as it is at each model call, so a tool
+/// that appears mid-turn (a condition that now holds after a refresh) is in the next request and
+/// callable.
+#[tokio::test]
+async fn the_next_model_request_carries_a_tool_that_appeared() {
+    let gate = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let read = std::sync::Arc::clone(&gate);
+    let probe = Probe::default();
+    let registry: std::sync::Arc<Registry> = Registry::builder(CoreConfig::default())
+        .conditions_with(move || {
+            let mut conditions = hands_core::Conditions::default();
+            if read.load(std::sync::atomic::Ordering::SeqCst) {
+                conditions.env.insert("GATE".into(), "1".into());
+            }
+            conditions
+        })
+        .tool(Record(probe.clone()))
+        .tool_if(|c| c.has_env("GATE"), SlowRead(probe.clone()))
+        .build()
+        .into();
+    let root = tempfile::tempdir().unwrap();
+    let env = Env {
+        registry: std::sync::Arc::clone(&registry),
+        probe,
+        session: Session::new("s-live", root.path()),
+        root,
+    };
+    let asked = std::sync::atomic::AtomicUsize::new(0);
+    let script = Script::rule(move |_request| {
+        match asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+            0 => {
+                // Between two model calls, a secret is stored and the front end refreshes.
+                gate.store(true, std::sync::atomic::Ordering::SeqCst);
+                assert!(registry.refresh());
+                call("record", json!({"label": "first"}))
+            }
+            1 => call("slow_read", json!({"label": "gated", "ms": 1})),
+            _ => say("done"),
+        }
+    });
+    let mut messages = Vec::new();
+    let outcome = run(&env, &script, LIMITS, &mut messages, "go", &Notes::default()).await;
+    assert_eq!(outcome.reason, EndReason::Completed);
+    let offered = |n: usize| -> Vec<String> {
+        script.requests()[n].tools.iter().map(|t| t.name.clone()).collect()
+    };
+    assert_eq!(offered(0), ["record"]);
+    assert_eq!(offered(1), ["record", "slow_read"]);
+    let results = results(&messages[4]);
+    assert_eq!(results, [("done gated".to_owned(), false)]);
+    assert_eq!(env.probe.labels(), ["first", "gated"]);
+}

@@ -166,7 +166,7 @@ async fn it_needs_no_approval_changes_nothing_on_disk_and_plan_mode_does_not_off
     // Under approval = "ask" with nobody to ask, a tool that needs approval is refused; the todo
     // list is the model's own notes, so it goes through.
     let registry = registry(CoreConfig { approval: Approval::Ask, ..CoreConfig::default() });
-    let spec = registry.get("todo_write").unwrap().spec();
+    let spec = registry.get("todo_write").unwrap().spec().clone();
     assert!(!spec.needs_approval && !spec.annotations.read_only && !spec.annotations.destructive);
     assert!(spec.output_schema.is_some());
     let session = Session::new("s", "/tmp");

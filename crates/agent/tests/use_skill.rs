@@ -317,7 +317,7 @@ async fn plan_mode_offers_it_and_it_is_read_only() {
     let f = Fixture::new();
     skill(&f.project_skills().join("pdf"), "pdf", "d", "pdf body");
     let registry = f.registry();
-    let spec = registry.get("use_skill").unwrap().spec();
+    let spec = registry.get("use_skill").unwrap().spec().clone();
     assert!(spec.annotations.read_only && !spec.needs_approval);
     let session = Session::new("s", &f.root);
     session.set_mode(Mode::Plan);

@@ -190,7 +190,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let has_model = !loaded.settings.model.model.trim().is_empty();
             let (registry, mcp) = build_registry_with_mcp(&loaded, &root, has_model)?;
             if markdown {
-                tools::print_markdown(&registry, &tools::families(&loaded))?;
+                tools::print_markdown(&registry)?;
                 return Ok(ExitCode::SUCCESS);
             }
             tools::print(&registry, mode, json)?;
@@ -303,8 +303,9 @@ fn build_registry_with_mcp(
     subagent: bool,
 ) -> Result<(Registry, hands_mcp::McpClients)> {
     let config_json = serde_json::to_value(&loaded.settings).context("configuration to JSON")?;
-    let builder =
-        Registry::builder(loaded.settings.core()).conditions(Conditions::from_process(config_json));
+    // Conditions are read again on every Registry::refresh: a variable set since is seen.
+    let builder = Registry::builder(loaded.settings.core())
+        .conditions_with(move || Conditions::from_process(config_json.clone()));
     let builder = hands_fs::register(builder, &loaded.settings.fs);
     let builder = hands_exec::register(builder, &loaded.settings.exec());
     // The session tools with their settings, and use_skill listing the project's skills too.

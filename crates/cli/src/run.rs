@@ -208,6 +208,8 @@ pub struct Agent {
     prompter: Prompter,
     /// The project root and `[preview]`, to show what preview_open runs when it asks.
     preview: (PathBuf, hands_preview::PreviewConfig),
+    /// The host's tools, for the terminal's labels of calls.
+    registry: Arc<Registry>,
 }
 
 impl Agent {
@@ -217,9 +219,10 @@ impl Agent {
         let provider = provider(&setup.settings.model)?;
         let preview = (setup.root.clone(), setup.settings.preview.clone());
         let store = open_store(&setup.settings.store)?;
+        let registry = Arc::new(setup.registry);
         let parts = HostParts {
             store,
-            registry: Arc::new(setup.registry),
+            registry: Arc::clone(&registry),
             provider: Some(provider),
             config: setup.settings.agent.clone(),
         };
@@ -254,7 +257,7 @@ impl Agent {
         if !prompter.available() {
             host.session(&id).await?.insert_extension(AskerHandle(Arc::new(NobodyAsker)));
         }
-        Ok(Self { host, id, prompter, preview })
+        Ok(Self { host, id, prompter, preview, registry })
     }
 
     /// Post `text` and print the turn until it ends; how it ended (`completed`, `max_steps`,
@@ -265,7 +268,7 @@ impl Agent {
         events.replay.clear();
         let mode = self.host.session(&self.id).await?.mode().to_string();
         let turn_id = self.host.post_message(&self.id, text).await?;
-        let mut view = View::new(mode);
+        let mut view = View::new(mode, Arc::clone(&self.registry));
         let mut asks = Asks::default();
         let mut tick = tokio::time::interval(SPIN_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);

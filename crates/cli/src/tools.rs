@@ -1,7 +1,7 @@
 //! `hands tools`: the tool list, as text for people or as JSON in MCP's `tools/list` shape.
 
 use anyhow::Result;
-use hands_core::{Mode, Registry, ToolSpec};
+use hands_core::{Family, Mode, Registry, ToolSpec};
 use serde_json::{Value, json};
 
 use crate::term;
@@ -30,7 +30,7 @@ pub fn mcp_json(spec: &ToolSpec) -> Value {
 pub fn print(registry: &Registry, mode: Mode, json: bool) -> Result<()> {
     let specs = registry.list(mode);
     if json {
-        let tools: Vec<Value> = specs.into_iter().map(mcp_json).collect();
+        let tools: Vec<Value> = specs.iter().map(mcp_json).collect();
         term::data(&format!("{}\n", serde_json::to_string_pretty(&json!({ "tools": tools }))?))?;
         return Ok(());
     }
@@ -47,117 +47,80 @@ pub fn print(registry: &Registry, mode: Mode, json: bool) -> Result<()> {
     Ok(())
 }
 
-/// One family of tools: the crate (or source) that registers them, and a heading for the README.
-pub struct Family {
-    /// The key in the README's markers (`<!-- tools:fs -->`).
-    pub key: &'static str,
-    /// The tools' canonical names, in registration order.
-    pub names: Vec<String>,
-}
+/// The families in the order the README shows them, with their marker keys
+/// (`<!-- tools:files -->`).
+const FAMILIES: &[(Family, &str)] = &[
+    (Family::Files, "files"),
+    (Family::Search, "search"),
+    (Family::Processes, "processes"),
+    (Family::Session, "session"),
+    (Family::Delegation, "delegation"),
+    (Family::Mcp, "mcp"),
+    (Family::Preview, "preview"),
+    (Family::Web, "web"),
+    (Family::Data, "data"),
+    (Family::Project, "project"),
+    (Family::Other, "other"),
+];
 
-/// The tools of `registry` grouped by the crate that registers them: the file, process and
-/// session tools are those each crate's `register` adds on its own; the preview's are its
-/// `TOOLS`; what is left (mcp_list, mcp_call) comes from the MCP client. Remote proxies
-/// (`mcp__SERVER__TOOL`) belong to the user's configuration, not to hands, and are left out.
-pub fn families(loaded: &crate::settings::Loaded) -> Vec<Family> {
-    let settings = &loaded.settings;
-    let names_of = |builder: hands_core::RegistryBuilder| all_names(&builder.build());
-    let bare = || Registry::builder(settings.core());
-    let fs = names_of(hands_fs::register(bare(), &settings.fs));
-    let exec = names_of(hands_exec::register(bare(), &settings.exec()));
-    let agent = names_of(hands_agent::subagent::register(
-        hands_agent::register_with(
-            bare(),
-            &settings.session_tools(),
-            hands_agent::UseSkill::discover(None, None),
-        ),
-        true,
-    ));
-    let preview: Vec<String> = hands_preview::TOOLS.iter().map(|n| (*n).to_owned()).collect();
-    vec![
-        Family { key: "fs", names: fs },
-        Family { key: "exec", names: exec },
-        Family { key: "agent", names: agent },
-        Family { key: "mcp", names: Vec::new() },
-        Family { key: "preview", names: preview },
-    ]
-}
-
-/// Every canonical name `registry` holds, in registration order: build mode's, then the tools
-/// only plan mode offers.
-fn all_names(registry: &Registry) -> Vec<String> {
-    let mut names: Vec<String> =
-        registry.list(Mode::Build).into_iter().map(|s| s.name.clone()).collect();
+/// Every tool `registry` holds (build mode's, then the tools only plan mode offers), in
+/// registration order, without the remote proxies (`mcp__SERVER__TOOL`): those belong to the
+/// user's configuration, not to hands.
+fn all_specs(registry: &Registry) -> Vec<ToolSpec> {
+    let mut specs = registry.list(Mode::Build);
     for spec in registry.list(Mode::Plan) {
-        if !names.contains(&spec.name) {
-            names.push(spec.name.clone());
+        if !specs.iter().any(|s| s.name == spec.name) {
+            specs.push(spec);
         }
     }
-    names
+    specs.retain(|spec| !spec.name.starts_with("mcp__"));
+    specs
 }
 
-/// Print the README's tool tables: one per family, each between `<!-- tools:KEY -->` and
-/// `<!-- /tools:KEY -->` so that a test can find it in the README.
-pub fn print_markdown(registry: &Registry, families: &[Family]) -> Result<()> {
-    term::data(&markdown(registry, families))?;
+/// Print the README's tool tables: one per family (the tool's [`Policy`](hands_core::Policy)
+/// says which), each between `<!-- tools:KEY -->` and `<!-- /tools:KEY -->` so that a test can
+/// find it in the README.
+pub fn print_markdown(registry: &Registry) -> Result<()> {
+    term::data(&markdown(registry))?;
     Ok(())
 }
 
 /// [`print_markdown`]'s text.
-pub fn markdown(registry: &Registry, families: &[Family]) -> String {
-    let present = all_names(registry);
-    let subagent = hands_agent::subagent::tools(registry);
-    let known: Vec<&String> = families.iter().flat_map(|f| &f.names).collect();
+pub fn markdown(registry: &Registry) -> String {
+    let specs = all_specs(registry);
     let mut out = String::new();
-    for family in families {
-        // The family with no names of its own (the MCP client's) takes what no crate claimed.
-        let names: Vec<&String> = if family.names.is_empty() {
-            present.iter().filter(|n| !known.contains(n) && !n.starts_with("mcp__")).collect()
-        } else {
-            family.names.iter().filter(|n| present.contains(n)).collect()
-        };
-        if names.is_empty() {
+    for (family, key) in FAMILIES {
+        let members: Vec<&ToolSpec> =
+            specs.iter().filter(|spec| spec.policy.family == *family).collect();
+        if members.is_empty() {
             continue;
         }
-        out.push_str(&format!("<!-- tools:{} -->\n", family.key));
+        out.push_str(&format!("<!-- tools:{key} -->\n"));
         out.push_str("| tool | arguments | modes | sub-agent | what it does |\n");
         out.push_str("|---|---|---|---|---|\n");
-        for name in names {
-            let Some(tool) = registry.get(name) else { continue };
-            let spec = tool.spec();
-            let aliases = aliases(registry, name);
-            let title = if aliases.is_empty() {
-                format!("`{name}`")
+        for spec in members {
+            let policy = &spec.policy;
+            let title = if policy.aliases.is_empty() {
+                format!("`{}`", spec.name)
             } else {
-                let aliases: Vec<String> = aliases.iter().map(|a| format!("`{a}`")).collect();
-                format!("`{name}` ({})", aliases.join(", "))
+                let aliases: Vec<String> = policy.aliases.iter().map(|a| format!("`{a}`")).collect();
+                format!("`{}` ({})", spec.name, aliases.join(", "))
             };
-            let modes =
-                match (Registry::offered(name, Mode::Plan), Registry::offered(name, Mode::Build)) {
-                    (true, true) => "plan, build",
-                    (true, false) => "plan",
-                    (false, _) => "build",
-                };
-            let sub = if subagent.contains(name) { "yes" } else { "—" };
+            let modes = match (policy.offered(Mode::Plan), policy.offered(Mode::Build)) {
+                (true, true) => "plan, build",
+                (true, false) => "plan",
+                (false, _) => "build",
+            };
+            let sub = if policy.subagent { "yes" } else { "—" };
             out.push_str(&format!(
                 "| {title} | {} | {modes} | {sub} | {} |\n",
                 arguments(&spec.input_schema),
                 cell(&summary(&spec.description)),
             ));
         }
-        out.push_str(&format!("<!-- /tools:{} -->\n", family.key));
+        out.push_str(&format!("<!-- /tools:{key} -->\n"));
     }
     out
-}
-
-/// The short names that call `name`. The registry resolves an alias but does not list them;
-/// hands' aliases are a tool's first word (`read` for read_file), so that is what is probed.
-fn aliases(registry: &Registry, name: &str) -> Vec<String> {
-    let Some((stem, _)) = name.split_once('_') else { return Vec::new() };
-    match registry.get(stem) {
-        Some(tool) if tool.spec().name == name => vec![stem.to_owned()],
-        _ => Vec::new(),
-    }
 }
 
 /// The arguments of an input schema: `name` when required, `name?` when optional, `—` for none.

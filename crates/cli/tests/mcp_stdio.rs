@@ -228,6 +228,40 @@ async fn cancelling_a_call_kills_its_processes() {
     server.client.cancel().await.unwrap();
 }
 
+/// Issue 12, item 2: a project that gains an `index.html` mid-session gets the preview tools: the
+/// client hears `notifications/tools/list_changed` after the call that wrote it, and then lists
+/// preview_open; a page removed behind hands' back is noticed at the next listing.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_project_that_gains_a_page_announces_the_preview_tools() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = start(tmp.path()).await;
+    let names = || async {
+        let tools = server.client.list_all_tools().await.unwrap();
+        tools.iter().map(|t| t.name.to_string()).collect::<Vec<_>>()
+    };
+    assert!(!names().await.contains(&"preview_open".to_owned()));
+    let wrote =
+        call(&server, "write_file", json!({"path": "index.html", "content": "<h1>hi</h1>"}));
+    let wrote = wrote.await;
+    assert_eq!(wrote["isError"], json!(false), "{wrote}");
+    let recorder = server.recorder.clone();
+    assert!(
+        wait_until(Duration::from_secs(5), || *recorder.list_changed.lock().unwrap() >= 1).await,
+        "no notifications/tools/list_changed after index.html was written"
+    );
+    let listed = names().await;
+    assert!(listed.contains(&"preview_open".to_owned()), "{listed:?}");
+    let status = call(&server, "preview_status", json!({})).await;
+    assert_eq!(status["isError"], json!(false), "{status}");
+
+    std::fs::remove_file(tmp.path().join("index.html")).unwrap();
+    // Listings look at the disk at most once a second.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let listed = names().await;
+    assert!(!listed.contains(&"preview_open".to_owned()), "{listed:?}");
+    server.client.cancel().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn plan_mode_changes_the_tool_list_and_announces_it() {
     let tmp = tempfile::tempdir().unwrap();

@@ -78,7 +78,11 @@ fn readme_tool_tables_are_the_registrys() {
     let markdown = tools_markdown();
     let generated = blocks(&markdown, "tools");
     let keys: Vec<&str> = generated.iter().map(|(k, _)| k.as_str()).collect();
-    assert_eq!(keys, ["fs", "exec", "agent", "mcp", "preview"], "{markdown}");
+    assert_eq!(
+        keys,
+        ["files", "search", "processes", "session", "delegation", "mcp", "preview"],
+        "{markdown}"
+    );
     for name in [
         "`read_file` (`read`)",
         "`bash`",

@@ -198,3 +198,59 @@ fn descriptions_name_only_tools_hands_offers() {
         }
     }
 }
+
+/// Issue 12, item 1: every registered tool has its description (a `.md` file beside it), not an
+/// empty or placeholder text.
+#[test]
+fn every_tool_has_a_real_description() {
+    let tmp = tempfile::tempdir().unwrap();
+    let registry = full_registry(tmp.path());
+    for spec in registry.list(Mode::Build).iter().chain(&registry.list(Mode::Plan)) {
+        let text = spec.description.trim();
+        assert!(text.len() >= 80, "{}: description too short: {text:?}", spec.name);
+        let lower = text.to_ascii_lowercase();
+        for placeholder in ["tbd", "fixme", "lorem", "placeholder", "xxx"] {
+            assert!(
+                !lower.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| w == placeholder),
+                "{}: description has `{placeholder}`",
+                spec.name
+            );
+        }
+    }
+}
+
+/// Issue 12, item 1: modes, aliases and sub-agent use come from each tool's policy; these are the
+/// lists hands had as string constants, so the policies keep the behaviour.
+#[test]
+fn policies_give_the_plan_mode_and_sub_agent_lists() {
+    let tmp = tempfile::tempdir().unwrap();
+    let registry = full_registry(tmp.path());
+    let plan: Vec<String> = registry.list(Mode::Plan).into_iter().map(|s| s.name).collect();
+    assert_eq!(
+        plan,
+        [
+            "read_file",
+            "list_files",
+            "glob",
+            "grep",
+            "exit_plan_mode",
+            "ask_user",
+            "use_skill",
+            "spawn_subagent",
+            "read_runtime_errors"
+        ]
+    );
+    let build: Vec<String> = registry.list(Mode::Build).into_iter().map(|s| s.name).collect();
+    assert!(!build.contains(&"exit_plan_mode".to_owned()), "{build:?}");
+    assert!(build.contains(&"enter_plan_mode".to_owned()), "{build:?}");
+    assert_eq!(
+        hands_agent::subagent::tools(&registry),
+        ["read_file", "list_files", "glob", "grep", "use_skill", "read_runtime_errors"]
+    );
+    for (alias, name) in [("read", "read_file"), ("write", "write_file"), ("edit", "edit_file")] {
+        assert_eq!(registry.get(alias).unwrap().spec().name, name);
+        assert!(!build.contains(&alias.to_owned()), "{alias} is listed");
+    }
+    let ask = registry.get("ask_user").unwrap();
+    assert!(ask.spec().policy.needs_user && !ask.spec().policy.subagent);
+}

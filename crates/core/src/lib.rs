@@ -1,8 +1,10 @@
 //! The tool runtime core of hands.
 //!
 //! A [`Tool`] is a small type with typed arguments; its [`ToolSpec`] (name, description, derived JSON
-//! schema, annotations) is data. The [`Registry`] holds the tools, filters them by [`Mode`], and runs
-//! every call through the middleware chain (see [`middleware`]) into the current [`Sandbox`].
+//! schema, annotations, [`Policy`]) is data. The [`Registry`] holds the tools of its
+//! [`ToolSource`]s (a live list: tools come and go while sessions run), filters them by [`Mode`]
+//! by each tool's policy, and runs every call through the middleware chain (see [`middleware`])
+//! into the current [`Sandbox`].
 //!
 //! ```
 //! use hands_core::{Registry, Session, ToolCall};
@@ -26,11 +28,14 @@ pub mod middleware;
 mod notice;
 mod output;
 pub mod process;
+mod policy;
 mod registry;
 mod sandbox;
 mod schema;
 mod services;
 mod session;
+mod snapshot;
+mod source;
 mod tool;
 
 pub use call::ToolCall;
@@ -40,12 +45,15 @@ pub use error::{DispatchError, ToolError};
 pub use future::BoxFuture;
 pub use notice::{Notice, NoticeKind};
 pub use output::{Content, ToolOutput};
+pub use policy::{Family, Label, Modes, Policy};
 pub use process::ProcessService;
-pub use registry::{CallOptions, Conditions, PLAN_MODE_TOOLS, Registry, RegistryBuilder};
+pub use registry::{CallOptions, Registry, RegistryBuilder};
 pub use sandbox::{LocalProvider, Sandbox, SandboxProvider};
 pub use schema::{output_schema_for, schema_for};
 pub use session::{Mode, Session};
-pub use tool::{Annotations, DynTool, Tool, ToolSpec};
+pub use snapshot::RegistryError;
+pub use source::{Changes, Condition, Conditions, ConditionsReader, Refresh, ToolSource};
+pub use tool::{Annotations, DynTool, Tool, ToolSpec, erase};
 
 /// Re-exported so that tool crates and front ends use the same token type.
 pub use tokio_util::sync::CancellationToken;

@@ -1,64 +1,27 @@
-//! The registry: the list of tools, their aliases, which ones each mode offers, and `dispatch`, which
-//! resolves a call and runs it through the middleware chain into the project's sandbox.
+//! The registry: the tools of its [sources](crate::ToolSource), which ones each mode offers
+//! (from each tool's [`Policy`](crate::Policy)), and `dispatch`, which resolves a call and runs it
+//! through the middleware chain into the project's sandbox.
+//!
+//! The tool list is live: sources add and remove tools while sessions run. The registry keeps the
+//! list as an immutable [`Snapshot`] behind an `RwLock<Arc<_>>` that is held only to clone the
+//! `Arc`, never across an await; a call reads one snapshot from start to end. A rebuild (a source
+//! reported a change, [`Registry::refresh`], a mutating call or a listing after which a source saw
+//! a change) swaps in a new snapshot and, when the list differs, bumps the version that
+//! [`Registry::subscribe`] hands out, so that front ends tell their clients.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-use serde_json::Value;
+use tokio::sync::watch;
 
 use crate::middleware::{self, DynMiddleware, Endpoint, Layer, Middleware, Next, Place, Request};
 use crate::services::Services;
+use crate::snapshot::{RegistryError, Snapshot};
+use crate::source::{Builtins, Changes, Condition, Conditions, ConditionsReader, Refresh};
 use crate::tool::Erased;
 use crate::{
-    BoxFuture, Context, CoreConfig, DispatchError, DynTool, LocalProvider, Mode, SandboxProvider,
-    Session, Tool, ToolCall, ToolError, ToolOutput, ToolSpec,
+    BoxFuture, Context, CoreConfig, DispatchError, DynTool, LocalProvider, Mode, Modes,
+    SandboxProvider, Session, Tool, ToolCall, ToolError, ToolOutput, ToolSource, ToolSpec,
 };
-
-/// The tools plan mode offers (docs/tools.md); everything else is build-only.
-pub const PLAN_MODE_TOOLS: &[&str] = &[
-    "read_file",
-    "list_files",
-    "glob",
-    "grep",
-    "web_search",
-    "web_scrape",
-    "db_schema",
-    "read_runtime_errors",
-    "mcp_list",
-    "mcp_call",
-    "spawn_subagent",
-    "use_skill",
-    "ask_user",
-    "exit_plan_mode",
-];
-
-/// Tools never offered in build mode.
-const BUILD_EXCLUDED: &[&str] = &["exit_plan_mode"];
-
-/// Short names of the second source, accepted in calls and never listed.
-const ALIASES: &[(&str, &str)] =
-    &[("read", "read_file"), ("write", "write_file"), ("edit", "edit_file")];
-
-/// What conditional registration can look at: the merged configuration and the environment.
-#[derive(Debug, Clone, Default)]
-pub struct Conditions {
-    /// The merged configuration, as JSON.
-    pub config: Value,
-    /// Environment variables.
-    pub env: BTreeMap<String, String>,
-}
-
-impl Conditions {
-    /// From `config` and this process's environment.
-    pub fn from_process(config: Value) -> Self {
-        Self { config, env: std::env::vars().collect() }
-    }
-
-    /// True when the variable is set and not empty.
-    pub fn has_env(&self, name: &str) -> bool {
-        self.env.get(name).is_some_and(|v| !v.is_empty())
-    }
-}
 
 /// What a front end adds to one call.
 #[derive(Clone, Default)]
@@ -72,9 +35,10 @@ pub struct CallOptions {
 /// Builds a [`Registry`].
 pub struct RegistryBuilder {
     config: CoreConfig,
-    conditions: Conditions,
+    conditions: ConditionsReader,
     provider: Arc<dyn SandboxProvider>,
-    tools: Vec<Arc<dyn DynTool>>,
+    tools: Vec<(Option<Condition>, Arc<dyn DynTool>)>,
+    sources: Vec<Arc<dyn ToolSource>>,
     layers: Vec<Layer>,
     services: Services,
 }
@@ -87,30 +51,63 @@ impl RegistryBuilder {
         self
     }
 
+    /// Add `middleware` to the chain at `place` (see [`middleware`] for the order).
+    #[must_use]
+    pub fn layer<M: Middleware>(mut self, place: Place, middleware: M) -> Self {
+        self.layers.push((place, Arc::new(middleware)));
+        self
+    }
+
     /// Register `tool`.
     #[must_use]
     pub fn tool<T: Tool>(mut self, tool: T) -> Self {
-        self.tools.push(Arc::new(Erased::new(tool)));
+        self.tools.push((None, Arc::new(Erased::new(tool))));
         self
     }
 
-    /// Register `tool` only when `predicate` holds for the configuration and environment.
+    /// Register `tool`, offered while `predicate` holds for the configuration and environment.
+    /// The predicate is evaluated at build and again on every [`Registry::refresh`].
     #[must_use]
-    pub fn tool_if<T: Tool>(self, predicate: impl FnOnce(&Conditions) -> bool, tool: T) -> Self {
-        if predicate(&self.conditions) { self.tool(tool) } else { self }
+    pub fn tool_if<T: Tool>(
+        mut self,
+        predicate: impl Fn(&Conditions) -> bool + Send + Sync + 'static,
+        tool: T,
+    ) -> Self {
+        self.tools.push((Some(Arc::new(predicate)), Arc::new(Erased::new(tool))));
+        self
     }
 
-    /// Register an already-erased tool (MCP proxies and other dynamic tools).
+    /// Register an already-erased tool (dynamic tools that are always there).
     #[must_use]
     pub fn dyn_tool(mut self, tool: Arc<dyn DynTool>) -> Self {
-        self.tools.push(tool);
+        self.tools.push((None, tool));
         self
     }
 
-    /// What conditional registration sees.
+    /// Add a source of tools that may change while sessions run (remote MCP servers, preview
+    /// detection). Sources come after the built-ins, in the order added; on a name conflict the
+    /// earlier one keeps the name.
     #[must_use]
-    pub fn conditions(mut self, conditions: Conditions) -> Self {
-        self.conditions = conditions;
+    pub fn source(mut self, source: Arc<dyn ToolSource>) -> Self {
+        self.sources.push(source);
+        self
+    }
+
+    /// What conditional registration sees: fixed `conditions`.
+    #[must_use]
+    pub fn conditions(self, conditions: Conditions) -> Self {
+        self.conditions_with(move || conditions.clone())
+    }
+
+    /// What conditional registration sees: whatever `reader` returns, at build and on every
+    /// [`Registry::refresh`] (e.g. `move || Conditions::from_process(config())` re-reads the
+    /// environment).
+    #[must_use]
+    pub fn conditions_with(
+        mut self,
+        reader: impl Fn() -> Conditions + Send + Sync + 'static,
+    ) -> Self {
+        self.conditions = Arc::new(reader);
         self
     }
 
@@ -121,33 +118,94 @@ impl RegistryBuilder {
         self
     }
 
-    /// Add `middleware` to the chain at `place` (see [`middleware`] for the order).
-    #[must_use]
-    pub fn layer<M: Middleware>(mut self, place: Place, middleware: M) -> Self {
-        self.layers.push((place, Arc::new(middleware)));
-        self
+    /// Finish.
+    ///
+    /// # Panics
+    /// When two built-in tools claim the same name or alias: a bug in the code that lists them,
+    /// reported with both names (use [`RegistryBuilder::try_build`] to get it as an error).
+    pub fn build(self) -> Registry {
+        match self.try_build() {
+            Ok(registry) => registry,
+            // A conflict among built-ins is a programming error found by any test that builds
+            // the registry; there is no sensible registry to go on with.
+            #[allow(clippy::panic)]
+            Err(err) => panic!("the tool registry cannot be built: {err}"),
+        }
     }
 
-    /// Finish. A later tool with the same name replaces an earlier one.
-    pub fn build(self) -> Registry {
+    /// Finish, or say which built-in names collide. Within the built-ins a later tool with the
+    /// same name replaces an earlier one; an alias may not collide with any name or alias.
+    pub fn try_build(self) -> Result<Registry, RegistryError> {
         let chain = middleware::chain(&self.config, Arc::clone(&self.provider), &self.layers);
-        let mut order = Vec::new();
-        let mut tools = HashMap::new();
-        for tool in self.tools {
-            let name = tool.spec().name.clone();
-            if tools.insert(name.clone(), tool).is_none() {
-                order.push(name);
-            }
+        let builtins: Arc<dyn ToolSource> = Arc::new(Builtins::new(self.tools, self.conditions));
+        let mut sources = vec![builtins];
+        sources.extend(self.sources);
+        let snapshot = Snapshot::build(collect(&sources))?;
+        let (version, _) = watch::channel(0);
+        let live = Arc::new(Live {
+            sources,
+            snapshot: RwLock::new(Arc::new(snapshot)),
+            rebuilding: Mutex::new(()),
+            version,
+        });
+        for source in &live.sources {
+            source.start(Changes(Arc::downgrade(&live)));
         }
         let endpoint = SandboxEndpoint { provider: self.provider };
-        Registry { order, tools, chain, endpoint, services: self.services }
+        Ok(Registry { live, chain, endpoint, services: self.services })
     }
+}
+
+/// The sources and the current snapshot, shared with the sources' [`Changes`] handles.
+pub(crate) struct Live {
+    sources: Vec<Arc<dyn ToolSource>>,
+    snapshot: RwLock<Arc<Snapshot>>,
+    /// One rebuild at a time, so that a slower one cannot swap in an older list.
+    rebuilding: Mutex<()>,
+    version: watch::Sender<u64>,
+}
+
+impl Live {
+    fn snapshot(&self) -> Arc<Snapshot> {
+        Arc::clone(&self.snapshot.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Ask every source to look again because of `why`; rebuild when one may have changed.
+    /// True when the list changed.
+    fn check(&self, why: Refresh) -> bool {
+        // Every source looks (no short circuit): each keeps its own state up to date.
+        let maybe = self.sources.iter().fold(false, |any, source| source.refresh(why) | any);
+        maybe && self.rebuild()
+    }
+
+    /// Rebuild the snapshot from the sources; bump the version when the list changed.
+    pub(crate) fn rebuild(&self) -> bool {
+        let _one = self.rebuilding.lock().unwrap_or_else(PoisonError::into_inner);
+        let fresh = match Snapshot::build(collect(&self.sources)) {
+            Ok(fresh) => fresh,
+            Err(err) => {
+                // The built-ins were valid at build; a condition can only remove some of them.
+                tracing::error!(%err, "the tool list cannot be rebuilt; keeping the old one");
+                return false;
+            }
+        };
+        if fresh.same(&self.snapshot()) {
+            return false;
+        }
+        *self.snapshot.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(fresh);
+        self.version.send_modify(|version| *version += 1);
+        tracing::debug!(version = *self.version.borrow(), "the tool list changed");
+        true
+    }
+}
+
+fn collect(sources: &[Arc<dyn ToolSource>]) -> Vec<(&str, Vec<Arc<dyn DynTool>>)> {
+    sources.iter().map(|source| (source.name(), source.tools())).collect()
 }
 
 /// The tool registry.
 pub struct Registry {
-    order: Vec<String>,
-    tools: HashMap<String, Arc<dyn DynTool>>,
+    live: Arc<Live>,
     chain: Vec<Arc<dyn DynMiddleware>>,
     endpoint: SandboxEndpoint,
     services: Services,
@@ -158,9 +216,10 @@ impl Registry {
     pub fn builder(config: CoreConfig) -> RegistryBuilder {
         RegistryBuilder {
             config,
-            conditions: Conditions::default(),
+            conditions: Arc::new(Conditions::default),
             provider: Arc::new(LocalProvider),
             tools: Vec::new(),
+            sources: Vec::new(),
             layers: Vec::new(),
             services: Services::default(),
         }
@@ -171,27 +230,58 @@ impl Registry {
         self.services.get()
     }
 
-    /// True when `mode` offers `name` (a canonical name).
-    pub fn offered(name: &str, mode: Mode) -> bool {
-        match mode {
-            Mode::Build => !BUILD_EXCLUDED.contains(&name),
-            Mode::Plan => PLAN_MODE_TOOLS.contains(&name),
-        }
+    /// The tools `mode` offers, in listing order (built-ins first, then each source's). Sources
+    /// that watch the project look again first (throttled), so a new preview shows up here.
+    pub fn list(&self, mode: Mode) -> Vec<ToolSpec> {
+        self.recheck();
+        self.offered(mode)
     }
 
-    /// The tools `mode` offers, in registration order.
-    pub fn list(&self, mode: Mode) -> Vec<&ToolSpec> {
-        self.order
+    /// Let the sources that watch the project look again (throttled by them: at most about once
+    /// a second), as before a listing. True when the list changed. For front ends that cache the
+    /// list by [`Registry::version`].
+    pub fn recheck(&self) -> bool {
+        self.live.check(Refresh::Listing)
+    }
+
+    /// [`Registry::list`] without asking the sources to look again.
+    fn offered(&self, mode: Mode) -> Vec<ToolSpec> {
+        self.live
+            .snapshot()
+            .tools
             .iter()
-            .filter(|name| Self::offered(name, mode))
-            .filter_map(|name| self.tools.get(name.as_str()))
             .map(|tool| tool.spec())
+            .filter(|spec| spec.offered(mode))
+            .cloned()
             .collect()
     }
 
     /// The tool called `name` (canonical or alias), whatever the mode.
-    pub fn get(&self, name: &str) -> Option<&Arc<dyn DynTool>> {
-        self.tools.get(canonical(name))
+    pub fn get(&self, name: &str) -> Option<Arc<dyn DynTool>> {
+        self.live.snapshot().get(name).cloned()
+    }
+
+    /// True when a tool answers to `name` (canonical or alias), whatever the mode.
+    pub fn contains(&self, name: &str) -> bool {
+        self.live.snapshot().get(name).is_some()
+    }
+
+    /// Re-read what the sources depend on (configuration, environment, stored secrets) and
+    /// rebuild the list. Front ends call it when the configuration changes. True when the list
+    /// changed; subscribers hear of it either way.
+    pub fn refresh(&self) -> bool {
+        self.live.check(Refresh::Config)
+    }
+
+    /// The list's version: it grows by one each time the tool list changes.
+    pub fn version(&self) -> u64 {
+        *self.live.version.borrow()
+    }
+
+    /// A receiver that sees the version each time the tool list changes: an MCP server sends
+    /// `notifications/tools/list_changed`, a session API emits `tools_changed`.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.live.version.subscribe()
     }
 
     /// Run `call` in `session`: resolve the name, check the mode, and pass it through the chain.
@@ -212,16 +302,17 @@ impl Registry {
         call: ToolCall,
         options: CallOptions,
     ) -> Result<ToolOutput, DispatchError> {
-        let name = canonical(&call.name);
-        let Some(tool) = self.tools.get(name) else {
+        let Some(tool) = self.resolve(&call.name) else {
             return Ok(ToolOutput::error(self.unknown(&call.name, session.mode())));
         };
+        let name = tool.spec().name.as_str();
         let mode = session.mode();
-        if !Self::offered(name, mode) {
+        if !tool.spec().offered(mode) {
             return Ok(ToolOutput::error(match mode {
                 Mode::Plan => format!(
                     "{name} is not available in plan mode, which is read-only. Finish the plan and \
-                     call exit_plan_mode to get the build tools back."
+                     {} to get the build tools back.",
+                    self.leave_plan_mode()
                 ),
                 Mode::Build => format!("{name} is only available in plan mode."),
             }));
@@ -247,6 +338,10 @@ impl Registry {
                 }
             }
         };
+        if !tool.spec().annotations.read_only {
+            // The call may have changed the project (a new index.html): sources look again.
+            self.live.check(Refresh::Mutation);
+        }
         match result {
             Ok(output) => Ok(with_notices(session, output)),
             Err(ToolError::RespondToModel(message)) => Ok(ToolOutput::error(message)),
@@ -257,17 +352,38 @@ impl Registry {
         }
     }
 
-    fn unknown(&self, name: &str, mode: Mode) -> String {
-        let offered: Vec<&str> =
-            self.list(mode).into_iter().map(|spec| spec.name.as_str()).collect();
-        let lower = name.to_ascii_lowercase();
-        let mut close: Vec<(f64, &str)> = offered
+    /// The tool answering to `name`; when none does, the sources look again first (a preview
+    /// tool called right after the project gained its `index.html`).
+    fn resolve(&self, name: &str) -> Option<Arc<dyn DynTool>> {
+        self.get(name).or_else(|| {
+            self.recheck();
+            self.get(name)
+        })
+    }
+
+    /// How the model leaves plan mode: by calling the tool only plan mode offers.
+    fn leave_plan_mode(&self) -> String {
+        self.live
+            .snapshot()
+            .tools
             .iter()
-            .map(|candidate| {
+            .map(|tool| tool.spec())
+            .find(|spec| spec.policy.modes == Modes::PLAN)
+            .map_or_else(|| "leave plan mode".to_owned(), |spec| format!("call {}", spec.name))
+    }
+
+    fn unknown(&self, name: &str, mode: Mode) -> String {
+        let specs = self.offered(mode);
+        let offered: Vec<&str> = specs.iter().map(|spec| spec.name.as_str()).collect();
+        let lower = name.to_ascii_lowercase();
+        let mut close: Vec<(f64, &str)> = specs
+            .iter()
+            .map(|spec| {
+                let candidate = &spec.name.as_str();
                 // Compare with the whole name, its first word and its aliases: `reed` is close
                 // to `read`, which is read_file.
                 let stem = candidate.split('_').next().unwrap_or(candidate);
-                let aliases = ALIASES.iter().filter(|(_, c)| c == candidate).map(|(a, _)| *a);
+                let aliases = spec.policy.aliases.iter().copied();
                 let score = std::iter::once(*candidate)
                     .chain(std::iter::once(stem))
                     .chain(aliases)
@@ -297,10 +413,6 @@ impl Registry {
 fn with_notices(session: &Session, mut output: ToolOutput) -> ToolOutput {
     output.notices.extend(session.take_notices());
     output
-}
-
-fn canonical(name: &str) -> &str {
-    ALIASES.iter().find(|(alias, _)| *alias == name).map_or(name, |(_, canonical)| canonical)
 }
 
 struct SandboxEndpoint {

@@ -18,10 +18,10 @@ use tokio_util::sync::CancellationToken;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
-    /// Every tool.
+    /// Building: the tools whose [`Policy`](crate::Policy) offers them here (nearly all).
     #[default]
     Build,
-    /// Read-only research and planning: the tools that change nothing, and exit_plan_mode.
+    /// Read-only research and planning: the tools whose [`Policy`](crate::Policy) offers them here.
     Plan,
 }
 

@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::{BoxFuture, Context, ToolError, ToolOutput, args, schema_for};
+use crate::{BoxFuture, Context, Mode, Policy, ToolError, ToolOutput, args, schema_for};
 
 /// MCP's tool annotations: hints for the client about what a tool does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -47,6 +47,20 @@ pub struct ToolSpec {
     pub needs_approval: bool,
     /// Identical calls within a turn may be served from the dedup cache.
     pub cacheable: bool,
+    /// Modes, aliases, sub-agent use, label, family: what the registry and front ends decide by.
+    pub policy: Policy,
+}
+
+impl ToolSpec {
+    /// True when `mode` offers the tool.
+    pub fn offered(&self, mode: Mode) -> bool {
+        self.policy.offered(mode)
+    }
+
+    /// The main argument of a call with `args`, for a terminal line (see [`crate::Label`]).
+    pub fn label_text(&self, args: &Value) -> Option<String> {
+        self.policy.label.text(args)
+    }
 }
 
 /// A tool: a small type with typed arguments.
@@ -89,6 +103,13 @@ pub trait Tool: Send + Sync + 'static {
         self.annotations().read_only
     }
 
+    /// Modes, aliases, sub-agent use, label and family. By default derived from the annotations
+    /// ([`Policy::from_annotations`]): read-only tools in plan and build mode, others in build
+    /// mode only. A tool overrides what differs, e.g. `Policy::from_annotations(a).alias("read")`.
+    fn policy(&self) -> Policy {
+        Policy::from_annotations(self.annotations())
+    }
+
     /// Run the tool. `ctx` carries the root, the session, and the call's cancellation token.
     fn call(
         &self,
@@ -107,6 +128,12 @@ pub trait DynTool: Send + Sync {
     fn call_json(&self, ctx: Context, args: Value) -> BoxFuture<'_, Result<ToolOutput, ToolError>>;
 }
 
+/// `tool` in the form the registry stores, for a [`ToolSource`](crate::ToolSource) that offers
+/// typed tools.
+pub fn erase<T: Tool>(tool: T) -> std::sync::Arc<dyn DynTool> {
+    std::sync::Arc::new(Erased::new(tool))
+}
+
 pub(crate) struct Erased<T: Tool> {
     tool: T,
     spec: ToolSpec,
@@ -122,6 +149,7 @@ impl<T: Tool> Erased<T> {
             annotations: tool.annotations(),
             needs_approval: tool.needs_approval(),
             cacheable: tool.cacheable(),
+            policy: tool.policy(),
         };
         Self { tool, spec }
     }

@@ -395,6 +395,7 @@ async fn approval_under_ask_asks_for_changes_only() {
     cfg.approval = hands_core::config::Approval::Ask;
     let (read, reads) = Echo::new("read_file", true);
     let (write, writes) = Echo::new("write_file", false);
+    let write = write.with(|p| p.alias("write"));
     let r = Arc::new(Registry::builder(cfg).tool(read).tool(write).build());
 
     // Nobody to ask: refused at once, not run.

@@ -6,19 +6,19 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::Echo;
-use hands_core::{Conditions, CoreConfig, Mode, Registry, Session, ToolCall};
+use hands_core::{Conditions, CoreConfig, Mode, Modes, Policy, Registry, Session, ToolCall};
 use serde_json::json;
 
 fn registry() -> Registry {
     Registry::builder(CoreConfig::default())
-        .tool(Echo::new("read_file", true).0)
-        .tool(Echo::new("write_file", false).0)
-        .tool(Echo::new("edit_file", false).0)
+        .tool(Echo::new("read_file", true).0.with(|p| p.alias("read")))
+        .tool(Echo::new("write_file", false).0.with(|p| p.alias("write")))
+        .tool(Echo::new("edit_file", false).0.with(|p| p.alias("edit")))
         .tool(Echo::new("grep", true).0)
         .tool(Echo::new("bash", false).0)
-        .tool(Echo::new("exit_plan_mode", false).0)
-        .tool(Echo::new("enter_plan_mode", false).0)
-        .tool(Echo::new("ask_user", false).0)
+        .tool(Echo::new("exit_plan_mode", false).0.with(|p| p.modes(Modes::PLAN)))
+        .tool(Echo::new("enter_plan_mode", true).0.with(|p| p.modes(Modes::BUILD)))
+        .tool(Echo::new("ask_user", true).0.with(Policy::needs_user))
         .build()
 }
 
@@ -36,7 +36,7 @@ fn build_mode_lists_everything_but_exit_plan_mode_in_order() {
 }
 
 #[test]
-fn plan_mode_offers_only_the_allowlist() {
+fn plan_mode_offers_what_the_policies_say() {
     let r = registry();
     assert_eq!(names(&r, Mode::Plan), ["read_file", "grep", "exit_plan_mode", "ask_user"]);
 }

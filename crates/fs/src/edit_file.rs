@@ -12,6 +12,7 @@ use std::io::{self, Read};
 use std::time::Duration;
 
 use hands_core::{Annotations, CancellationToken, Context, Tool, ToolError, ToolOutput};
+use hands_core::{Family, Label, Policy};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -72,6 +73,13 @@ impl Tool for EditFile {
 
     fn annotations(&self) -> Annotations {
         Annotations { read_only: false, destructive: true, idempotent: false, open_world: false }
+    }
+
+    fn policy(&self) -> Policy {
+        Policy::from_annotations(self.annotations())
+            .alias("edit")
+            .label(Label::Key { key: "path" })
+            .family(Family::Files)
     }
 
     fn output_schema(&self) -> Option<serde_json::Value> {

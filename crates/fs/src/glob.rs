@@ -10,6 +10,7 @@ use std::collections::BinaryHeap;
 use std::time::SystemTime;
 
 use hands_core::{Annotations, Context, Tool, ToolError, ToolOutput};
+use hands_core::{Family, Label, Policy};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -72,6 +73,12 @@ impl Tool for Glob {
 
     fn annotations(&self) -> Annotations {
         Annotations::READ_ONLY
+    }
+
+    fn policy(&self) -> Policy {
+        Policy::from_annotations(self.annotations())
+            .label(Label::In { what: "pattern", place: "path" })
+            .family(Family::Search)
     }
 
     fn output_schema(&self) -> Option<serde_json::Value> {

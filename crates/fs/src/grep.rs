@@ -15,6 +15,7 @@ use grep_matcher::Matcher;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 use hands_core::{Annotations, Context, Tool, ToolError, ToolOutput};
+use hands_core::{Family, Label, Policy};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -145,6 +146,12 @@ impl Tool for Grep {
 
     fn annotations(&self) -> Annotations {
         Annotations::READ_ONLY
+    }
+
+    fn policy(&self) -> Policy {
+        Policy::from_annotations(self.annotations())
+            .label(Label::In { what: "pattern", place: "path" })
+            .family(Family::Search)
     }
 
     fn output_schema(&self) -> Option<serde_json::Value> {

@@ -11,6 +11,7 @@ use std::ffi::OsString;
 use cap_std::fs::Dir;
 
 use hands_core::{Annotations, Context, Tool, ToolError, ToolOutput};
+use hands_core::{Family, Label, Policy};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -55,6 +56,12 @@ impl Tool for ListFiles {
 
     fn annotations(&self) -> Annotations {
         Annotations::READ_ONLY
+    }
+
+    fn policy(&self) -> Policy {
+        Policy::from_annotations(self.annotations())
+            .label(Label::Key { key: "path" })
+            .family(Family::Files)
     }
 
     async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {

@@ -10,6 +10,7 @@ use std::borrow::Cow;
 use std::io::{self, BufRead, BufReader, Cursor, Read};
 
 use hands_core::{Annotations, CancellationToken, Context, Tool, ToolError, ToolOutput};
+use hands_core::{Family, Label, Policy};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -57,6 +58,13 @@ impl Tool for ReadFile {
 
     fn annotations(&self) -> Annotations {
         Annotations::READ_ONLY
+    }
+
+    fn policy(&self) -> Policy {
+        Policy::from_annotations(self.annotations())
+            .alias("read")
+            .label(Label::Key { key: "path" })
+            .family(Family::Files)
     }
 
     async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {

@@ -8,6 +8,7 @@ use std::borrow::Cow;
 use std::io::{self, Read};
 
 use hands_core::{Annotations, Context, Tool, ToolError, ToolOutput};
+use hands_core::{Family, Label, Policy};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -64,6 +65,13 @@ impl Tool for WriteFile {
 
     fn annotations(&self) -> Annotations {
         Annotations { read_only: false, destructive: true, idempotent: true, open_world: false }
+    }
+
+    fn policy(&self) -> Policy {
+        Policy::from_annotations(self.annotations())
+            .alias("write")
+            .label(Label::Key { key: "path" })
+            .family(Family::Files)
     }
 
     fn output_schema(&self) -> Option<serde_json::Value> {

@@ -627,7 +627,7 @@ async fn description_examples_are_valid_calls() {
     let registry =
         hands_fs::register(Registry::builder(CoreConfig::default()), &FsConfig::default()).build();
     for tool in ["list_files", "glob", "grep"] {
-        let description = &registry.get(tool).unwrap().spec().description;
+        let description = registry.get(tool).unwrap().spec().description.clone();
         let example = description.split("```json\n").nth(1).unwrap().split("```").next().unwrap();
         let args: Value = serde_json::from_str(example).unwrap();
         let out = call(tmp.path(), tool, args).await;

@@ -10,6 +10,7 @@ mod config;
 pub(crate) mod link;
 pub(crate) mod listener;
 pub(crate) mod remote;
+mod source;
 pub(crate) mod tools;
 
 use std::sync::Arc;
@@ -53,8 +54,6 @@ pub(crate) struct Server {
     endpoint: Result<Endpoint, String>,
     /// Its tools as last listed (empty when it failed at start).
     tools: Arc<ToolList>,
-    /// The tools it listed at start: the ones registered as `mcp__NAME__TOOL`.
-    initial: Vec<RemoteTool>,
     /// Why it is not available, if it is not.
     error: Option<String>,
     session: tokio::sync::Mutex<Option<Held>>,
@@ -176,6 +175,13 @@ impl McpClients {
         &self.shared.servers
     }
 
+    /// Run `work` on the client's runtime, in the background (nothing when it could not start).
+    pub(crate) fn spawn(&self, work: impl std::future::Future<Output = ()> + Send + 'static) {
+        if let Some(background) = &self.shared.background {
+            background.spawn(work);
+        }
+    }
+
     /// Call `tool` on `server` for the call `ctx`: its progress sink gets the server's reports,
     /// and its token cancels the call.
     pub(crate) async fn call(
@@ -214,7 +220,6 @@ impl Server {
             name: name.to_owned(),
             endpoint: Err(error.clone()),
             tools: ToolList::new(),
-            initial: Vec::new(),
             error: Some(error),
             session: tokio::sync::Mutex::new(None),
         }
@@ -230,16 +235,16 @@ impl Server {
                     Err(err) => Err(err),
                     Ok(held) => match held.conn() {
                         None => Err("the session closed during the handshake".to_owned()),
-                        Some(conn) => conn.list_into(&tools).await.map(|initial| (held, initial)),
+                        Some(conn) => conn.list_into(&tools).await.map(|_| held),
                     },
                 }
             }
         };
-        let (held, initial, error) = match connected {
-            Ok((held, initial)) => (Some(held), initial, None),
-            Err(error) => (None, Vec::new(), Some(error)),
+        let (held, error) = match connected {
+            Ok(held) => (Some(held), None),
+            Err(error) => (None, Some(error)),
         };
-        Self { name, endpoint, tools, initial, error, session: tokio::sync::Mutex::new(held) }
+        Self { name, endpoint, tools, error, session: tokio::sync::Mutex::new(held) }
     }
 
     /// The name in the configuration.
@@ -250,16 +255,6 @@ impl Server {
     /// Its tools as last listed.
     pub(crate) fn tools(&self) -> Vec<RemoteTool> {
         self.tools.get()
-    }
-
-    /// The tools it listed at start (registered under their hands names).
-    pub(crate) fn initial(&self) -> &[RemoteTool] {
-        &self.initial
-    }
-
-    /// True when `tool` was listed at start (so registered as `mcp__NAME__TOOL`).
-    pub(crate) fn registered(&self, tool: &str) -> bool {
-        self.initial.iter().any(|t| t.name == tool)
     }
 
     /// False when its last listing does not have `tool` (it changed its list since the start).

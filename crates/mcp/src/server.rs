@@ -1,8 +1,9 @@
 //! The MCP server: a hand-written rmcp [`ServerHandler`] over a [`Registry`]. One [`McpServer`]
 //! serves one connection and owns one [`Session`]; `tools/list` comes from the session's mode,
 //! `tools/call` goes through [`Registry::dispatch_with`] with the request's cancellation token and,
-//! when the client asked for it, a rate-limited progress sink. A mode change is announced with
-//! `notifications/tools/list_changed`; under `approval = "ask"` the user is asked by elicitation.
+//! when the client asked for it, a rate-limited progress sink. A mode change, and a change of the
+//! registry's live list (a remote server's new tools, a project that gained a preview), is
+//! announced with `notifications/tools/list_changed`; under `approval = "ask"` the user is asked by elicitation.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -38,13 +39,12 @@ failures come back as results with isError and say what to do next. enter_plan_m
 the tools to read-only research until exit_plan_mode.";
 
 /// What every connection of one server process shares: the registry, the root, the starting mode,
-/// and the tool lists of both modes converted once.
+/// and the tool lists of both modes converted once per version of the registry's list.
 pub struct ServerFactory {
     registry: Arc<Registry>,
     root: PathBuf,
     mode: Mode,
-    build_tools: Vec<Tool>,
-    plan_tools: Vec<Tool>,
+    converted: Mutex<Arc<Converted>>,
     /// Sessions of the connections alive now, closed together at shutdown.
     live: Mutex<HashMap<String, Session>>,
     /// Called at each connection's `initialize`.
@@ -60,10 +60,8 @@ pub type SessionHook =
 impl ServerFactory {
     /// A factory serving `registry` over `root`; new sessions start in `mode`.
     pub fn new(registry: Arc<Registry>, root: impl Into<PathBuf>, mode: Mode) -> Arc<Self> {
-        let convert = |mode| registry.list(mode).into_iter().map(mcp_tool).collect();
         Arc::new(Self {
-            build_tools: convert(Mode::Build),
-            plan_tools: convert(Mode::Plan),
+            converted: Mutex::new(Arc::new(Converted::of(&registry))),
             registry,
             root: root.into(),
             mode,
@@ -103,10 +101,37 @@ impl ServerFactory {
         self.live.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn tools(&self, mode: Mode) -> &[Tool] {
+    /// The tools of both modes as MCP shows them, converted again when the registry's list
+    /// changed (its sources look again first: a project that just gained a preview).
+    fn tools(&self) -> Arc<Converted> {
+        self.registry.recheck();
+        let mut converted = self.converted.lock().unwrap_or_else(PoisonError::into_inner);
+        if converted.version != self.registry.version() {
+            *converted = Arc::new(Converted::of(&self.registry));
+        }
+        Arc::clone(&converted)
+    }
+}
+
+/// The registry's tools of both modes as rmcp tools, at one version of its list.
+struct Converted {
+    version: u64,
+    build: Vec<Tool>,
+    plan: Vec<Tool>,
+}
+
+impl Converted {
+    fn of(registry: &Registry) -> Self {
+        // The version first: a change during the conversion makes the next listing convert again.
+        let version = registry.version();
+        let convert = |mode| registry.list(mode).iter().map(mcp_tool).collect();
+        Self { version, build: convert(Mode::Build), plan: convert(Mode::Plan) }
+    }
+
+    fn get(&self, mode: Mode) -> &[Tool] {
         match mode {
-            Mode::Build => &self.build_tools,
-            Mode::Plan => &self.plan_tools,
+            Mode::Build => &self.build,
+            Mode::Plan => &self.plan,
         }
     }
 }
@@ -123,10 +148,12 @@ impl McpServer {
         &self.session
     }
 
-    /// Announce tool-list changes whenever the session's mode changes, until the session closes
-    /// or the peer is gone.
+    /// Announce tool-list changes whenever the session's mode or the registry's list changes,
+    /// until the session closes or the peer is gone.
     fn watch_mode(&self, peer: Peer<RoleServer>) {
         let mut changes = self.session.mode_changes();
+        let mut listed = self.factory.registry.subscribe();
+        listed.borrow_and_update();
         let closed = self.session.closed_token().clone();
         tokio::spawn(async move {
             loop {
@@ -134,6 +161,11 @@ impl McpServer {
                     changed = changes.changed() => {
                         if changed.is_err() { break }
                         changes.borrow_and_update();
+                        if peer.notify_tool_list_changed().await.is_err() { break }
+                    }
+                    changed = listed.changed() => {
+                        if changed.is_err() { break }
+                        listed.borrow_and_update();
                         if peer.notify_tool_list_changed().await.is_err() { break }
                     }
                     () = closed.cancelled() => break,
@@ -203,7 +235,8 @@ impl ServerHandler for McpServer {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let all = self.factory.tools(self.session.mode());
+        let converted = self.factory.tools();
+        let all = converted.get(self.session.mode());
         let shown: Vec<Tool>;
         let tools: &[Tool] = if all.iter().any(|t| self.session.is_tool_hidden(&t.name)) {
             shown = all.iter().filter(|t| !self.session.is_tool_hidden(&t.name)).cloned().collect();
@@ -260,12 +293,12 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let registry = &self.factory.registry;
-        if registry.get(&request.name).is_none() {
-            let offered: Vec<&str> = registry
-                .list(self.session.mode())
-                .into_iter()
-                .map(|spec| spec.name.as_str())
-                .collect();
+        // Unknown now: the sources look again (list) before the answer is no.
+        if !registry.contains(&request.name)
+            && let offered = registry.list(self.session.mode())
+            && !registry.contains(&request.name)
+        {
+            let offered: Vec<&str> = offered.iter().map(|spec| spec.name.as_str()).collect();
             return Err(ErrorData::invalid_params(
                 format!("unknown tool `{}`; available: {}", request.name, offered.join(", ")),
                 None,

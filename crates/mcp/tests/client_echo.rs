@@ -281,7 +281,9 @@ async fn a_changed_tool_list_is_listed_again() {
     let session = Session::new("toggle", tmp.path());
     let names = || clients.status()[0].tools.clone();
     assert!(!names().contains(&"extra".to_owned()));
-    let mut changes = clients.tool_list_changes();
+    assert!(registry.get("mcp__echo__extra").is_none());
+    // Issue 12, item 2: the registry's own list follows the server's.
+    let mut changes = registry.subscribe();
     changes.borrow_and_update();
 
     let out = registry
@@ -292,20 +294,27 @@ async fn a_changed_tool_list_is_listed_again() {
     tokio::time::timeout(Duration::from_secs(10), changes.changed()).await.unwrap().unwrap();
     assert!(names().contains(&"extra".to_owned()), "{:?}", names());
 
-    // The new tool is listed and callable through mcp_call (the registry itself is fixed).
+    // The new tool is listed, by mcp_list and by the registry, and callable by its own name.
     let out = registry.dispatch(&session, ToolCall::new("l", "mcp_list", json!({}))).await.unwrap();
     let text = out.joined_text();
     assert!(
         text.contains("echo: 8 tools") && text.contains("extra — Only there after toggle."),
         "{text}"
     );
-    assert!(text.contains("through mcp_call"), "{text}");
+    assert!(text.contains("as mcp__echo__extra"), "{text}");
+    let listed: Vec<String> = registry.list(Mode::Build).into_iter().map(|s| s.name).collect();
+    assert!(listed.contains(&"mcp__echo__extra".to_owned()), "{listed:?}");
+    let out = registry
+        .dispatch(&session, ToolCall::new("x", "mcp__echo__extra", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(out.joined_text(), "extra", "{out:?}");
     let call = json!({"server": "echo", "tool": "extra"});
-    let out =
-        registry.dispatch(&session, ToolCall::new("x", "mcp_call", call.clone())).await.unwrap();
+    let out = registry.dispatch(&session, ToolCall::new("y", "mcp_call", call)).await.unwrap();
     assert_eq!(out.joined_text(), "extra", "{out:?}");
 
     registry.dispatch(&session, ToolCall::new("t2", "mcp__echo__toggle", json!({}))).await.unwrap();
     tokio::time::timeout(Duration::from_secs(10), changes.changed()).await.unwrap().unwrap();
     assert!(!names().contains(&"extra".to_owned()), "{:?}", names());
+    assert!(registry.get("mcp__echo__extra").is_none(), "a gone tool is still registered");
 }

@@ -50,6 +50,7 @@ async fn client() -> (RunningService<RoleClient, ()>, tempfile::TempDir) {
             annotations: Annotations::READ_ONLY,
             needs_approval: false,
             cacheable: false,
+            policy: hands_core::Policy::from_annotations(Annotations::READ_ONLY),
         })));
     }
     let tmp = tempfile::tempdir().unwrap();

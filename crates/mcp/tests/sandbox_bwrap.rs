@@ -48,6 +48,7 @@ fn host_tool(name: &str) -> Arc<dyn DynTool> {
         annotations: hands_core::Annotations::default(),
         needs_approval: false,
         cacheable: false,
+        policy: hands_core::Policy::from_annotations(hands_core::Annotations::default()),
     }))
 }
 

@@ -36,6 +36,7 @@ fn tool(name: &str) -> Arc<dyn DynTool> {
         annotations: Annotations::READ_ONLY,
         needs_approval: false,
         cacheable: false,
+        policy: hands_core::Policy::from_annotations(Annotations::READ_ONLY),
     }))
 }
 

@@ -1,8 +1,9 @@
 //! The preview of hands: build and serve the web app, load it in headless Chromium, and tell the
 //! agent what it throws.
 //!
-//! [`register`] offers five tools when the project has a preview (configured under `[preview]`, or
-//! detected: Vite, Bun with `compile.ts`, a static `index.html`): `preview_open`,
+//! [`register`] offers five tools while the project has a preview (configured under `[preview]`, or
+//! detected: Vite, Bun with `compile.ts`, a static `index.html`; a project that gains one
+//! mid-session gets them on the next call): `preview_open`,
 //! `preview_status`, `preview_close`, `read_runtime_errors` and `preview_screenshot`. The server
 //! and the browser are supervised processes of the session (hands-exec's `Supervisor`: their own
 //! process groups, markers, stopped with the session); the browser is driven over the Chrome
@@ -34,6 +35,7 @@ mod events;
 mod launch;
 mod lifecycle;
 mod preview;
+pub mod source;
 pub mod sourcemap;
 mod static_server;
 mod steps;
@@ -66,23 +68,14 @@ pub const TOOLS: &[&str] = &[
     "preview_screenshot",
 ];
 
-/// Register the preview tools when the project at `root` has a preview (configured or
-/// detected); otherwise the builder is returned unchanged.
+/// Register the preview tools as a live source: offered while the project at `root` has a
+/// preview (configured or detected), looked for again after every mutating call and, at most once
+/// a second, when the tools are listed (see [`source::PreviewSource`]).
 pub fn register(
     builder: RegistryBuilder,
     config: &PreviewConfig,
     exec: &ExecConfig,
     root: &Path,
 ) -> RegistryBuilder {
-    if !detect::has_preview(root, config) {
-        tracing::debug!(root = %root.display(), "no preview: the preview tools are not offered");
-        return builder;
-    }
-    let settings = Arc::new(Settings { preview: config.clone(), exec: exec.clone() });
-    builder
-        .tool(PreviewOpen::new(Arc::clone(&settings)))
-        .tool(PreviewStatusTool)
-        .tool(PreviewClose)
-        .tool(ReadRuntimeErrors::new(settings))
-        .tool(PreviewScreenshot)
+    builder.source(Arc::new(source::PreviewSource::new(root, config, exec)))
 }

@@ -79,10 +79,10 @@ async fn vite_not_installed_says_to_install_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_preview_the_tools_are_not_offered() {
     let env = Env::empty(|_| {});
-    let names: Vec<&str> =
-        env.registry.list(hands_core::Mode::Build).into_iter().map(|s| s.name.as_str()).collect();
+    let names: Vec<String> =
+        env.registry.list(hands_core::Mode::Build).into_iter().map(|s| s.name).collect();
     for tool in hands_preview::TOOLS {
-        assert!(!names.contains(tool), "{tool} offered without a preview: {names:?}");
+        assert!(!names.iter().any(|n| n == tool), "{tool} offered without a preview: {names:?}");
     }
     let out = env.call("preview_open", json!({})).await;
     assert!(out.is_error && out.joined_text().contains("Unknown tool"), "{}", out.joined_text());
@@ -93,12 +93,8 @@ async fn without_a_preview_the_tools_are_not_offered() {
     // A configured command, or a detected project, offers them (read_runtime_errors in plan mode
     // too).
     let configured = Env::empty(|c| c.serve = "npm start".into());
-    let plan: Vec<&str> = configured
-        .registry
-        .list(hands_core::Mode::Plan)
-        .into_iter()
-        .map(|s| s.name.as_str())
-        .collect();
+    let plan: Vec<String> =
+        configured.registry.list(hands_core::Mode::Plan).into_iter().map(|s| s.name).collect();
     assert_eq!(plan, ["read_runtime_errors"]);
     assert_eq!(
         configured
@@ -109,4 +105,30 @@ async fn without_a_preview_the_tools_are_not_offered() {
             .count(),
         4
     );
+}
+
+/// Issue 12, item 2: a project that gains an `index.html` mid-session gets the preview tools on
+/// the next call, and a read call never looks at the disk for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_project_that_gains_a_page_gets_the_preview_tools_after_the_call_that_made_it() {
+    let env = Env::empty(|_| {});
+    let mut changes = env.registry.subscribe();
+    let version = env.registry.version();
+    let offered = |env: &Env| env.registry.get("preview_open").is_some();
+    assert!(!offered(&env));
+    let out = env.call("bash", json!({"command": "echo '<h1>hi</h1>' > index.html"})).await;
+    assert!(!out.is_error, "{}", out.joined_text());
+    assert!(offered(&env), "preview_open is not offered after index.html was made");
+    assert_eq!(env.registry.version(), version + 1);
+    assert!(changes.has_changed().unwrap());
+    changes.borrow_and_update();
+    let status = env.call("preview_status", json!({})).await;
+    assert!(!status.is_error, "{}", status.joined_text());
+
+    // Gone again: gone from the list after the next mutating call.
+    std::fs::remove_file(env.root().join("index.html")).unwrap();
+    let out = env.call("bash", json!({"command": "true"})).await;
+    assert!(!out.is_error, "{}", out.joined_text());
+    assert!(!offered(&env));
+    assert!(changes.has_changed().unwrap());
 }

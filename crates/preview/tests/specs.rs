@@ -42,7 +42,7 @@ fn schemas_snapshot() {
 fn descriptions_snapshot() {
     let env = preview_env();
     for name in hands_preview::TOOLS {
-        let spec = env.registry.get(name).unwrap().spec();
+        let spec = env.registry.get(name).unwrap().spec().clone();
         insta::assert_snapshot!(format!("description_{name}"), spec.description);
     }
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use hands_core::ask::{AskError, AskerHandle, Question};
 use hands_core::{Annotations, Context, Tool, ToolError, ToolOutput};
+use hands_core::{Family, Label, Policy};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -62,6 +63,13 @@ impl Tool for AskUser {
     fn annotations(&self) -> Annotations {
         // Changes nothing (plan mode offers it), but the same question may get another answer.
         Annotations { idempotent: false, ..Annotations::READ_ONLY }
+    }
+
+    fn policy(&self) -> Policy {
+        Policy::from_annotations(self.annotations())
+            .needs_user()
+            .label(Label::Key { key: "question" })
+            .family(Family::Session)
     }
 
     /// Asking twice must ask twice.

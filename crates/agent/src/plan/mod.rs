@@ -6,6 +6,7 @@
 use std::borrow::Cow;
 
 use hands_core::{Annotations, Context, Mode, Tool, ToolError, ToolOutput};
+use hands_core::{Family, Label, Modes, Policy};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -32,6 +33,11 @@ impl Tool for EnterPlanMode {
     fn annotations(&self) -> Annotations {
         // It changes the conversation, not the project.
         Annotations::READ_ONLY
+    }
+
+    fn policy(&self) -> Policy {
+        // Plan mode is entered from build mode only.
+        Policy::from_annotations(self.annotations()).modes(Modes::BUILD).family(Family::Session)
     }
 
     fn needs_approval(&self) -> bool {
@@ -80,6 +86,15 @@ impl Tool for ExitPlanMode {
 
     fn annotations(&self) -> Annotations {
         Annotations::READ_ONLY
+    }
+
+    fn policy(&self) -> Policy {
+        // Plan mode only; a sub-agent cannot leave plan mode.
+        Policy::from_annotations(self.annotations())
+            .modes(Modes::PLAN)
+            .subagent(false)
+            .label(Label::Nothing)
+            .family(Family::Session)
     }
 
     /// Under `approval = "ask"` the user approves the plan before the build tools come back.

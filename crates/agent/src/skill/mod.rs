@@ -14,6 +14,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use hands_core::{Annotations, Context, Tool, ToolError, ToolOutput};
+use hands_core::{Family, Label, Policy};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -112,6 +113,12 @@ impl Tool for UseSkill {
 
     fn annotations(&self) -> Annotations {
         Annotations::READ_ONLY
+    }
+
+    fn policy(&self) -> Policy {
+        Policy::from_annotations(self.annotations())
+            .label(Label::Key { key: "name" })
+            .family(Family::Session)
     }
 
     async fn call(&self, ctx: Context, args: UseSkillArgs) -> Result<ToolOutput, ToolError> {

@@ -17,14 +17,12 @@ use std::sync::Arc;
 use hands_core::{
     Annotations, BoxFuture, Context, Mode, Registry, RegistryBuilder, Tool, ToolError, ToolOutput,
 };
+use hands_core::{Family, Label, Policy};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::model::{Message, Provider};
 use crate::turn::{EndReason, Limits, Observer, ToolScope, ToolUse, Turn};
-
-/// Plan-mode tools a sub-agent does not get: it cannot recurse, ask the user, or leave plan mode.
-pub const EXCLUDED: &[&str] = &["spawn_subagent", "ask_user", "exit_plan_mode", "enter_plan_mode"];
 
 /// What spawn_subagent needs from the session: the model, the tools, the limits.
 #[derive(Clone)]
@@ -50,13 +48,14 @@ pub fn register(builder: RegistryBuilder, has_model: bool) -> RegistryBuilder {
     if has_model { builder.tool(SpawnSubagent) } else { builder }
 }
 
-/// The tools a sub-agent gets: the plan-mode tools of `registry` minus [`EXCLUDED`].
+/// The tools a sub-agent gets: the plan-mode tools of `registry` whose policy allows sub-agents
+/// (not spawn_subagent itself, ask_user or the mode switches).
 pub fn tools(registry: &Registry) -> Vec<String> {
     registry
         .list(Mode::Plan)
         .into_iter()
-        .map(|spec| spec.name.clone())
-        .filter(|name| !EXCLUDED.contains(&name.as_str()))
+        .filter(|spec| spec.policy.subagent)
+        .map(|spec| spec.name)
         .collect()
 }
 
@@ -125,6 +124,14 @@ impl Tool for SpawnSubagent {
     fn annotations(&self) -> Annotations {
         // It reads the project and talks to the model; it changes nothing.
         Annotations { read_only: true, destructive: false, idempotent: false, open_world: true }
+    }
+
+    fn policy(&self) -> Policy {
+        // A sub-agent cannot start another.
+        Policy::from_annotations(self.annotations())
+            .subagent(false)
+            .label(Label::FirstOf { keys: &["description", "prompt"] })
+            .family(Family::Delegation)
     }
 
     fn needs_approval(&self) -> bool {

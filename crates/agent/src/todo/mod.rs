@@ -8,6 +8,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use hands_core::{Annotations, Context, Session, Tool, ToolError, ToolOutput};
+use hands_core::{Family, Label, Policy};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
@@ -116,6 +117,12 @@ impl Tool for TodoWrite {
         // It changes the session's state, never the project; writing the same list twice changes
         // nothing more.
         Annotations { read_only: false, destructive: false, idempotent: true, open_world: false }
+    }
+
+    fn policy(&self) -> Policy {
+        Policy::from_annotations(self.annotations())
+            .label(Label::Count { key: "todos", noun: "item" })
+            .family(Family::Session)
     }
 
     /// The list is the model's own notes: nothing for the user to approve.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use hands_core::{Annotations, Context, Tool, ToolError, ToolOutput};
+use hands_core::{Annotations, Context, Policy, Tool, ToolError, ToolOutput};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -25,12 +25,20 @@ pub struct Echo {
     pub name: &'static str,
     pub read_only: bool,
     pub runs: Arc<AtomicUsize>,
+    /// Changes the default policy (modes, aliases, …).
+    pub policy: fn(Policy) -> Policy,
 }
 
 impl Echo {
     pub fn new(name: &'static str, read_only: bool) -> (Self, Arc<AtomicUsize>) {
         let runs = Arc::new(AtomicUsize::new(0));
-        (Self { name, read_only, runs: Arc::clone(&runs) }, runs)
+        (Self { name, read_only, runs: Arc::clone(&runs), policy: |p| p }, runs)
+    }
+
+    /// This tool with its default policy changed by `policy`.
+    pub fn with(mut self, policy: fn(Policy) -> Policy) -> Self {
+        self.policy = policy;
+        self
     }
 }
 
@@ -47,6 +55,10 @@ impl Tool for Echo {
 
     fn annotations(&self) -> Annotations {
         if self.read_only { Annotations::READ_ONLY } else { Annotations::default() }
+    }
+
+    fn policy(&self) -> Policy {
+        (self.policy)(Policy::from_annotations(self.annotations()))
     }
 
     async fn call(&self, _ctx: Context, args: TextArgs) -> Result<ToolOutput, ToolError> {

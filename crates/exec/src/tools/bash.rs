@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hands_core::{Annotations, Context, Tool, ToolError, ToolOutput};
+use hands_core::{Family, Label, Policy};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -89,6 +90,12 @@ impl Tool for Bash {
 
     fn annotations(&self) -> Annotations {
         Annotations { read_only: false, destructive: true, idempotent: false, open_world: true }
+    }
+
+    fn policy(&self) -> Policy {
+        Policy::from_annotations(self.annotations())
+            .label(Label::Key { key: "command" })
+            .family(Family::Processes)
     }
 
     fn output_schema(&self) -> Option<serde_json::Value> {

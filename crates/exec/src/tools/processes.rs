@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use hands_core::process::{ProcessKind, ProcessList, ProcessRow, ProcessStatus};
 use hands_core::{Annotations, Context, Tool, ToolError, ToolOutput};
+use hands_core::{Family, Label, Modes, Policy};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -86,6 +87,11 @@ impl Tool for ListProcesses {
         Annotations::READ_ONLY
     }
 
+    fn policy(&self) -> Policy {
+        // Build mode only: the processes are build mode's.
+        Policy::from_annotations(self.annotations()).modes(Modes::BUILD).family(Family::Processes)
+    }
+
     /// The list changes by itself (processes end): never answered from the dedup cache.
     fn cacheable(&self) -> bool {
         false
@@ -146,6 +152,14 @@ impl Tool for ProcessOutput {
     fn annotations(&self) -> Annotations {
         // Changes nothing but this session's read cursor.
         Annotations { read_only: true, destructive: false, idempotent: false, open_world: false }
+    }
+
+    fn policy(&self) -> Policy {
+        // Build mode only: the processes are build mode's.
+        Policy::from_annotations(self.annotations())
+            .modes(Modes::BUILD)
+            .label(Label::Key { key: "id" })
+            .family(Family::Processes)
     }
 
     /// Identical calls in one turn see new output: never answered from the dedup cache.
@@ -231,6 +245,12 @@ impl Tool for StopProcess {
 
     fn annotations(&self) -> Annotations {
         Annotations { read_only: false, destructive: false, idempotent: true, open_world: false }
+    }
+
+    fn policy(&self) -> Policy {
+        Policy::from_annotations(self.annotations())
+            .label(Label::Key { key: "id" })
+            .family(Family::Processes)
     }
 
     /// Stopping only ends what this session started and never touches the user's data; it is the

@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use std::time::Duration;
 
 use hands_core::{Annotations, Context, Tool, ToolError, ToolOutput};
+use hands_core::{Family, Label, Policy};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -71,6 +72,12 @@ impl Tool for SpawnProcess {
 
     fn annotations(&self) -> Annotations {
         Annotations { read_only: false, destructive: false, idempotent: false, open_world: true }
+    }
+
+    fn policy(&self) -> Policy {
+        Policy::from_annotations(self.annotations())
+            .label(Label::Key { key: "command" })
+            .family(Family::Processes)
     }
 
     fn output_schema(&self) -> Option<serde_json::Value> {

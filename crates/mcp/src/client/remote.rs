@@ -14,6 +14,9 @@ pub(crate) struct RemoteTool {
     pub(crate) input_schema: Value,
     /// Its output schema, when it returns structured content.
     pub(crate) output_schema: Option<Value>,
+    /// The server says it only reads (`readOnlyHint`): a hint that decides the modes that offer
+    /// its proxy, never approval.
+    pub(crate) read_only_hint: bool,
 }
 
 /// Every tool the server lists.
@@ -26,6 +29,7 @@ pub(crate) async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<RemoteTool
             description: tool.description.map(|d| d.to_string()).unwrap_or_default(),
             input_schema: Value::Object((*tool.input_schema).clone()),
             output_schema: tool.output_schema.map(|schema| Value::Object((*schema).clone())),
+            read_only_hint: tool.annotations.and_then(|a| a.read_only_hint).unwrap_or(false),
         })
         .collect())
 }

@@ -1,18 +1,23 @@
 //! The client's tools: one proxy per remote tool (`mcp__SERVER__TOOL`), plus `mcp_list` and
-//! `mcp_call`. Remote annotations are hints from a server we do not control, so they are ignored:
-//! every remote tool is treated as not read-only, destructive, open-world and needing approval.
+//! `mcp_call`. Remote annotations are hints from a server we do not control, so they are ignored
+//! for safety: every remote tool is treated as not read-only, destructive, open-world and needing
+//! approval. Only `readOnlyHint` is used, to offer the proxy in plan mode (where mcp_call already
+//! reaches every remote tool).
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use hands_core::{
     Annotations, BoxFuture, Context, DynTool, RegistryBuilder, Tool, ToolError, ToolOutput,
     ToolSpec,
 };
+use hands_core::{Family, Modes, Policy};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::McpClients;
+use super::remote::RemoteTool;
 
 /// The longest tool name most model APIs accept.
 const MAX_NAME: usize = 64;
@@ -52,39 +57,47 @@ pub fn tool_name(server: &str, tool: &str) -> String {
     format!("{}{suffix}", &full[..MAX_NAME - suffix.len()])
 }
 
-/// Register every connected server's tools, and mcp_list/mcp_call when servers are configured.
-pub(super) fn register(clients: &McpClients, mut builder: RegistryBuilder) -> RegistryBuilder {
+/// Register the servers' tools as a live source (see [`super::source`]), and mcp_list/mcp_call
+/// when servers are configured.
+pub(super) fn register(clients: &McpClients, builder: RegistryBuilder) -> RegistryBuilder {
     if clients.is_empty() {
         return builder;
     }
-    for server in clients.servers() {
-        for tool in server.initial() {
-            let spec = ToolSpec {
-                name: tool_name(server.name(), &tool.name),
-                description: if tool.description.is_empty() {
-                    format!("Tool `{}` of MCP server `{}`.", tool.name, server.name())
-                } else {
-                    format!("{} (MCP server `{}`)", tool.description, server.name())
-                },
-                input_schema: tool.input_schema.clone(),
-                // A result cut to the size limit gets `full_output` (hands' truncation).
-                output_schema: tool
-                    .output_schema
-                    .clone()
-                    .map(hands_core::middleware::truncate::with_full_output),
-                annotations: REMOTE,
-                needs_approval: true,
-                cacheable: false,
-            };
-            builder = builder.dyn_tool(std::sync::Arc::new(RemoteToolProxy {
-                clients: clients.clone(),
-                server: server.name().to_owned(),
-                tool: tool.name.clone(),
-                spec,
-            }));
-        }
-    }
-    builder.tool(McpList { clients: clients.clone() }).tool(McpCall { clients: clients.clone() })
+    builder
+        .tool(McpList { clients: clients.clone() })
+        .tool(McpCall { clients: clients.clone() })
+        .source(std::sync::Arc::new(super::source::McpSource::new(clients.clone())))
+}
+
+/// The proxy of `tool` on `server`, with a policy from its annotations: a tool that says it only
+/// reads is offered in plan mode too; approval and caching ignore the hint.
+pub(super) fn proxy(clients: &McpClients, server: &str, tool: &RemoteTool) -> Arc<dyn DynTool> {
+    let spec = ToolSpec {
+        name: tool_name(server, &tool.name),
+        description: if tool.description.is_empty() {
+            format!("Tool `{}` of MCP server `{server}`.", tool.name)
+        } else {
+            format!("{} (MCP server `{server}`)", tool.description)
+        },
+        input_schema: tool.input_schema.clone(),
+        // A result cut to the size limit gets `full_output` (hands' truncation).
+        output_schema: tool
+            .output_schema
+            .clone()
+            .map(hands_core::middleware::truncate::with_full_output),
+        annotations: REMOTE,
+        needs_approval: true,
+        cacheable: false,
+        policy: Policy::from_annotations(REMOTE)
+            .modes(if tool.read_only_hint { Modes::BOTH } else { Modes::BUILD })
+            .family(Family::Mcp),
+    };
+    Arc::new(RemoteToolProxy {
+        clients: clients.clone(),
+        server: server.to_owned(),
+        tool: tool.name.clone(),
+        spec,
+    })
 }
 
 /// One remote tool.
@@ -164,8 +177,7 @@ struct ServerEntry {
 struct RemoteToolEntry {
     /// Its name on the server.
     name: String,
-    /// The name it is called by in hands (`mcp__SERVER__TOOL`); absent for a tool that came
-    /// after the start, which is called through mcp_call.
+    /// The name it is called by in hands (`mcp__SERVER__TOOL`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     hands_name: Option<String>,
     /// Its description, whole.
@@ -195,6 +207,10 @@ impl Tool for McpList {
 
     fn annotations(&self) -> Annotations {
         Annotations::READ_ONLY
+    }
+
+    fn policy(&self) -> Policy {
+        Policy::from_annotations(self.annotations()).family(Family::Mcp)
     }
 
     fn output_schema(&self) -> Option<Value> {
@@ -227,12 +243,11 @@ impl Tool for McpList {
             let mut tools = Vec::new();
             for tool in listed {
                 let summary = tool.description.lines().next().unwrap_or("");
-                // Tools that came after the start are not registered under their own name.
-                let hands_name =
-                    server.registered(&tool.name).then(|| tool_name(server.name(), &tool.name));
+                // Every listed tool is offered under its own name (the list follows the server's).
+                let hands_name = Some(tool_name(server.name(), &tool.name));
                 let how = match &hands_name {
                     Some(name) => format!("as {name}"),
-                    None => "through mcp_call (new since the start)".to_owned(),
+                    None => "through mcp_call".to_owned(),
                 };
                 text.push_str(&format!(
                     "  {} — {summary}\n    {how}; input schema: {}\n",
@@ -294,6 +309,11 @@ impl Tool for McpCall {
     fn annotations(&self) -> Annotations {
         // Whatever the remote tool claims: see REMOTE.
         REMOTE
+    }
+
+    fn policy(&self) -> Policy {
+        // Offered in plan mode too: the remote server's own annotations are unknown until the call.
+        Policy::from_annotations(self.annotations()).modes(Modes::BOTH).family(Family::Mcp)
     }
 
     async fn call(&self, ctx: Context, args: CallArgs) -> Result<ToolOutput, ToolError> {

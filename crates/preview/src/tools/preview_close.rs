@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 
 use hands_core::{Annotations, Context, Tool, ToolError, ToolOutput};
+use hands_core::{Family, Policy};
 
 use super::NoArgs;
 use crate::preview::Preview;
@@ -24,6 +25,10 @@ impl Tool for PreviewClose {
 
     fn annotations(&self) -> Annotations {
         Annotations { read_only: false, destructive: false, idempotent: true, open_world: false }
+    }
+
+    fn policy(&self) -> Policy {
+        Policy::from_annotations(self.annotations()).family(Family::Preview)
     }
 
     fn needs_approval(&self) -> bool {

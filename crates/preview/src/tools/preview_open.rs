@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 
 use hands_core::{Annotations, Context, Tool, ToolError, ToolOutput};
+use hands_core::{Family, Policy};
 
 use super::{NoArgs, Shared};
 use crate::lifecycle::Opened;
@@ -35,6 +36,10 @@ impl Tool for PreviewOpen {
     fn annotations(&self) -> Annotations {
         // Runs the project's commands and a browser; opening twice reuses what runs.
         Annotations { read_only: false, destructive: false, idempotent: true, open_world: true }
+    }
+
+    fn policy(&self) -> Policy {
+        Policy::from_annotations(self.annotations()).family(Family::Preview)
     }
 
     fn output_schema(&self) -> Option<serde_json::Value> {

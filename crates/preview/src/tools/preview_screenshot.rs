@@ -4,6 +4,7 @@ use std::borrow::Cow;
 
 use base64::Engine as _;
 use hands_core::{Annotations, Context, Tool, ToolError, ToolOutput};
+use hands_core::{Family, Modes, Policy};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
@@ -39,6 +40,11 @@ impl Tool for PreviewScreenshot {
 
     fn annotations(&self) -> Annotations {
         Annotations { read_only: true, destructive: false, idempotent: true, open_world: false }
+    }
+
+    fn policy(&self) -> Policy {
+        // Build mode only: plan mode reads the errors, it does not drive the preview.
+        Policy::from_annotations(self.annotations()).modes(Modes::BUILD).family(Family::Preview)
     }
 
     fn cacheable(&self) -> bool {

@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 
 use hands_core::{Annotations, Context, Tool, ToolError, ToolOutput};
+use hands_core::{Family, Modes, Policy};
 
 use super::NoArgs;
 use super::preview_open::never_opened;
@@ -25,6 +26,11 @@ impl Tool for PreviewStatusTool {
 
     fn annotations(&self) -> Annotations {
         Annotations::READ_ONLY
+    }
+
+    fn policy(&self) -> Policy {
+        // Build mode only: plan mode reads the errors, it does not drive the preview.
+        Policy::from_annotations(self.annotations()).modes(Modes::BUILD).family(Family::Preview)
     }
 
     fn cacheable(&self) -> bool {

@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 
 use hands_core::{Annotations, Context, Tool, ToolError, ToolOutput};
+use hands_core::{Family, Policy};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use url::Url;
@@ -74,6 +75,10 @@ impl Tool for ReadRuntimeErrors {
     fn annotations(&self) -> Annotations {
         // Changes nothing, but the cursor moves: the same call answers differently.
         Annotations { read_only: true, destructive: false, idempotent: false, open_world: false }
+    }
+
+    fn policy(&self) -> Policy {
+        Policy::from_annotations(self.annotations()).family(Family::Preview)
     }
 
     fn cacheable(&self) -> bool {

@@ -1,0 +1,144 @@
+//! Where tools come from: [`ToolSource`]s that can add and remove tools while sessions run.
+//!
+//! The registry asks each source for its current tools and keeps the result as an immutable
+//! snapshot (see [`crate::Registry`]); the per-call path only reads that snapshot. A source changes
+//! its tools in two ways: the registry asks it to look again ([`ToolSource::refresh`] with the
+//! reason: configuration changed, a mutating call finished, the tools are being listed), or the
+//! source learns of a change itself (a remote MCP server's `list_changed`) and says so through the
+//! [`Changes`] handle it got in [`ToolSource::start`]. Built-ins and condition-gated tools are the
+//! first source, [`Builtins`]; their conditions are re-read on [`Refresh::Config`].
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, PoisonError, RwLock, Weak};
+
+use serde_json::Value;
+
+use crate::DynTool;
+use crate::registry::Live;
+
+/// Why the registry asks its sources to look again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refresh {
+    /// Configuration changed (or a secret was stored): re-read conditions.
+    Config,
+    /// A call of a tool that is not read-only finished: the project may have changed.
+    Mutation,
+    /// The tools are being listed (MCP `tools/list`, an agent's next model call). Sources that
+    /// look at the disk throttle this one.
+    Listing,
+}
+
+/// A source of tools. See the module docs.
+pub trait ToolSource: Send + Sync + 'static {
+    /// A short name for logs (`builtins`, `mcp`, `preview`).
+    fn name(&self) -> &str;
+
+    /// The tools the source offers now, in the order they are listed. Return the same `Arc`s
+    /// while nothing changed: the registry compares them to decide whether its list changed.
+    fn tools(&self) -> Vec<Arc<dyn DynTool>>;
+
+    /// Look again because of `why`; true when [`ToolSource::tools`] may have changed. Must be
+    /// cheap for reasons the source does not care about (it runs on the call path after every
+    /// mutating call).
+    fn refresh(&self, why: Refresh) -> bool {
+        let _ = why;
+        false
+    }
+
+    /// Called once when the registry is built, with the handle to report changes the source
+    /// learns of by itself.
+    fn start(&self, changes: Changes) {
+        let _ = changes;
+    }
+}
+
+/// A source's handle to tell the registry its tools changed.
+#[derive(Clone)]
+pub struct Changes(pub(crate) Weak<Live>);
+
+impl Changes {
+    /// The source's tools changed: rebuild the registry's list now (subscribers hear of it when
+    /// the list differs). False when the registry is gone.
+    pub fn changed(&self) -> bool {
+        match self.0.upgrade() {
+            Some(live) => {
+                live.rebuild();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// What conditional registration can look at: the merged configuration and the environment.
+#[derive(Debug, Clone, Default)]
+pub struct Conditions {
+    /// The merged configuration, as JSON.
+    pub config: Value,
+    /// Environment variables.
+    pub env: BTreeMap<String, String>,
+}
+
+impl Conditions {
+    /// From `config` and this process's environment.
+    pub fn from_process(config: Value) -> Self {
+        Self { config, env: std::env::vars().collect() }
+    }
+
+    /// True when the variable is set and not empty.
+    pub fn has_env(&self, name: &str) -> bool {
+        self.env.get(name).is_some_and(|v| !v.is_empty())
+    }
+}
+
+/// Reads the current [`Conditions`]: at build and on every [`Refresh::Config`].
+pub type ConditionsReader = Arc<dyn Fn() -> Conditions + Send + Sync>;
+
+/// A condition under which a built-in tool is offered.
+pub type Condition = Arc<dyn Fn(&Conditions) -> bool + Send + Sync>;
+
+/// The built-in tools, each with an optional condition.
+pub(crate) struct Builtins {
+    entries: Vec<(Option<Condition>, Arc<dyn DynTool>)>,
+    reader: ConditionsReader,
+    conditions: RwLock<Conditions>,
+}
+
+impl Builtins {
+    pub(crate) fn new(
+        entries: Vec<(Option<Condition>, Arc<dyn DynTool>)>,
+        reader: ConditionsReader,
+    ) -> Self {
+        let conditions = RwLock::new(reader());
+        Self { entries, reader, conditions }
+    }
+
+    /// True when some tool has a condition (only then is a refresh worth anything).
+    fn gated(&self) -> bool {
+        self.entries.iter().any(|(condition, _)| condition.is_some())
+    }
+}
+
+impl ToolSource for Builtins {
+    fn name(&self) -> &str {
+        "builtins"
+    }
+
+    fn tools(&self) -> Vec<Arc<dyn DynTool>> {
+        let conditions = self.conditions.read().unwrap_or_else(PoisonError::into_inner);
+        self.entries
+            .iter()
+            .filter(|(condition, _)| condition.as_ref().is_none_or(|holds| holds(&conditions)))
+            .map(|(_, tool)| Arc::clone(tool))
+            .collect()
+    }
+
+    fn refresh(&self, why: Refresh) -> bool {
+        if why != Refresh::Config || !self.gated() {
+            return false;
+        }
+        let fresh = (self.reader)();
+        *self.conditions.write().unwrap_or_else(PoisonError::into_inner) = fresh;
+        true
+    }
+}

@@ -330,6 +330,7 @@ impl Registry {
                 // "aborted" with whatever the tool had.
                 tokio::pin!(run);
                 tokio::select! {
+                    biased;
                     result = &mut run => result,
                     () = cancel.cancelled() => {
                         token.cancel();

@@ -74,6 +74,10 @@ impl McpClients {
     /// Connect every server of `config` in parallel (each within [`CONNECT_TIMEOUT`]) and list its
     /// tools. Blocks the calling thread; works inside or outside a tokio runtime.
     pub fn connect_blocking(config: &McpServersConfig, call_timeout_ms: u64) -> Self {
+        // No server, nothing to reach: no runtime thread (and its malloc arena) at start-up.
+        if config.0.is_empty() {
+            return Self::from_parts(None, Vec::new(), call_timeout_ms);
+        }
         let background = match Background::start() {
             Ok(background) => background,
             Err(err) => {

@@ -17,7 +17,7 @@ use hands_core::{
     Registry, Session, ToolCall, ToolSpec,
 };
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
     ElicitationAction, Implementation, InitializeRequestParams, InitializeResult,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
     PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities,
@@ -357,7 +357,7 @@ impl ServerHandler for McpServer {
                 .await;
         }
         match result {
-            Ok(output) => Ok(CallToolResponse::Complete(to_call_tool_result(&output)?)),
+            Ok(output) => Ok(CallToolResponse::Complete(to_call_tool_result(output))),
             Err(DispatchError::Fatal(message)) => Err(ErrorData::internal_error(message, None)),
         }
     }
@@ -414,11 +414,28 @@ fn object_schema(schema: &Value) -> Value {
     }
 }
 
-fn to_call_tool_result(output: &hands_core::ToolOutput) -> Result<CallToolResult, ErrorData> {
-    let value = serde_json::to_value(output)
-        .map_err(|err| ErrorData::internal_error(format!("result to JSON: {err}"), None))?;
-    serde_json::from_value(value)
-        .map_err(|err| ErrorData::internal_error(format!("result to MCP: {err}"), None))
+/// A tool's output as MCP's result, field by field: no trip through a JSON value and back (which
+/// allocated the whole result twice and re-parsed it on every call).
+fn to_call_tool_result(output: hands_core::ToolOutput) -> CallToolResult {
+    use base64::Engine as _;
+    use hands_core::Content;
+    let content = output
+        .content
+        .into_iter()
+        .map(|block| match block {
+            Content::Text { text } => ContentBlock::text(text),
+            Content::Image { data, mime_type } => ContentBlock::image(
+                base64::engine::general_purpose::STANDARD.encode(data),
+                mime_type,
+            ),
+        })
+        .collect();
+    let mut result = match output.is_error {
+        true => CallToolResult::error(content),
+        false => CallToolResult::success(content),
+    };
+    result.structured_content = output.structured;
+    result
 }
 
 /// A sink that turns a call's progress reports into `notifications/progress`, at most one per

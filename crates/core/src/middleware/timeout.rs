@@ -38,7 +38,11 @@ impl Middleware for Timeout {
         let aborted = req.ctx.cancel_token().clone();
         let tool = req.call.name.clone();
         let mut work = next.run(req);
+        // `biased`: the work is polled first, so a call that finishes at its first poll (a small
+        // read) never registers the timer; a timer registered into an empty wheel wakes the
+        // runtime's driver through its eventfd (a write and an extra epoll_wait).
         let stop = tokio::select! {
+            biased;
             result = &mut work => {
                 // A tool that noticed the abort and returned early still answers "aborted".
                 if aborted.is_cancelled() {

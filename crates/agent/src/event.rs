@@ -105,8 +105,16 @@ pub enum EventKind {
     },
     /// The session's mode changed (plan ↔ build).
     ModeChanged {
-        /// `build` or `plan`.
-        mode: String,
+        /// The new mode.
+        mode: hands_core::Mode,
+    },
+    /// The tools the session offers changed while it ran (a configured MCP server changed its
+    /// list, the project gained a preview, a condition of a gated tool changed).
+    ToolsChanged {
+        /// The registry's version of the list (increasing).
+        version: u64,
+        /// The names of the tools the session's mode offers now.
+        tools: Vec<String>,
     },
     /// The turn is over.
     TurnEnded {
@@ -141,6 +149,7 @@ impl EventKind {
             Self::ProcessNotice { .. } => "process_notice",
             Self::TodosChanged { .. } => "todos_changed",
             Self::ModeChanged { .. } => "mode_changed",
+            Self::ToolsChanged { .. } => "tools_changed",
             Self::TurnEnded { .. } => "turn_ended",
             Self::Error { .. } => "error",
         }

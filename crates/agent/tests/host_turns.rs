@@ -357,7 +357,7 @@ async fn todos_and_mode_changes_are_announced_and_stored() {
         .unwrap();
     assert_eq!(todos[0]["content"], "write tests");
     assert!(
-        matches!(&seen.last().unwrap().kind, EventKind::ModeChanged { mode } if mode == "plan")
+        matches!(&seen.last().unwrap().kind, EventKind::ModeChanged { mode } if *mode == hands_core::Mode::Plan)
     );
     within(5, async {
         while fx.store.get_session(&id).await.unwrap().mode != "plan" {

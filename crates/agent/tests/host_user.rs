@@ -161,7 +161,7 @@ async fn plan_then_exit_plan_mode_then_build() {
     assert!(
         events
             .iter()
-            .any(|e| matches!(&e.kind, EventKind::ModeChanged { mode } if mode == "build")),
+            .any(|e| matches!(&e.kind, EventKind::ModeChanged { mode } if *mode == hands_core::Mode::Build)),
         "{events:#?}"
     );
     let requests = fx.script.requests();
@@ -323,4 +323,69 @@ async fn a_sub_agent_without_a_model_says_so() {
         .await
         .unwrap();
     assert!(out.is_error && out.joined_text().contains("needs a model"), "{out:?}");
+}
+
+/// Issue 12, item 2: the session API hears of a tool that appears or goes while a session runs
+/// (`tools_changed`, with the names the session's mode offers), and of nothing when a refresh
+/// changes nothing.
+#[tokio::test]
+async fn a_tool_that_appears_or_goes_is_a_tools_changed_event() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let gate = Arc::new(AtomicBool::new(false));
+    let read = Arc::clone(&gate);
+    let probe = Probe::default();
+    let registry: Arc<hands_core::Registry> = hands_core::Registry::builder(CoreConfig::default())
+        .conditions_with(move || {
+            let mut conditions = hands_core::Conditions::default();
+            if read.load(Ordering::SeqCst) {
+                conditions.env.insert("GATE".into(), "1".into());
+            }
+            conditions
+        })
+        .tool(Record(probe.clone()))
+        .tool_if(|c| c.has_env("GATE"), SlowRead(probe))
+        .build()
+        .into();
+    let host = hands_agent::host::Host::open(hands_agent::host::HostParts {
+        store: Arc::new(hands_store::MemoryStore::new()),
+        registry: Arc::clone(&registry),
+        provider: None,
+        config: AgentConfig::default(),
+    })
+    .await
+    .unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let id = host
+        .create_session(hands_agent::host::NewSession {
+            id: None,
+            project_id: Some("proj".into()),
+            root: root.path().to_owned(),
+            mode: Mode::Build,
+            title: None,
+        })
+        .await
+        .unwrap()
+        .id;
+    let mut sub = host.subscribe(&id, 0).await.unwrap();
+    let is_tools = |k: &EventKind| matches!(k, EventKind::ToolsChanged { .. });
+
+    assert!(!registry.refresh(), "nothing changed yet");
+    gate.store(true, Ordering::SeqCst);
+    assert!(registry.refresh());
+    let seen = until(&mut sub, is_tools).await;
+    let EventKind::ToolsChanged { version, tools } = &seen.last().unwrap().kind else {
+        unreachable!()
+    };
+    assert_eq!(tools, &["record", "slow_read"]);
+    assert_eq!(*version, registry.version());
+
+    gate.store(false, Ordering::SeqCst);
+    assert!(registry.refresh());
+    let seen = until(&mut sub, is_tools).await;
+    let EventKind::ToolsChanged { tools, .. } = &seen.last().unwrap().kind else { unreachable!() };
+    assert_eq!(tools, &["record"]);
+    // Exactly two announcements: the refresh that changed nothing said nothing.
+    let all = host.subscribe(&id, 0).await.unwrap().replay;
+    assert_eq!(all.iter().filter(|e| is_tools(&e.kind)).count(), 2, "{all:?}");
 }

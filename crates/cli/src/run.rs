@@ -266,7 +266,7 @@ impl Agent {
         // Only what happens from now on: the stored past is not printed again.
         let mut events = self.host.subscribe(&self.id, 0).await?;
         events.replay.clear();
-        let mode = self.host.session(&self.id).await?.mode().to_string();
+        let mode = self.host.session(&self.id).await?.mode();
         let turn_id = self.host.post_message(&self.id, text).await?;
         let mut view = View::new(mode, Arc::clone(&self.registry));
         let mut asks = Asks::default();

@@ -103,7 +103,8 @@ pub fn markdown(registry: &Registry) -> String {
             let title = if policy.aliases.is_empty() {
                 format!("`{}`", spec.name)
             } else {
-                let aliases: Vec<String> = policy.aliases.iter().map(|a| format!("`{a}`")).collect();
+                let aliases: Vec<String> =
+                    policy.aliases.iter().map(|a| format!("`{a}`")).collect();
                 format!("`{}` ({})", spec.name, aliases.join(", "))
             };
             let modes = match (policy.offered(Mode::Plan), policy.offered(Mode::Build)) {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hands_agent::event::EventKind;
-use hands_core::{Label, Registry};
+use hands_core::{Label, Mode, Registry};
 use serde_json::Value;
 
 use crate::term;
@@ -40,14 +40,14 @@ pub struct View {
     /// How to allow calls without a terminal was said once.
     pub hinted: bool,
     /// The session's mode as last shown (a change made before the turn is not news).
-    mode: String,
+    mode: Mode,
     /// Where each tool's label comes from.
     registry: Arc<Registry>,
 }
 
 impl View {
     /// A view of a turn that starts in `mode`, labelling calls as `registry`'s tools say.
-    pub fn new(mode: String, registry: Arc<Registry>) -> Self {
+    pub fn new(mode: Mode, registry: Arc<Registry>) -> Self {
         use std::io::IsTerminal as _;
         Self {
             mid_line: false,
@@ -112,8 +112,8 @@ impl View {
                 }
             }
             EventKind::ModeChanged { mode } if *mode != self.mode => {
-                self.mode.clone_from(mode);
-                self.note(&format!("mode: {}", term::line(mode)));
+                self.mode = *mode;
+                self.note(&format!("mode: {mode}"));
             }
             EventKind::Error { message, .. } => self.note(&format!("hands: {message}")),
             _ => {}

@@ -10,7 +10,9 @@ use std::time::Duration;
 use hands_core::approval::{ApproverHandle, Decision};
 use hands_core::ask::{AskerHandle, NoSuchQuestion, PendingQuestions};
 use hands_core::process::{ProcessError, ProcessList, ProcessStopped};
-use hands_core::{CancellationToken, ProcessService, Session, ToolCall, ToolOutput};
+use hands_core::{
+    CancellationToken, Mode, ProcessService, Registry, Session, ToolCall, ToolOutput,
+};
 use hands_store::{SessionRecord, StoreError, StoreResult, TurnRecord};
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -309,8 +311,8 @@ impl Host {
         live
     }
 
-    /// Follow the session's mode and todo list into events and the store, until it closes (or
-    /// the host is dropped).
+    /// Follow the session's mode and todo list into events and the store, and the registry's
+    /// tool list into `tools_changed` events, until the session closes (or the host is dropped).
     fn watch(&self, live: &Arc<Live>) {
         let stop = self.shutdown.child_token();
         let closed = live.session.closed_token().clone();
@@ -318,17 +320,43 @@ impl Host {
         modes.borrow_and_update();
         let mut todos = crate::todos(&live.session);
         todos.borrow_and_update();
+        let registry = Arc::clone(&self.parts.registry);
+        let mut versions = registry.subscribe();
+        versions.borrow_and_update();
+        let names = |registry: &Registry, mode: Mode| -> Vec<String> {
+            registry.list(mode).into_iter().map(|spec| spec.name).collect()
+        };
+        let mut announced = names(&registry, live.session.mode());
         let live = Arc::downgrade(live);
         tokio::spawn(async move {
             loop {
-                let changed = tokio::select! {
+                let tools_changed = tokio::select! {
                     () = stop.cancelled() => break,
                     () = closed.cancelled() => break,
-                    changed = modes.changed() => changed.map(|()| modes.borrow_and_update()).is_ok(),
-                    changed = todos.changed() => changed.map(|()| todos.borrow_and_update()).is_ok(),
+                    changed = modes.changed() => match changed {
+                        Ok(()) => { modes.borrow_and_update(); false }
+                        Err(_) => break,
+                    },
+                    changed = todos.changed() => match changed {
+                        Ok(()) => { todos.borrow_and_update(); false }
+                        Err(_) => break,
+                    },
+                    changed = versions.changed() => match changed {
+                        Ok(()) => true,
+                        Err(_) => break,
+                    },
                 };
-                let Some(live) = live.upgrade().filter(|_| changed) else { break };
-                live.sync().await;
+                let Some(live) = live.upgrade() else { break };
+                if !tools_changed {
+                    live.sync().await;
+                    continue;
+                }
+                let version = *versions.borrow_and_update();
+                let now = names(&registry, live.session.mode());
+                if now != announced {
+                    announced.clone_from(&now);
+                    live.hub.emit(EventKind::ToolsChanged { version, tools: now }).await;
+                }
             }
         });
     }

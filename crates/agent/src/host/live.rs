@@ -54,13 +54,13 @@ impl Live {
         let mode = self.session.mode();
         if announced.0 != mode {
             announced.0 = mode;
-            let mode = mode.to_string();
-            if let Err(err) = self.store.update_session(id, Some(&mode), None).await {
+            let text = mode.to_string();
+            if let Err(err) = self.store.update_session(id, Some(&text), None).await {
                 tracing::warn!(session = %id, %err, "storing the mode");
             }
             {
                 let mut record = lock(&self.record);
-                record.mode.clone_from(&mode);
+                record.mode = text;
                 record.updated_at_ms = now_ms();
             }
             self.hub.emit(EventKind::ModeChanged { mode }).await;

@@ -65,7 +65,7 @@ impl Default for OutputConfig {
 pub struct TimeoutConfig {
     /// Limit for a tool without its own entry, in milliseconds.
     pub default_ms: u64,
-    /// Per-tool limits in milliseconds, by canonical name.
+    /// Per-tool limits in milliseconds, by canonical name (over each tool's own default).
     pub tools: BTreeMap<String, u64>,
     /// How long a cancelled tool gets to clean up and return what it has, in milliseconds.
     pub grace_ms: u64,
@@ -73,35 +73,17 @@ pub struct TimeoutConfig {
 
 impl Default for TimeoutConfig {
     fn default() -> Self {
-        let tools = [
-            ("read_file", 30_000),
-            ("write_file", 30_000),
-            ("edit_file", 30_000),
-            ("list_files", 30_000),
-            ("glob", 60_000),
-            ("grep", 120_000),
-            // bash enforces its own `timeout` (at most 600 s); this is only the backstop.
-            ("bash", 610_000),
-            ("spawn_process", 60_000),
-            ("stop_process", 30_000),
-            // ask_user waits up to its own `ask_user.timeout_ms` (10 min) for the user; this is
-            // the backstop, with a margin so that ask_user's clearer message comes first.
-            ("ask_user", 610_000),
-            // A sub-agent runs up to `[agent] subagent_max_steps` model calls and their tools.
-            ("spawn_subagent", 900_000),
-        ];
-        Self {
-            default_ms: 120_000,
-            tools: tools.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
-            grace_ms: 3_000,
-        }
+        // Per-tool defaults are the tools' own (`Policy::timeout_ms`); `tools` holds what the
+        // configuration says.
+        Self { default_ms: 120_000, tools: BTreeMap::new(), grace_ms: 3_000 }
     }
 }
 
 impl TimeoutConfig {
-    /// The limit for `tool`.
-    pub fn for_tool(&self, tool: &str) -> Duration {
-        Duration::from_millis(self.tools.get(tool).copied().unwrap_or(self.default_ms))
+    /// The limit for `tool`: the configuration's, else the tool's own (`own_ms`), else
+    /// `default_ms`.
+    pub fn for_tool(&self, tool: &str, own_ms: Option<u64>) -> Duration {
+        Duration::from_millis(self.tools.get(tool).copied().or(own_ms).unwrap_or(self.default_ms))
     }
 }
 

@@ -15,6 +15,7 @@
 //! # }
 //! ```
 
+mod annotations;
 pub mod approval;
 pub mod args;
 pub mod ask;
@@ -38,6 +39,7 @@ mod snapshot;
 mod source;
 mod tool;
 
+pub use annotations::Annotations;
 pub use call::ToolCall;
 pub use config::CoreConfig;
 pub use context::{Context, Progress, ProgressSink};
@@ -53,7 +55,7 @@ pub use schema::{output_schema_for, schema_for};
 pub use session::{Mode, Session};
 pub use snapshot::RegistryError;
 pub use source::{Changes, Condition, Conditions, ConditionsReader, Refresh, ToolSource};
-pub use tool::{Annotations, DynTool, Tool, ToolSpec, erase};
+pub use tool::{DynTool, Tool, ToolSpec, erase};
 
 /// Re-exported so that tool crates and front ends use the same token type.
 pub use tokio_util::sync::CancellationToken;

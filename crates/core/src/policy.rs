@@ -139,6 +139,10 @@ pub struct Policy {
     pub label: Label,
     /// Its family, for the docs.
     pub family: Family,
+    /// Its time limit in milliseconds when the configuration sets none (`timeouts.tools.NAME`
+    /// overrides it); `None`: `timeouts.default_ms`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
 }
 
 impl Policy {
@@ -153,6 +157,7 @@ impl Policy {
             needs_user: false,
             label: Label::Arguments,
             family: Family::Other,
+            timeout_ms: None,
         }
     }
 
@@ -198,6 +203,13 @@ impl Policy {
     #[must_use]
     pub fn family(mut self, family: Family) -> Self {
         self.family = family;
+        self
+    }
+
+    /// The tool's own time limit, in milliseconds (the configuration may still change it).
+    #[must_use]
+    pub fn timeout_ms(mut self, ms: u64) -> Self {
+        self.timeout_ms = Some(ms);
         self
     }
 

@@ -16,7 +16,7 @@ use tokio::sync::watch;
 use crate::middleware::{self, DynMiddleware, Endpoint, Layer, Middleware, Next, Place, Request};
 use crate::services::Services;
 use crate::snapshot::{RegistryError, Snapshot};
-use crate::source::{Builtins, Changes, Condition, Conditions, ConditionsReader, Refresh};
+use crate::source::{Builtins, Changes, Condition, Conditions, ConditionsReader, Rebuild, Refresh};
 use crate::tool::Erased;
 use crate::{
     BoxFuture, Context, CoreConfig, DispatchError, DynTool, LocalProvider, Mode, Modes,
@@ -149,7 +149,8 @@ impl RegistryBuilder {
             version,
         });
         for source in &live.sources {
-            source.start(Changes(Arc::downgrade(&live)));
+            let weak: std::sync::Weak<dyn Rebuild> = Arc::downgrade(&live) as _;
+            source.start(Changes(weak));
         }
         let endpoint = SandboxEndpoint { provider: self.provider };
         Ok(Registry { live, chain, endpoint, services: self.services })
@@ -196,6 +197,12 @@ impl Live {
         self.version.send_modify(|version| *version += 1);
         tracing::debug!(version = *self.version.borrow(), "the tool list changed");
         true
+    }
+}
+
+impl Rebuild for Live {
+    fn rebuild(&self) -> bool {
+        Live::rebuild(self)
     }
 }
 

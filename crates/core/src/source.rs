@@ -14,7 +14,6 @@ use std::sync::{Arc, PoisonError, RwLock, Weak};
 use serde_json::Value;
 
 use crate::DynTool;
-use crate::registry::Live;
 
 /// Why the registry asks its sources to look again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,9 +51,15 @@ pub trait ToolSource: Send + Sync + 'static {
     }
 }
 
+/// What a [`Changes`] handle reaches: the registry's list, rebuilt on demand.
+pub(crate) trait Rebuild: Send + Sync {
+    /// Rebuild the list from the sources; true when it changed.
+    fn rebuild(&self) -> bool;
+}
+
 /// A source's handle to tell the registry its tools changed.
 #[derive(Clone)]
-pub struct Changes(pub(crate) Weak<Live>);
+pub struct Changes(pub(crate) Weak<dyn Rebuild>);
 
 impl Changes {
     /// The source's tools changed: rebuild the registry's list now (subscribers hear of it when

@@ -8,26 +8,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::{BoxFuture, Context, Mode, Policy, ToolError, ToolOutput, args, schema_for};
-
-/// MCP's tool annotations: hints for the client about what a tool does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-pub struct Annotations {
-    /// Changes nothing (served from the dedup cache within a turn; offered in plan mode).
-    pub read_only: bool,
-    /// May destroy or overwrite the user's data.
-    pub destructive: bool,
-    /// Calling twice with the same arguments has no further effect.
-    pub idempotent: bool,
-    /// Reaches outside the project (network, arbitrary programs).
-    pub open_world: bool,
-}
-
-impl Annotations {
-    /// A read-only, idempotent, closed-world tool (read_file, grep, …).
-    pub const READ_ONLY: Self =
-        Self { read_only: true, destructive: false, idempotent: true, open_world: false };
-}
+use crate::{
+    Annotations, BoxFuture, Context, Mode, Policy, ToolError, ToolOutput, args, schema_for,
+};
 
 /// A tool as data: what the model and the front ends see.
 #[derive(Debug, Clone, PartialEq, Serialize)]

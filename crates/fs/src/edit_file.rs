@@ -80,6 +80,7 @@ impl Tool for EditFile {
             .alias("edit")
             .label(Label::Key { key: "path" })
             .family(Family::Files)
+            .timeout_ms(30_000)
     }
 
     fn output_schema(&self) -> Option<serde_json::Value> {

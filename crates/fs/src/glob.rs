@@ -79,6 +79,7 @@ impl Tool for Glob {
         Policy::from_annotations(self.annotations())
             .label(Label::In { what: "pattern", place: "path" })
             .family(Family::Search)
+            .timeout_ms(60_000)
     }
 
     fn output_schema(&self) -> Option<serde_json::Value> {

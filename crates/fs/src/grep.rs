@@ -152,6 +152,7 @@ impl Tool for Grep {
         Policy::from_annotations(self.annotations())
             .label(Label::In { what: "pattern", place: "path" })
             .family(Family::Search)
+            .timeout_ms(120_000)
     }
 
     fn output_schema(&self) -> Option<serde_json::Value> {

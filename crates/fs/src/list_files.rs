@@ -62,6 +62,7 @@ impl Tool for ListFiles {
         Policy::from_annotations(self.annotations())
             .label(Label::Key { key: "path" })
             .family(Family::Files)
+            .timeout_ms(30_000)
     }
 
     async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {

@@ -65,6 +65,7 @@ impl Tool for ReadFile {
             .alias("read")
             .label(Label::Key { key: "path" })
             .family(Family::Files)
+            .timeout_ms(30_000)
     }
 
     async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {

@@ -72,6 +72,7 @@ impl Tool for WriteFile {
             .alias("write")
             .label(Label::Key { key: "path" })
             .family(Family::Files)
+            .timeout_ms(30_000)
     }
 
     fn output_schema(&self) -> Option<serde_json::Value> {

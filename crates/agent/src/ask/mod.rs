@@ -30,6 +30,9 @@ pub struct AskUserArgs {
     pub options: Option<Vec<String>>,
 }
 
+/// How much longer than its own wait the registry's time limit for ask_user is.
+pub const BACKSTOP_MARGIN_MS: u64 = 10_000;
+
 /// The ask_user tool.
 #[derive(Debug, Clone)]
 pub struct AskUser {
@@ -70,6 +73,14 @@ impl Tool for AskUser {
             .needs_user()
             .label(Label::Key { key: "question" })
             .family(Family::Session)
+            // ask_user waits up to its own `ask_user.timeout_ms` (10 min) for the user; the
+            // registry's limit is the backstop, with a margin so that ask_user's clearer message
+            // comes first.
+            .timeout_ms(
+                u64::try_from(self.timeout.as_millis())
+                    .unwrap_or(u64::MAX)
+                    .saturating_add(BACKSTOP_MARGIN_MS),
+            )
     }
 
     /// Asking twice must ask twice.
@@ -176,6 +187,13 @@ fn human(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_registry_lets_ask_user_wait_as_long_as_it_is_set_to() {
+        assert_eq!(AskUser::default().policy().timeout_ms, Some(610_000));
+        let long = AskUser::new(&AskUserConfig { timeout_ms: 3_600_000 });
+        assert_eq!(long.policy().timeout_ms, Some(3_610_000));
+    }
 
     #[test]
     fn human_durations() {

@@ -107,14 +107,10 @@ impl Settings {
         }
     }
 
-    /// The core's part. The registry's limit for ask_user is raised to at least ask_user's own
-    /// wait plus [`ASK_USER_MARGIN_MS`], so that a longer `ask_user.timeout_ms` is not cut short
-    /// by the backstop (ask_user's own limit gives the model the clearer message).
+    /// The core's part. (ask_user's own limit, its wait plus a margin, is its policy's: see
+    /// `hands_agent::ask`.)
     pub fn core(&self) -> CoreConfig {
-        let mut timeouts = self.timeouts.clone();
-        let floor = self.ask_user.timeout_ms.saturating_add(ASK_USER_MARGIN_MS);
-        let limit = timeouts.tools.entry("ask_user".to_owned()).or_insert(floor);
-        *limit = (*limit).max(floor);
+        let timeouts = self.timeouts.clone();
         CoreConfig {
             approval: self.approval,
             output: self.output.clone(),
@@ -129,9 +125,6 @@ impl Settings {
         hands_agent::AgentConfig { ask_user: self.ask_user.clone() }
     }
 }
-
-/// How much longer than ask_user's own wait the registry lets an ask_user call run.
-pub const ASK_USER_MARGIN_MS: u64 = 10_000;
 
 /// The merged settings and where each value came from.
 #[derive(Debug, Clone)]
@@ -565,15 +558,6 @@ mod tests {
         assert!(shown.contains("max_steps = 7  # "), "{shown}");
         assert!(shown.contains("api_key_env = \"MY_KEY\"  # environment variable"), "{shown}");
         assert!(shown.contains("# ignored: model in"), "{shown}");
-    }
-
-    #[test]
-    fn the_registry_lets_ask_user_wait_as_long_as_it_is_set_to() {
-        let defaults = Settings::default().core();
-        assert_eq!(defaults.timeouts.tools.get("ask_user"), Some(&610_000));
-        let loaded =
-            load_with(&[("user", "[ask_user]\ntimeout_ms = 3600000\n")], &[], &[]).unwrap();
-        assert_eq!(loaded.settings.core().timeouts.tools.get("ask_user"), Some(&3_610_000));
     }
 
     #[test]

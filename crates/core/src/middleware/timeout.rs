@@ -33,7 +33,7 @@ impl Middleware for Timeout {
         req: Request<'a>,
         next: Next<'a>,
     ) -> Result<ToolOutput, ToolError> {
-        let limit = self.config.for_tool(&req.call.name);
+        let limit = self.config.for_tool(&req.call.name, req.tool.spec().policy.timeout_ms);
         let token = req.ctx.cancel_token().clone();
         let aborted = req.ctx.cancel_token().clone();
         let tool = req.call.name.clone();

@@ -96,6 +96,8 @@ impl Tool for Bash {
         Policy::from_annotations(self.annotations())
             .label(Label::Key { key: "command" })
             .family(Family::Processes)
+            // bash enforces its own `timeout` (at most 600 s); this is only the backstop.
+            .timeout_ms(610_000)
     }
 
     fn output_schema(&self) -> Option<serde_json::Value> {

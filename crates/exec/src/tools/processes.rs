@@ -251,6 +251,7 @@ impl Tool for StopProcess {
         Policy::from_annotations(self.annotations())
             .label(Label::Key { key: "id" })
             .family(Family::Processes)
+            .timeout_ms(30_000)
     }
 
     /// Stopping only ends what this session started and never touches the user's data; it is the

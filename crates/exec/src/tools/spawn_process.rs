@@ -78,6 +78,7 @@ impl Tool for SpawnProcess {
         Policy::from_annotations(self.annotations())
             .label(Label::Key { key: "command" })
             .family(Family::Processes)
+            .timeout_ms(60_000)
     }
 
     fn output_schema(&self) -> Option<serde_json::Value> {

@@ -5,11 +5,11 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use hands_core::{Changes, DynTool, ToolSource};
+use hands_core::{Changes, DynTool, RegistryBuilder, ToolSource};
 
 use super::McpClients;
 use super::remote::RemoteTool;
-use super::tools::proxy;
+use super::tools::{proxy, register_builtins};
 
 /// A proxy made for a server's tool as it was listed.
 type Made = (String, RemoteTool, Arc<dyn DynTool>);
@@ -62,4 +62,21 @@ impl ToolSource for McpSource {
             }
         });
     }
+}
+
+impl McpClients {
+    /// Register the servers' tools (`mcp__NAME__TOOL`) and, when any server is configured,
+    /// `mcp_list` and `mcp_call`.
+    pub fn register(&self, builder: RegistryBuilder) -> RegistryBuilder {
+        register(self, builder)
+    }
+}
+
+/// Register the servers' tools as a live source (see [`McpSource`]), and mcp_list/mcp_call
+/// when servers are configured.
+fn register(clients: &McpClients, builder: RegistryBuilder) -> RegistryBuilder {
+    if clients.is_empty() {
+        return builder;
+    }
+    register_builtins(clients, builder).source(Arc::new(McpSource::new(clients.clone())))
 }

@@ -7,11 +7,8 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use hands_core::{
-    Annotations, BoxFuture, Context, DynTool, RegistryBuilder, Tool, ToolError, ToolOutput,
-    ToolSpec,
-};
-use hands_core::{Family, Modes, Policy};
+use hands_core::{Annotations, BoxFuture, Context, DynTool, Tool, ToolError, ToolOutput, ToolSpec};
+use hands_core::{Family, Modes, Policy, RegistryBuilder};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -25,14 +22,6 @@ const MAX_NAME: usize = 64;
 /// What every remote tool is taken to be, whatever it claims: its annotations are untrusted hints.
 const REMOTE: Annotations =
     Annotations { read_only: false, destructive: true, idempotent: false, open_world: true };
-
-impl McpClients {
-    /// Register the servers' tools (`mcp__NAME__TOOL`) and, when any server is configured,
-    /// `mcp_list` and `mcp_call`.
-    pub fn register(&self, builder: RegistryBuilder) -> RegistryBuilder {
-        register(self, builder)
-    }
-}
 
 /// The hands name of `tool` on `server`: `mcp__SERVER__TOOL`, characters outside `[A-Za-z0-9_-]`
 /// replaced by `_`, at most 64 characters (a longer name is cut and given a short hash of the
@@ -57,16 +46,9 @@ pub fn tool_name(server: &str, tool: &str) -> String {
     format!("{}{suffix}", &full[..MAX_NAME - suffix.len()])
 }
 
-/// Register the servers' tools as a live source (see [`super::source`]), and mcp_list/mcp_call
-/// when servers are configured.
-pub(super) fn register(clients: &McpClients, builder: RegistryBuilder) -> RegistryBuilder {
-    if clients.is_empty() {
-        return builder;
-    }
-    builder
-        .tool(McpList { clients: clients.clone() })
-        .tool(McpCall { clients: clients.clone() })
-        .source(std::sync::Arc::new(super::source::McpSource::new(clients.clone())))
+/// Register mcp_list and mcp_call (the remote tools themselves come from the live source).
+pub(super) fn register_builtins(clients: &McpClients, builder: RegistryBuilder) -> RegistryBuilder {
+    builder.tool(McpList { clients: clients.clone() }).tool(McpCall { clients: clients.clone() })
 }
 
 /// The proxy of `tool` on `server`, with a policy from its annotations: a tool that says it only

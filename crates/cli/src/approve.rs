@@ -32,33 +32,6 @@ pub fn whole_summary(tool: &str, args: &Value) -> String {
     format!("{tool}: {}", hands_core::approval::main_argument(args))
 }
 
-/// What preview_open will run in `root` under `config`, one line each, for its approval (the
-/// call's arguments are `{}` and say nothing): the typecheck and build commands and what serves
-/// the app, as the preview would plan them now, and where the plan came from. Cheap: a `stat` or
-/// two and `package.json`.
-pub fn preview_plan(root: &std::path::Path, config: &hands_preview::PreviewConfig) -> String {
-    use hands_preview::detect::{self, Server};
-    let plan = match detect::plan(root, config) {
-        Ok(plan) => plan,
-        Err(_) => return "(no preview found in the project: it will say what to configure)".into(),
-    };
-    let mut lines = vec![match plan.kind {
-        detect::ProjectKind::Configured => "runs, from the user's [preview] settings:".to_owned(),
-        kind => format!("runs, as detected for a {} project:", kind.word()),
-    }];
-    if let Some(typecheck) = &plan.typecheck {
-        lines.push(format!("typecheck: {typecheck}"));
-    }
-    if let Some(build) = &plan.build {
-        lines.push(format!("build: {build}"));
-    }
-    lines.push(match &plan.server {
-        Server::Command(command) => format!("serve: {command}"),
-        Server::Static(dir) => format!("serve: the built-in static server over {}", dir.display()),
-    });
-    lines.join("\n")
-}
-
 /// An approval prompt: what is shown first, and the whole call when that was cut.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Screen {
@@ -490,24 +463,6 @@ mod tests {
         assert!(long.whole.as_ref().unwrap().contains("TAIL"));
         let many = approval_screen(&format!("bash: {}", "echo\n".repeat(100)), WHY);
         assert!(many.prompt.contains("(from line 41) are not shown"), "{}", many.prompt);
-    }
-
-    #[test]
-    fn preview_open_is_asked_about_with_what_it_runs() {
-        let tmp = tempfile::tempdir().unwrap();
-        std::fs::write(tmp.path().join("index.html"), "<p>hi</p>").unwrap();
-        let mut config = hands_preview::PreviewConfig::default();
-        assert_eq!(
-            preview_plan(tmp.path(), &config),
-            "runs, as detected for a static project:\nserve: the built-in static server over ."
-        );
-        config.build = "make site".into();
-        config.serve = "npm start -- --port {port}".into();
-        assert_eq!(
-            preview_plan(tmp.path(), &config),
-            "runs, from the user's [preview] settings:\nbuild: make site\nserve: npm start -- \
-             --port {port}"
-        );
     }
 
     #[test]

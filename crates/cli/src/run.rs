@@ -331,15 +331,15 @@ impl Agent {
                 // The event's summary is cut at 300 characters: the call's own arguments give
                 // the whole of it.
                 let mut summary = view.approval_text(tool).unwrap_or_else(|| summary.clone());
-                if tool == "preview_open" {
-                    // Its arguments say nothing of the commands it runs: show them.
-                    let (root, config) = &self.preview;
-                    summary = format!("{summary}\n{}", approve::preview_plan(root, config));
+                // A tool whose arguments say nothing of what it runs (preview_open): show that.
+                let (root, config) = &self.preview;
+                if let Some(detail) = hands_preview::approval_detail(tool, root, config) {
+                    summary = format!("{summary}\n{detail}");
                 }
                 asks.queue.push_back(Ask::Approval {
                     id: approval_id.clone(),
                     summary,
-                    plan: tool == "exit_plan_mode",
+                    plan: view.is_plan(tool),
                 });
             }
             EventKind::Question { question_id, question, options } => {

@@ -102,7 +102,16 @@ impl Subagent {
                     limits,
                 }
                 .install(session),
-                None => session.hide_tool("spawn_subagent"),
+                // No model on this side and none through the client: the tools that need one
+                // are not this connection's.
+                None => {
+                    let specs = registry.list(hands_core::Mode::Build);
+                    for spec in specs.into_iter().chain(registry.list(hands_core::Mode::Plan)) {
+                        if spec.policy.needs_model {
+                            session.hide_tool(&spec.name);
+                        }
+                    }
+                }
             }
         }));
     }

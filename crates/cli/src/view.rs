@@ -65,14 +65,15 @@ impl View {
         match kind {
             EventKind::TextDelta { text, .. } => self.text(text),
             EventKind::ToolCallStarted { call_id, name, args, .. } => {
-                if name == "exit_plan_mode"
-                    && let Some(plan) = args.get("plan").and_then(Value::as_str)
+                let how =
+                    self.registry.get(name).map_or(Label::Arguments, |t| t.spec().policy.label);
+                // A plan is shown whole, before the call's line.
+                if let Label::Plan { key } = how
+                    && let Some(plan) = args.get(key).and_then(Value::as_str)
                 {
                     self.break_line();
                     self.text(&format!("\n{}\n\n", plan.trim_end()));
                 }
-                let how =
-                    self.registry.get(name).map_or(Label::Arguments, |t| t.spec().policy.label);
                 let label = label(name, how, args);
                 let running = Running {
                     name: name.clone(),
@@ -145,6 +146,11 @@ impl View {
     /// What the call waiting for approval as `tool` will do, in full: the approval event carries
     /// a summary cut to 300 characters, the call's own arguments are all here. `None` unless
     /// exactly one such call is in flight (calls that need approval run alone).
+    /// True when `tool`'s calls are plans for the user to approve ([`Label::Plan`]).
+    pub fn is_plan(&self, tool: &str) -> bool {
+        self.registry.get(tool).is_some_and(|t| matches!(t.spec().policy.label, Label::Plan { .. }))
+    }
+
     pub fn approval_text(&self, tool: &str) -> Option<String> {
         let mut calls = self.calls.values().filter(|c| c.name == tool);
         match (calls.next(), calls.next()) {

@@ -62,6 +62,12 @@ pub enum Label {
         /// The place it applies to.
         place: &'static str,
     },
+    /// A plan for the user to read whole and approve: the string argument `key`, shown as a block
+    /// before the call's line (which shows only the name), and its approval asked as a plan's.
+    Plan {
+        /// The argument holding the plan.
+        key: &'static str,
+    },
     /// How many items the array argument `key` holds: `todo_write 3 items`.
     Count {
         /// The array argument.
@@ -78,7 +84,7 @@ impl Label {
         let text = |key: &str| args.get(key).and_then(Value::as_str).map(str::to_owned);
         match *self {
             Self::Arguments => None,
-            Self::Nothing => Some(String::new()),
+            Self::Nothing | Self::Plan { .. } => Some(String::new()),
             Self::Key { key } => text(key),
             Self::FirstOf { keys } => keys.iter().find_map(|key| text(key)),
             Self::In { what, place } => text(what).map(|w| match text(place) {
@@ -139,6 +145,12 @@ pub struct Policy {
     pub label: Label,
     /// Its family, for the docs.
     pub family: Family,
+    /// It acts for the session's host rather than in the project (it changes the host session's
+    /// mode or todo list, reaches its user or model, or other MCP servers): with a proxy sandbox
+    /// (bwrap, remote) it runs on the host, not in the inner hands.
+    pub on_host: bool,
+    /// It needs the front end's model (spawn_subagent): hidden where there is none.
+    pub needs_model: bool,
     /// Its time limit in milliseconds when the configuration sets none (`timeouts.tools.NAME`
     /// overrides it); `None`: `timeouts.default_ms`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -157,6 +169,8 @@ impl Policy {
             needs_user: false,
             label: Label::Arguments,
             family: Family::Other,
+            on_host: false,
+            needs_model: false,
             timeout_ms: None,
         }
     }
@@ -203,6 +217,20 @@ impl Policy {
     #[must_use]
     pub fn family(mut self, family: Family) -> Self {
         self.family = family;
+        self
+    }
+
+    /// The tool acts for the host session: see [`Policy::on_host`].
+    #[must_use]
+    pub fn on_host(mut self) -> Self {
+        self.on_host = true;
+        self
+    }
+
+    /// The tool needs the front end's model: see [`Policy::needs_model`].
+    #[must_use]
+    pub fn needs_model(mut self) -> Self {
+        self.needs_model = true;
         self
     }
 

@@ -25,6 +25,7 @@
 //! # }
 //! ```
 
+mod approval;
 pub mod cdp;
 pub mod collector;
 mod config;
@@ -48,6 +49,7 @@ use std::sync::Arc;
 use hands_core::RegistryBuilder;
 use hands_exec::ExecConfig;
 
+pub use approval::approval_detail;
 pub use collector::{Collector, ErrorKind, RuntimeError};
 pub use config::{BRICKS_DISCOVERY_FILE, Compat, DEFAULT_DISCOVERY_FILE, PreviewConfig};
 pub use launch::CHROMIUM_FLAGS;

@@ -73,6 +73,7 @@ impl Tool for AskUser {
             .needs_user()
             .label(Label::Key { key: "question" })
             .family(Family::Session)
+            .on_host()
             // ask_user waits up to its own `ask_user.timeout_ms` (10 min) for the user; the
             // registry's limit is the backstop, with a margin so that ask_user's clearer message
             // comes first.

@@ -37,7 +37,10 @@ impl Tool for EnterPlanMode {
 
     fn policy(&self) -> Policy {
         // Plan mode is entered from build mode only.
-        Policy::from_annotations(self.annotations()).modes(Modes::BUILD).family(Family::Session)
+        Policy::from_annotations(self.annotations())
+            .modes(Modes::BUILD)
+            .family(Family::Session)
+            .on_host()
     }
 
     fn needs_approval(&self) -> bool {
@@ -93,8 +96,9 @@ impl Tool for ExitPlanMode {
         Policy::from_annotations(self.annotations())
             .modes(Modes::PLAN)
             .subagent(false)
-            .label(Label::Nothing)
+            .label(Label::Plan { key: "plan" })
             .family(Family::Session)
+            .on_host()
     }
 
     /// Under `approval = "ask"` the user approves the plan before the build tools come back.

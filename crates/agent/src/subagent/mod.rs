@@ -132,6 +132,8 @@ impl Tool for SpawnSubagent {
             .subagent(false)
             .label(Label::FirstOf { keys: &["description", "prompt"] })
             .family(Family::Delegation)
+            .on_host()
+            .needs_model()
             // A sub-agent runs up to `[agent] subagent_max_steps` model calls and their tools.
             .timeout_ms(900_000)
     }

@@ -123,6 +123,7 @@ impl Tool for TodoWrite {
         Policy::from_annotations(self.annotations())
             .label(Label::Count { key: "todos", noun: "item" })
             .family(Family::Session)
+            .on_host()
     }
 
     /// The list is the model's own notes: nothing for the user to approve.

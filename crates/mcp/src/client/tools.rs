@@ -72,7 +72,8 @@ pub(super) fn proxy(clients: &McpClients, server: &str, tool: &RemoteTool) -> Ar
         cacheable: false,
         policy: Policy::from_annotations(REMOTE)
             .modes(if tool.read_only_hint { Modes::BOTH } else { Modes::BUILD })
-            .family(Family::Mcp),
+            .family(Family::Mcp)
+            .on_host(),
     };
     Arc::new(RemoteToolProxy {
         clients: clients.clone(),
@@ -192,7 +193,7 @@ impl Tool for McpList {
     }
 
     fn policy(&self) -> Policy {
-        Policy::from_annotations(self.annotations()).family(Family::Mcp)
+        Policy::from_annotations(self.annotations()).family(Family::Mcp).on_host()
     }
 
     fn output_schema(&self) -> Option<Value> {
@@ -295,7 +296,10 @@ impl Tool for McpCall {
 
     fn policy(&self) -> Policy {
         // Offered in plan mode too: the remote server's own annotations are unknown until the call.
-        Policy::from_annotations(self.annotations()).modes(Modes::BOTH).family(Family::Mcp)
+        Policy::from_annotations(self.annotations())
+            .modes(Modes::BOTH)
+            .family(Family::Mcp)
+            .on_host()
     }
 
     async fn call(&self, ctx: Context, args: CallArgs) -> Result<ToolOutput, ToolError> {

@@ -35,24 +35,6 @@ const RECONNECT_FOR: Duration = Duration::from_secs(60);
 /// from waiting forever.
 const CALL_BACKSTOP: Duration = Duration::from_secs(24 * 3600);
 
-/// Tools that act for the host rather than in the project: other MCP servers' tools, and the
-/// tools that change the host session itself (its mode, its todo list) or reach its user. They
-/// run here even with a proxy backend; run inside, plan mode would switch the inner session's
-/// tools and leave the host's as they were.
-fn runs_on_host(name: &str) -> bool {
-    name.starts_with("mcp__")
-        || matches!(
-            name,
-            "mcp_list"
-                | "mcp_call"
-                | "enter_plan_mode"
-                | "exit_plan_mode"
-                | "todo_write"
-                | "ask_user"
-                | "spawn_subagent"
-        )
-}
-
 enum Kind {
     Bwrap(Arc<Bwrap>),
     Remote { url: String, token: Option<String>, recreate: Option<String> },
@@ -452,7 +434,10 @@ impl Sandbox for ProxySandbox {
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let name = tool.spec().name.clone();
-            if runs_on_host(&name) {
+            // Tools that act for the host session (its mode, its todo list, its user, its model,
+            // other MCP servers) run here even with a proxy backend: run inside, plan mode would
+            // switch the inner session's tools and leave the host's as they were.
+            if tool.spec().policy.on_host {
                 return tool.call_json(ctx, args).await;
             }
             let link = self.link(ctx.session()).await?;

@@ -273,7 +273,13 @@ async fn host_sessions_do_not_share_the_stale_write_guard() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_process_service_of_a_proxy_reaches_the_inner_processes() {
     let Some(fx) = bwrap_fixture() else { return };
-    let processes = ProxyProcesses::service(Arc::clone(&fx.provider));
+    // The host's own exec service says which tools reach the inner one.
+    let exec = hands_exec::ExecConfig { background_processes: true, ..Default::default() };
+    let local = hands_exec::register(hands_core::Registry::builder(Default::default()), &exec)
+        .build()
+        .service::<Arc<dyn hands_core::ProcessService>>()
+        .unwrap();
+    let processes = ProxyProcesses::service(Arc::clone(&fx.provider), local.as_ref());
     assert!(processes.list(&fx.session).await.processes.is_empty());
     let args =
         json!({"command": "echo up; exec sleep 60", "type": "daemon", "ready_pattern": "up"});

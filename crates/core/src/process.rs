@@ -91,10 +91,25 @@ pub enum ProcessError {
     NotFound(String),
 }
 
+/// The names of the tools that expose a [`ProcessService`] to a model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessTools {
+    /// Lists the processes (structured content: a [`ProcessList`]).
+    pub list: &'static str,
+    /// Reads one's output (`id`, `tail`).
+    pub output: &'static str,
+    /// Stops one (`id`).
+    pub stop: &'static str,
+}
+
 /// Lists, reads and stops the background processes of a session. Installed on the registry by
 /// the crate that runs processes; front ends get it with
 /// `registry.service::<Arc<dyn ProcessService>>()` (none: background processes are off).
 pub trait ProcessService: Send + Sync {
+    /// The tools through which a model reaches this service (a proxy sandbox reaches the inner
+    /// hands' service through them: MCP tools are the inner hands' only interface).
+    fn tools(&self) -> ProcessTools;
+
     /// The session's background processes, oldest first.
     fn list<'a>(&'a self, session: &'a Session) -> BoxFuture<'a, ProcessList>;
 

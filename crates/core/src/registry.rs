@@ -51,6 +51,11 @@ impl RegistryBuilder {
         self
     }
 
+    /// The service of type `T` installed so far (a later crate may wrap or replace it).
+    pub fn installed<T: Clone + 'static>(&self) -> Option<T> {
+        self.services.get()
+    }
+
     /// Add `middleware` to the chain at `place` (see [`middleware`] for the order).
     #[must_use]
     pub fn layer<M: Middleware>(mut self, place: Place, middleware: M) -> Self {

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use hands_core::process::{ProcessError, ProcessList, ProcessRow, ProcessStopped};
+use hands_core::process::{ProcessError, ProcessList, ProcessRow, ProcessStopped, ProcessTools};
 use hands_core::{BoxFuture, ProcessService, Session};
 
 use crate::config::ExecConfig;
@@ -118,6 +118,10 @@ impl ExecProcesses {
 }
 
 impl ProcessService for ExecProcesses {
+    fn tools(&self) -> ProcessTools {
+        ProcessTools { list: "list_processes", output: "process_output", stop: "stop_process" }
+    }
+
     fn list<'a>(&'a self, session: &'a Session) -> BoxFuture<'a, ProcessList> {
         Box::pin(async move {
             list(&Supervisor::of(session, &self.config), &Notes::of_session(session))

@@ -33,9 +33,13 @@ pub fn register(
     Ok(match proxy(config, flags)? {
         Some(proxy) => {
             let proxy = Arc::new(proxy);
-            builder
-                .sandbox(Arc::clone(&proxy) as Arc<dyn SandboxProvider>)
-                .service(ProxyProcesses::service(proxy))
+            let local = builder.installed::<Arc<dyn hands_core::ProcessService>>();
+            let builder = builder.sandbox(Arc::clone(&proxy) as Arc<dyn SandboxProvider>);
+            match local {
+                // No local service: background processes are off, there is nothing to reach.
+                None => builder,
+                Some(local) => builder.service(ProxyProcesses::service(proxy, local.as_ref())),
+            }
         }
         None => builder.sandbox(Arc::new(LocalProvider)),
     })

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use hands_core::process::{ProcessError, ProcessList, ProcessStatus, ProcessStopped};
+use hands_core::process::{ProcessError, ProcessList, ProcessStatus, ProcessStopped, ProcessTools};
 use hands_core::{BoxFuture, ProcessService, Session, ToolOutput};
 use serde_json::{Value, json};
 
@@ -13,12 +13,18 @@ use super::proxy::ProxyProvider;
 /// Lists, reads and stops the processes of host sessions in their inner hands.
 pub struct ProxyProcesses {
     provider: Arc<ProxyProvider>,
+    /// The inner hands' process tools (the same build as the service this one replaces).
+    tools: ProcessTools,
 }
 
 impl ProxyProcesses {
-    /// Over `provider`'s inner hands, ready to install on the registry.
-    pub fn service(provider: Arc<ProxyProvider>) -> Arc<dyn ProcessService> {
-        Arc::new(Self { provider })
+    /// Over `provider`'s inner hands, through the tools that expose `local` (the service this
+    /// one replaces; the inner hands is the same build), ready to install on the registry.
+    pub fn service(
+        provider: Arc<ProxyProvider>,
+        local: &dyn ProcessService,
+    ) -> Arc<dyn ProcessService> {
+        Arc::new(Self { provider, tools: local.tools() })
     }
 
     async fn call(&self, session: &Session, name: &str, args: Value) -> Option<ToolOutput> {
@@ -34,9 +40,13 @@ impl ProxyProcesses {
 }
 
 impl ProcessService for ProxyProcesses {
+    fn tools(&self) -> ProcessTools {
+        self.tools
+    }
+
     fn list<'a>(&'a self, session: &'a Session) -> BoxFuture<'a, ProcessList> {
         Box::pin(async move {
-            let output = self.call(session, "list_processes", json!({})).await;
+            let output = self.call(session, self.tools.list, json!({})).await;
             output
                 .filter(|o| !o.is_error)
                 .and_then(|o| o.structured)
@@ -53,7 +63,7 @@ impl ProcessService for ProxyProcesses {
     ) -> BoxFuture<'a, Result<String, ProcessError>> {
         Box::pin(async move {
             let args = json!({"id": id, "tail": lines});
-            answer(self.call(session, "process_output", args).await, id)
+            answer(self.call(session, self.tools.output, args).await, id)
         })
     }
 
@@ -63,7 +73,7 @@ impl ProcessService for ProxyProcesses {
         id: &'a str,
     ) -> BoxFuture<'a, Result<ProcessStopped, ProcessError>> {
         Box::pin(async move {
-            let text = answer(self.call(session, "stop_process", json!({"id": id})).await, id)?;
+            let text = answer(self.call(session, self.tools.stop, json!({"id": id})).await, id)?;
             Ok(ProcessStopped { id: id.to_owned(), text })
         })
     }

@@ -39,6 +39,13 @@ impl DynTool for HostTool {
     }
 }
 
+/// A tool whose policy says it acts for the host session (as enter_plan_mode's does).
+fn session_tool(name: &str) -> Arc<dyn DynTool> {
+    let mut spec = host_tool(name).spec().clone();
+    spec.policy = spec.policy.on_host();
+    Arc::new(HostTool(spec))
+}
+
 fn host_tool(name: &str) -> Arc<dyn DynTool> {
     Arc::new(HostTool(ToolSpec {
         name: name.into(),
@@ -117,7 +124,7 @@ fn fixture(network: bool) -> Option<Fixture> {
         .dyn_tool(host_tool("pid"))
         .dyn_tool(host_tool("toggle"))
         .dyn_tool(host_tool("extra"))
-        .dyn_tool(host_tool("enter_plan_mode"))
+        .dyn_tool(session_tool("enter_plan_mode"))
         .sandbox(provider.clone())
         .build();
     let session = Session::new("s1", &root);

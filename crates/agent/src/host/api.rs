@@ -3,7 +3,6 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -15,7 +14,6 @@ use hands_core::{
 };
 use hands_store::{SessionRecord, StoreError, StoreResult, TurnRecord};
 use serde_json::{Value, json};
-use tokio::sync::watch;
 
 use crate::event::EventKind;
 use crate::model::Message;
@@ -25,7 +23,7 @@ use crate::turn;
 use super::error::{HostError, HostResult, not_found};
 use super::events::{Hub, Subscription};
 use super::ids::{fresh_id, now_ms, valid_id};
-use super::live::{Live, Running, TurnState};
+use super::live::Live;
 use super::lock::lock;
 use super::parts::{HostParts, NewSession, SessionInfo};
 use super::turns::{TurnRecorder, TurnTask};
@@ -87,7 +85,7 @@ impl Host {
     /// The live session `id` as a [`Session`] (loaded from the store if needed), for front ends
     /// that run calls themselves.
     pub async fn session(&self, id: &str) -> HostResult<Session> {
-        Ok(self.live(id).await?.session.clone())
+        Ok(self.live(id).await?.session().clone())
     }
 
     /// Create a session.
@@ -175,8 +173,8 @@ impl Host {
     pub async fn delete_session(&self, id: &str) -> HostResult<()> {
         let live = lock(&self.live).get(id).cloned();
         if let Some(live) = live {
-            live.session.abort();
-            live.session.close().await;
+            live.session().abort();
+            live.session().close().await;
             live.wait_turn(Some(ABORT_WAIT)).await;
             lock(&self.live).remove(id);
         }
@@ -191,17 +189,17 @@ impl Host {
     pub async fn close(&self) {
         let sessions: Vec<Arc<Live>> = lock(&self.live).drain().map(|(_, l)| l).collect();
         futures_util::future::join_all(sessions.iter().map(|live| async move {
-            live.session.close().await;
+            live.session().close().await;
             live.wait_turn(Some(ABORT_WAIT)).await;
         }))
         .await;
     }
 
     fn info(&self, live: &Live) -> SessionInfo {
-        let record = lock(&live.record).clone();
+        let record = live.record();
         let mut info = info_of(&record);
-        info.mode = live.session.mode();
-        info.running_turn = live.running().map(|(id, _)| id);
+        info.mode = live.session().mode();
+        info.running_turn = live.running();
         info.pending_questions = self
             .questions
             .pending()
@@ -278,14 +276,14 @@ impl Host {
             crate::restore_todos(&session, list);
         }
         let hub = Arc::new(Hub::new(record.id.clone(), Arc::clone(&self.parts.store)));
-        session.insert_extension(AskerHandle(Arc::new(HostAsker {
-            hub: Arc::clone(&hub),
-            questions: self.questions.clone(),
-        })));
-        session.insert_extension(ApproverHandle(Arc::new(HostApprover {
-            hub: Arc::clone(&hub),
-            approvals: Arc::clone(&self.approvals),
-        })));
+        session.insert_extension(AskerHandle(Arc::new(HostAsker::new(
+            Arc::clone(&hub),
+            self.questions.clone(),
+        ))));
+        session.insert_extension(ApproverHandle(Arc::new(HostApprover::new(
+            Arc::clone(&hub),
+            Arc::clone(&self.approvals),
+        ))));
         if let Some(provider) = &self.parts.provider {
             SubagentEnv {
                 provider: Arc::clone(provider),
@@ -294,17 +292,14 @@ impl Host {
             }
             .install(&session);
         }
-        let announced = (session.mode(), crate::todos(&session).borrow().clone());
-        let live = Arc::new(Live {
-            session: session.clone(),
-            hub: Arc::clone(&hub),
-            store: Arc::clone(&self.parts.store),
-            record: Mutex::new(record),
-            conversation: tokio::sync::Mutex::new(messages),
-            turn: Mutex::new(TurnState { running: None, last_status }),
-            announced: tokio::sync::Mutex::new(announced),
-            direct_calls: AtomicU64::new(0),
-        });
+        let live = Arc::new(Live::new(
+            session.clone(),
+            hub,
+            Arc::clone(&self.parts.store),
+            record,
+            messages,
+            last_status,
+        ));
         map.insert(session.id().to_owned(), Arc::clone(&live));
         drop(map);
         self.watch(&live);
@@ -315,10 +310,10 @@ impl Host {
     /// tool list into `tools_changed` events, until the session closes (or the host is dropped).
     fn watch(&self, live: &Arc<Live>) {
         let stop = self.shutdown.child_token();
-        let closed = live.session.closed_token().clone();
-        let mut modes = live.session.mode_changes();
+        let closed = live.session().closed_token().clone();
+        let mut modes = live.session().mode_changes();
         modes.borrow_and_update();
-        let mut todos = crate::todos(&live.session);
+        let mut todos = crate::todos(live.session());
         todos.borrow_and_update();
         let registry = Arc::clone(&self.parts.registry);
         let mut versions = registry.subscribe();
@@ -326,7 +321,7 @@ impl Host {
         let names = |registry: &Registry, mode: Mode| -> Vec<String> {
             registry.list(mode).into_iter().map(|spec| spec.name).collect()
         };
-        let mut announced = names(&registry, live.session.mode());
+        let mut announced = names(&registry, live.session().mode());
         let live = Arc::downgrade(live);
         tokio::spawn(async move {
             loop {
@@ -352,10 +347,10 @@ impl Host {
                     continue;
                 }
                 let version = *versions.borrow_and_update();
-                let now = names(&registry, live.session.mode());
+                let now = names(&registry, live.session().mode());
                 if now != announced {
                     announced.clone_from(&now);
-                    live.hub.emit(EventKind::ToolsChanged { version, tools: now }).await;
+                    live.emit(EventKind::ToolsChanged { version, tools: now }).await;
                 }
             }
         });
@@ -365,7 +360,7 @@ impl Host {
     /// why nothing is lost or repeated between the two.
     pub async fn subscribe(&self, id: &str, after: u64) -> HostResult<Subscription> {
         let live = self.live(id).await?;
-        Ok(live.hub.subscribe(after).await?)
+        Ok(live.subscribe(after).await?)
     }
 
     /// Answer a pending question. `session` and `question_id` may be omitted when exactly one
@@ -418,18 +413,11 @@ impl Host {
             return Err(HostError::BadRequest("the message is empty".into()));
         }
         let turn_id = fresh_id("turn");
-        let (done_tx, done_rx) = watch::channel(None);
-        {
-            let mut state = lock(&live.turn);
-            if let Some(running) = &state.running {
-                return Err(HostError::Conflict(format!(
-                    "turn {} is still running in session {id}: wait for it to end, or abort it",
-                    running.id
-                )));
-            }
-            state.running = Some(Running { id: turn_id.clone(), done: done_rx });
-        }
-        let cancel = live.session.cancel_token();
+        let (done, cancel) = live.start_turn(&turn_id).map_err(|running| {
+            HostError::Conflict(format!(
+                "turn {running} is still running in session {id}: wait for it to end, or abort it"
+            ))
+        })?;
         let started = async {
             self.parts
                 .store
@@ -442,31 +430,21 @@ impl Host {
                     ended_at_ms: None,
                 })
                 .await?;
-            let title = lock(&live.record).title.is_none().then(|| title_of(&text));
-            if let Some(title) = &title {
-                self.parts.store.update_session(id, None, Some(title)).await?;
-                lock(&live.record).title = Some(title.clone());
+            if live.untitled() {
+                let title = title_of(&text);
+                self.parts.store.update_session(id, None, Some(&title)).await?;
+                live.set_title(title);
             }
             StoreResult::Ok(())
         };
         if let Err(err) = started.await {
-            lock(&live.turn).running = None;
+            live.cancel_turn(&turn_id);
             return Err(err.into());
         }
-        lock(&live.record).updated_at_ms = now_ms();
-        live.hub
-            .emit(EventKind::TurnStarted { turn_id: turn_id.clone(), message: text.clone() })
-            .await;
-        let task = TurnTask {
-            parts: self.parts.clone(),
-            provider,
-            live: Arc::clone(&live),
-            turn_id: turn_id.clone(),
-            text,
-            cancel,
-            done: done_tx,
-        };
-        tokio::spawn(task.run());
+        live.touch();
+        live.emit(EventKind::TurnStarted { turn_id: turn_id.clone(), message: text.clone() }).await;
+        TurnTask::new(self.parts.clone(), provider, live, turn_id.clone(), text, done, cancel)
+            .spawn();
         Ok(turn_id)
     }
 
@@ -495,26 +473,13 @@ impl Host {
         let turn_id = turn_id.filter(|turn| !turn.is_empty());
         let live = self.live(id).await?;
         let call_id = fresh_id("call");
-        let recorder = TurnRecorder {
-            live: Arc::clone(&live),
-            hub: Arc::clone(&live.hub),
-            store: Arc::clone(&self.parts.store),
-            session_id: id.to_owned(),
-            turn_id: turn_id.clone(),
-            record_ids: Mutex::default(),
-        };
+        let recorder =
+            TurnRecorder::new(Arc::clone(&live), Arc::clone(&self.parts.store), turn_id.clone());
         recorder.started(&call_id, name, &args).await;
         let started = std::time::Instant::now();
         let call = ToolCall { id: call_id.clone(), name: name.to_owned(), args, turn: turn_id };
-        struct InFlight<'a>(&'a AtomicU64);
-        impl Drop for InFlight<'_> {
-            fn drop(&mut self) {
-                self.0.fetch_sub(1, Ordering::SeqCst);
-            }
-        }
-        live.direct_calls.fetch_add(1, Ordering::SeqCst);
-        let in_flight = InFlight(&live.direct_calls);
-        let output = match self.parts.registry.dispatch(&live.session, call).await {
+        let in_flight = live.direct_call();
+        let output = match self.parts.registry.dispatch(live.session(), call).await {
             Ok(output) => output,
             Err(err) => ToolOutput::error(format!("hands could not run {name}: {err}")),
         };
@@ -543,7 +508,7 @@ impl Host {
     pub async fn abort_project(&self, project_id: &str) -> HostResult<usize> {
         let sessions: Vec<Arc<Live>> = lock(&self.live)
             .values()
-            .filter(|l| l.session.project() == project_id)
+            .filter(|l| l.session().project() == project_id)
             .cloned()
             .collect();
         let busy =
@@ -555,7 +520,7 @@ impl Host {
     pub async fn list_processes(&self, id: &str) -> HostResult<ProcessList> {
         let live = self.live(id).await?;
         Ok(match self.processes() {
-            Some(processes) => processes.list(&live.session).await,
+            Some(processes) => processes.list(live.session()).await,
             None => ProcessList::default(),
         })
     }
@@ -568,7 +533,7 @@ impl Host {
                 "background processes are off (background_processes = false)".into(),
             ));
         };
-        processes.stop(&live.session, process_id).await.map_err(|err| match err {
+        processes.stop(live.session(), process_id).await.map_err(|err| match err {
             ProcessError::NotFound(message) => HostError::NotFound(message),
         })
     }
@@ -581,18 +546,18 @@ impl Host {
     /// Abort what runs in a live session: its calls and turn (the session's abort generation),
     /// then its background processes (each running one stopped). True when something
     /// was running.
-    pub(super) async fn abort_live(&self, live: &Live) -> bool {
-        let mut busy = live.running().is_some() || live.direct_calls.load(Ordering::SeqCst) > 0;
-        live.session.abort();
+    async fn abort_live(&self, live: &Live) -> bool {
+        let mut busy = live.busy();
+        live.session().abort();
         if let Some(processes) = self.processes() {
-            busy |= processes.stop_running(&live.session).await > 0;
+            busy |= processes.stop_running(live.session()).await > 0;
         }
         live.wait_turn(Some(ABORT_WAIT)).await;
         busy
     }
 }
 
-pub(super) fn info_of(record: &SessionRecord) -> SessionInfo {
+fn info_of(record: &SessionRecord) -> SessionInfo {
     SessionInfo {
         id: record.id.clone(),
         project_id: record.project_id.clone(),
@@ -608,7 +573,7 @@ pub(super) fn info_of(record: &SessionRecord) -> SessionInfo {
 }
 
 /// A title from the first user message: its first line, at most 80 characters.
-pub(super) fn title_of(text: &str) -> String {
+fn title_of(text: &str) -> String {
     let line = text.trim().lines().next().unwrap_or_default().trim();
     let mut title: String = line.chars().take(80).collect();
     if line.chars().count() > 80 {

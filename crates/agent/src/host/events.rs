@@ -72,11 +72,7 @@ impl Subscription {
 }
 
 /// All stored events of `session` after `after`, page by page.
-pub(super) async fn read_events(
-    store: &dyn Store,
-    session: &str,
-    after: u64,
-) -> StoreResult<Vec<Event>> {
+async fn read_events(store: &dyn Store, session: &str, after: u64) -> StoreResult<Vec<Event>> {
     let mut events = Vec::new();
     let mut from = after;
     loop {
@@ -94,7 +90,7 @@ pub(super) async fn read_events(
     }
 }
 
-pub(super) fn to_event(record: EventRecord) -> Option<Event> {
+fn to_event(record: EventRecord) -> Option<Event> {
     match serde_json::from_value::<EventKind>(record.data) {
         Ok(kind) => {
             Some(Event { id: record.id, session_id: record.session_id, at_ms: record.at_ms, kind })
@@ -108,13 +104,15 @@ pub(super) fn to_event(record: EventRecord) -> Option<Event> {
 
 /// A session's event log: append to the store, then broadcast, in id order.
 pub(super) struct Hub {
-    pub(super) session_id: String,
-    pub(super) store: Arc<dyn Store>,
-    pub(super) tx: broadcast::Sender<Event>,
-    pub(super) order: tokio::sync::Mutex<()>,
+    session_id: String,
+    store: Arc<dyn Store>,
+    tx: broadcast::Sender<Event>,
+    /// Held from storing an event to broadcasting it, so that the broadcast order is the id order.
+    order: tokio::sync::Mutex<()>,
 }
 
 impl Hub {
+    /// The event log of the session `session_id`, kept in `store`.
     pub(super) fn new(session_id: String, store: Arc<dyn Store>) -> Self {
         Self {
             session_id,
@@ -124,8 +122,6 @@ impl Hub {
         }
     }
 
-    /// Store the event, then broadcast it. A store failure is logged and the event dropped (it
-    /// has no id without the store).
     /// Events after `after` (0: from the start), then live ones: first the live receiver,
     /// then the store (see the module documentation of the host for why nothing is lost).
     pub(super) async fn subscribe(&self, after: u64) -> StoreResult<Subscription> {
@@ -144,6 +140,8 @@ impl Hub {
         })
     }
 
+    /// Store the event, then broadcast it. A store failure is logged and the event dropped (it
+    /// has no id without the store).
     pub(super) async fn emit(&self, kind: EventKind) -> Option<Event> {
         let data = match serde_json::to_value(&kind) {
             Ok(data) => data,

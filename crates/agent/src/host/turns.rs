@@ -16,7 +16,6 @@ use crate::model::{Message, Provider};
 use crate::prompt::SystemPrompt;
 use crate::turn::{self, Observer, ToolScope, ToolUse, Turn};
 
-use super::events::Hub;
 use super::ids::{fresh_id, now_ms};
 use super::live::Live;
 use super::lock::lock;
@@ -24,17 +23,24 @@ use super::parts::HostParts;
 
 /// Turns what the loop reports into stored messages, tool-call records and events.
 pub(super) struct TurnRecorder {
-    pub(super) live: Arc<Live>,
-    pub(super) hub: Arc<Hub>,
-    pub(super) store: Arc<dyn Store>,
-    pub(super) session_id: String,
-    pub(super) turn_id: Option<String>,
+    live: Arc<Live>,
+    store: Arc<dyn Store>,
+    session_id: String,
+    turn_id: Option<String>,
     /// The store's id of each call in flight, by the model's id for it: models' ids are not
     /// unique across sessions or even turns (local servers number them `call_0`, `call_1`, …).
-    pub(super) record_ids: Mutex<HashMap<String, String>>,
+    record_ids: Mutex<HashMap<String, String>>,
 }
 
 impl TurnRecorder {
+    /// A recorder for the calls of `live` in the turn `turn_id` (`None`: direct calls outside a
+    /// turn), writing to `store`.
+    pub(super) fn new(live: Arc<Live>, store: Arc<dyn Store>, turn_id: Option<String>) -> Self {
+        let session_id = live.session().id().to_owned();
+        Self { live, store, session_id, turn_id, record_ids: Mutex::default() }
+    }
+
+    /// A call started: its record stored, `tool_call_started` emitted.
     pub(super) async fn started(&self, id: &str, name: &str, args: &Value) {
         let record_id = fresh_id("call");
         lock(&self.record_ids).insert(id.to_owned(), record_id.clone());
@@ -52,7 +58,7 @@ impl TurnRecorder {
         if let Err(err) = self.store.start_tool_call(record).await {
             tracing::warn!(session = %self.session_id, call = id, %err, "storing a tool call");
         }
-        self.hub
+        self.live
             .emit(EventKind::ToolCallStarted {
                 turn_id: self.turn_id.clone(),
                 call_id: id.to_owned(),
@@ -62,6 +68,8 @@ impl TurnRecorder {
             .await;
     }
 
+    /// A call finished: its result stored, `tool_call_finished` (and its notices) emitted, the
+    /// mode and todo list synced.
     pub(super) async fn finished(
         &self,
         id: &str,
@@ -77,7 +85,7 @@ impl TurnRecorder {
         {
             tracing::warn!(session = %self.session_id, call = id, %err, "storing a tool result");
         }
-        self.hub
+        self.live
             .emit(EventKind::ToolCallFinished {
                 turn_id: self.turn_id.clone(),
                 call_id: id.to_owned(),
@@ -90,7 +98,7 @@ impl TurnRecorder {
         // The registry moves queued notices onto results; announce them too, as the loop does
         // for those it injects itself.
         for notice in &output.notices {
-            self.hub.emit(EventKind::ProcessNotice { text: notice.text.clone() }).await;
+            self.live.emit(EventKind::ProcessNotice { text: notice.text.clone() }).await;
         }
         self.live.sync().await;
     }
@@ -100,13 +108,13 @@ impl Observer for TurnRecorder {
     fn text(&self, delta: String) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             let turn_id = self.turn_id.clone().unwrap_or_default();
-            self.hub.emit(EventKind::TextDelta { turn_id, text: delta }).await;
+            self.live.emit(EventKind::TextDelta { turn_id, text: delta }).await;
         })
     }
 
     fn notice(&self, text: String) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            self.hub.emit(EventKind::ProcessNotice { text }).await;
+            self.live.emit(EventKind::ProcessNotice { text }).await;
         })
     }
 
@@ -133,7 +141,7 @@ impl Observer for TurnRecorder {
                     .await
                 {
                     tracing::warn!(session = %self.session_id, %err, "storing a message");
-                    self.hub
+                    self.live
                         .emit(EventKind::Error {
                             turn_id: self.turn_id.clone(),
                             message: format!(
@@ -150,18 +158,39 @@ impl Observer for TurnRecorder {
 
 /// One turn on its own task.
 pub(super) struct TurnTask {
-    pub(super) parts: HostParts,
-    pub(super) provider: Arc<dyn Provider>,
-    pub(super) live: Arc<Live>,
-    pub(super) turn_id: String,
-    pub(super) text: String,
-    pub(super) cancel: CancellationToken,
-    pub(super) done: watch::Sender<Option<String>>,
+    parts: HostParts,
+    provider: Arc<dyn Provider>,
+    live: Arc<Live>,
+    turn_id: String,
+    text: String,
+    cancel: CancellationToken,
+    done: watch::Sender<Option<String>>,
 }
 
 impl TurnTask {
-    pub(super) async fn run(self) {
-        let hub = Arc::clone(&self.live.hub);
+    /// The turn `turn_id` of `live` for the user's `text`, already marked running: `done` and
+    /// `cancel` come from [`Live::start_turn`].
+    pub(super) fn new(
+        parts: HostParts,
+        provider: Arc<dyn Provider>,
+        live: Arc<Live>,
+        turn_id: String,
+        text: String,
+        done: watch::Sender<Option<String>>,
+        cancel: CancellationToken,
+    ) -> Self {
+        Self { parts, provider, live, turn_id, text, cancel, done }
+    }
+
+    /// Run the turn on its own task.
+    pub(super) fn spawn(self) {
+        tokio::spawn(self.run());
+    }
+
+    /// Run the loop, then record how the turn ended: `error` (if any), the turn's record, the
+    /// live state, `turn_ended`, and last the final status for those who wait.
+    async fn run(self) {
+        let live = Arc::clone(&self.live);
         let store = Arc::clone(&self.parts.store);
         let turn_id = self.turn_id.clone();
         let (status, text, error): (String, _, _) =
@@ -174,37 +203,28 @@ impl TurnTask {
                 ),
             };
         if let Some(message) = error {
-            hub.emit(EventKind::Error { turn_id: Some(turn_id.clone()), message }).await;
+            live.emit(EventKind::Error { turn_id: Some(turn_id.clone()), message }).await;
         }
         if let Err(err) = store.end_turn(&turn_id, &status, now_ms()).await {
             tracing::warn!(turn = %turn_id, %err, "storing the end of a turn");
         }
         // The turn is over before anyone hears so: a client that posts its next message as soon
         // as it sees turn_ended must not find this turn still running.
-        {
-            let mut state = lock(&self.live.turn);
-            if state.running.as_ref().is_some_and(|r| r.id == turn_id) {
-                state.running = None;
-            }
-            state.last_status = Some(status.clone());
-        }
-        hub.emit(EventKind::TurnEnded { turn_id: turn_id.clone(), reason: status.clone(), text })
+        live.end_turn(&turn_id, &status);
+        live.emit(EventKind::TurnEnded { turn_id: turn_id.clone(), reason: status.clone(), text })
             .await;
         self.done.send_replace(Some(status));
     }
 
-    pub(super) async fn turn(&self) -> turn::Outcome {
-        let session = &self.live.session;
+    async fn turn(&self) -> turn::Outcome {
+        let session = self.live.session();
         let prompt = SystemPrompt::load(session.root()).await;
         let render = |mode: Mode| prompt.render(mode);
-        let recorder = TurnRecorder {
-            live: Arc::clone(&self.live),
-            hub: Arc::clone(&self.live.hub),
-            store: Arc::clone(&self.parts.store),
-            session_id: session.id().to_owned(),
-            turn_id: Some(self.turn_id.clone()),
-            record_ids: Mutex::default(),
-        };
+        let recorder = TurnRecorder::new(
+            Arc::clone(&self.live),
+            Arc::clone(&self.parts.store),
+            Some(self.turn_id.clone()),
+        );
         let turn = Turn {
             provider: self.provider.as_ref(),
             registry: &self.parts.registry,
@@ -217,7 +237,7 @@ impl TurnTask {
             call_prefix: None,
             observer: &recorder,
         };
-        let mut conversation = self.live.conversation.lock().await;
+        let mut conversation = self.live.conversation().await;
         turn.run(&mut conversation, Message::user(self.text.clone())).await
     }
 }

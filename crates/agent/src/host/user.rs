@@ -19,12 +19,13 @@ use super::lock::lock;
 #[derive(Default)]
 pub(super) struct Approvals(Mutex<Vec<WaitingApproval>>);
 
+/// An approval waiting for the user's decision.
 pub(super) struct WaitingApproval {
-    pub(super) session: String,
-    pub(super) id: String,
-    pub(super) tool: String,
-    pub(super) summary: String,
-    pub(super) reply: oneshot::Sender<Decision>,
+    session: String,
+    id: String,
+    tool: String,
+    summary: String,
+    reply: oneshot::Sender<Decision>,
 }
 
 impl WaitingApproval {
@@ -36,6 +37,11 @@ impl WaitingApproval {
 }
 
 impl Approvals {
+    /// Put an approval on the table.
+    fn push(&self, waiting: WaitingApproval) {
+        lock(&self.0).push(waiting);
+    }
+
     /// Take the approval `id` of `session` off the table; the ids waiting in the session when it
     /// is not there.
     pub(super) fn take(&self, session: &str, id: &str) -> Result<WaitingApproval, Vec<String>> {
@@ -48,6 +54,7 @@ impl Approvals {
         }
     }
 
+    /// The approvals waiting in `session`: `[{approval_id, tool, summary}]`.
     pub(super) fn pending(&self, session: &str) -> Vec<Value> {
         lock(&self.0)
             .iter()
@@ -56,15 +63,23 @@ impl Approvals {
             .collect()
     }
 
-    pub(super) fn remove(&self, id: &str) {
+    /// Forget the approval `id` (its approver gave up, or got its answer).
+    fn remove(&self, id: &str) {
         lock(&self.0).retain(|a| a.id != id);
     }
 }
 
 /// The session's approver: announces the request and waits for [`Host::decide`].
 pub(super) struct HostApprover {
-    pub(super) hub: Arc<Hub>,
-    pub(super) approvals: Arc<Approvals>,
+    hub: Arc<Hub>,
+    approvals: Arc<Approvals>,
+}
+
+impl HostApprover {
+    /// An approver that announces on `hub` and waits on `approvals`.
+    pub(super) fn new(hub: Arc<Hub>, approvals: Arc<Approvals>) -> Self {
+        Self { hub, approvals }
+    }
 }
 
 impl Approver for HostApprover {
@@ -76,7 +91,7 @@ impl Approver for HostApprover {
         Box::pin(async move {
             let id = fresh_id("approval");
             let (reply, decision) = oneshot::channel();
-            lock(&self.approvals.0).push(WaitingApproval {
+            self.approvals.push(WaitingApproval {
                 session: request.session.clone(),
                 id: id.clone(),
                 tool: request.tool.clone(),
@@ -110,8 +125,15 @@ impl Approver for HostApprover {
 
 /// The session's asker: parks the question in the host's table, announces it, waits.
 pub(super) struct HostAsker {
-    pub(super) hub: Arc<Hub>,
-    pub(super) questions: PendingQuestions,
+    hub: Arc<Hub>,
+    questions: PendingQuestions,
+}
+
+impl HostAsker {
+    /// An asker that parks questions in `questions` and announces them on `hub`.
+    pub(super) fn new(hub: Arc<Hub>, questions: PendingQuestions) -> Self {
+        Self { hub, questions }
+    }
 }
 
 impl Asker for HostAsker {

@@ -53,6 +53,9 @@ TOKEN="$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
 MODEL_URL="http://127.0.0.1:$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')/v1"
 
 say "hands serve (root $ROOT)"
+# The log exists before the server starts: a background command's redirections happen in the
+# child after the fork, so on a busy machine the loop below could otherwise read it first.
+: >"$WORK/serve.log"
 HOME="$WORK/home" XDG_CONFIG_HOME="$WORK/home/.config" XDG_DATA_HOME="$WORK/home/.local/share" \
   XDG_STATE_HOME="$WORK/state" HANDS_STATE_DIR="$WORK/state" \
   "$HANDS_BIN" serve --listen 127.0.0.1:0 --token "$TOKEN" --root "$ROOT" \

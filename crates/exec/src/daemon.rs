@@ -8,7 +8,7 @@
 
 use hands_core::{Context, ToolError, ToolOutput};
 
-use hands_core::process::ProcessStatus;
+use hands_core::process::{ProcessKind, ProcessStatus};
 
 use crate::config::ExecConfig;
 use crate::launch::{self, Request, SpawnResult};
@@ -66,7 +66,7 @@ fn reuse(ctx: &Context, config: &ExecConfig, command: &str) -> Option<ToolOutput
     let result = SpawnResult {
         id: proc.id.clone(),
         pid: proc.pid,
-        kind: "daemon".into(),
+        kind: ProcessKind::Daemon,
         name: proc.name.clone(),
         status: ProcessStatus::Running,
         exit_code: None,

@@ -10,14 +10,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use hands_core::process::ProcessStatus;
+use hands_core::process::{ProcessKind, ProcessStatus};
 use hands_core::{Context, Notice, NoticeKind, Session, ToolError, ToolOutput};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::config::ExecConfig;
 use crate::notes::{
-    LAST_LINES, Notes, block, describe, exit_code, human, label, last_lines, state,
+    LAST_LINES, Notes, block, describe, exit_code, human, label, last_lines, process_kind, state,
 };
 use crate::progress::report_progress;
 use crate::ready::{self, Checks, Found, Outcome, Signal, strip_ansi};
@@ -36,7 +36,7 @@ pub struct SpawnResult {
     pub pid: u32,
     /// `daemon` or `long-run`.
     #[serde(rename = "type")]
-    pub kind: String,
+    pub kind: ProcessKind,
     /// Its name.
     pub name: String,
     /// Running, exited or stopped.
@@ -368,7 +368,8 @@ fn render(
     let result = SpawnResult {
         id: proc.id.clone(),
         pid: proc.pid,
-        kind: kind.to_owned(),
+        // A spawned process is a daemon or a long-run (bash's dev-server start is a daemon).
+        kind: process_kind(proc.kind).unwrap_or(ProcessKind::Daemon),
         name: proc.name.clone(),
         status: state(&status),
         exit_code: exit_code(&status),

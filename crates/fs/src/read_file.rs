@@ -7,6 +7,7 @@
 //! gives the ledger a content hash for the stale-write guard.
 
 use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::io::{self, BufRead, BufReader, Cursor, Read};
 
 use hands_core::{Annotations, CancellationToken, Context, Tool, ToolError, ToolOutput};
@@ -280,7 +281,9 @@ fn render(
         if out.shown > 0 {
             out.text.push('\n');
         }
-        out.text.push_str(&format!("{:>6}\t{line}", out.lines));
+        // Straight into the result: no String per line.
+        let _ = write!(out.text, "{:>6}\t", out.lines);
+        out.text.push_str(&line);
         out.shown += 1;
     }
     Ok(out)

@@ -26,8 +26,9 @@ pub type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
 #[derive(Clone)]
 pub struct Context {
     session: Session,
-    call_id: String,
-    turn: Option<String>,
+    // Shared, not copied: every middleware that keeps the context clones it.
+    call_id: Arc<str>,
+    turn: Option<Arc<str>>,
     cancel: CancellationToken,
     progress: Option<ProgressSink>,
 }
@@ -45,12 +46,12 @@ impl std::fmt::Debug for Context {
 
 impl Context {
     /// A context for call `call_id` of `session`, with a fresh child token.
-    pub fn new(session: &Session, call_id: impl Into<String>, turn: Option<String>) -> Self {
+    pub fn new(session: &Session, call_id: impl Into<Arc<str>>, turn: Option<String>) -> Self {
         Self {
             cancel: session.cancel_token().child_token(),
             session: session.clone(),
             call_id: call_id.into(),
-            turn,
+            turn: turn.map(Arc::from),
             progress: None,
         }
     }

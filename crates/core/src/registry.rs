@@ -330,7 +330,7 @@ impl Registry {
             }));
         }
         let call = ToolCall { name: name.to_owned(), ..call };
-        let ctx = Context::new(session, call.id.clone(), call.turn.clone())
+        let ctx = Context::new(session, call.id.as_str(), call.turn.clone())
             .with_progress(options.progress);
         let token = ctx.cancel_token().clone();
         let req = Request { ctx, call: &call, tool: tool.as_ref() };

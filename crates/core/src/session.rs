@@ -48,6 +48,39 @@ impl std::fmt::Display for Mode {
 
 type Extension = Arc<dyn Any + Send + Sync>;
 
+/// The extension map's hasher: a `TypeId` is already a hash (the compiler's), so it is used as it
+/// is rather than hashed again with SipHash on each of the few look-ups every call makes.
+#[derive(Default, Clone, Copy)]
+struct TypeIdHash;
+
+impl std::hash::BuildHasher for TypeIdHash {
+    type Hasher = TypeIdHasher;
+
+    fn build_hasher(&self) -> TypeIdHasher {
+        TypeIdHasher(0)
+    }
+}
+
+#[derive(Default)]
+struct TypeIdHasher(u64);
+
+impl std::hash::Hasher for TypeIdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 ^= n;
+    }
+
+    // `TypeId` writes a `u64`; should it ever write bytes instead, they are folded in (FNV-1a).
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = (self.0 ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
 /// Work to do when the session closes (stop its processes, flush its logs).
 pub type Closer = Box<dyn FnOnce() -> crate::BoxFuture<'static, ()> + Send>;
 
@@ -66,7 +99,7 @@ struct Inner {
     cancel: Mutex<CancellationToken>,
     /// Fired once, when the session closes.
     closed: CancellationToken,
-    extensions: Mutex<HashMap<TypeId, Extension>>,
+    extensions: Mutex<HashMap<TypeId, Extension, TypeIdHash>>,
     notices: Mutex<Vec<Notice>>,
     notice_sources: Mutex<Vec<NoticeSource>>,
     hidden: Mutex<std::collections::HashSet<String>>,
@@ -125,7 +158,7 @@ impl Session {
             mode: tokio::sync::watch::Sender::new(Mode::Build),
             cancel: Mutex::new(closed.child_token()),
             closed,
-            extensions: Mutex::new(HashMap::new()),
+            extensions: Mutex::new(HashMap::default()),
             notices: Mutex::new(Vec::new()),
             notice_sources: Mutex::new(Vec::new()),
             hidden: Mutex::new(std::collections::HashSet::new()),

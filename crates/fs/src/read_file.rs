@@ -7,6 +7,7 @@
 //! gives the ledger a content hash for the stale-write guard.
 
 use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::io::{self, BufRead, BufReader, Cursor, Read};
 
 use hands_core::{Annotations, CancellationToken, Context, Tool, ToolError, ToolOutput};
@@ -276,12 +277,14 @@ fn render(
             out.counted = false;
             break;
         }
-        let (line, lossy) = raw.into_text(config.read_max_line_chars);
+        let (line, lossy) = raw.text(config.read_max_line_chars);
         out.lossy |= lossy;
         if out.shown > 0 {
             out.text.push('\n');
         }
-        out.text.push_str(&format!("{:>6}\t{line}", out.lines));
+        // Straight into the result: no String per line.
+        let _ = write!(out.text, "{:>6}\t", out.lines);
+        out.text.push_str(&line);
         out.shown += 1;
     }
     Ok(out)
@@ -337,18 +340,18 @@ struct RawLine {
 
 impl RawLine {
     /// Decode (lossily) and cut to `max_chars`; the flag is true when bytes were invalid UTF-8.
-    fn into_text(self, max_chars: usize) -> (String, bool) {
+    /// Borrowed from the line's bytes when they are valid UTF-8 and need no cut (the common case:
+    /// no copy per line).
+    fn text(&self, max_chars: usize) -> (Cow<'_, str>, bool) {
         let mut dropped = self.dropped;
-        let (mut text, lossy) = match String::from_utf8_lossy(&self.bytes) {
-            Cow::Borrowed(s) => (s.to_owned(), false),
-            Cow::Owned(s) => (s, true),
-        };
+        let mut text = String::from_utf8_lossy(&self.bytes);
+        let lossy = matches!(text, Cow::Owned(_));
         if let Some((cut, _)) = text.char_indices().nth(max_chars) {
             dropped += text[cut..].chars().count();
-            text.truncate(cut);
+            text.to_mut().truncate(cut);
         }
         if dropped > 0 {
-            text.push_str(&format!(" … [line truncated, {dropped} more chars]"));
+            let _ = write!(text.to_mut(), " … [line truncated, {dropped} more chars]");
         }
         (text, lossy)
     }
@@ -480,10 +483,12 @@ mod tests {
 
     #[test]
     fn text_is_cut_with_a_marker() {
-        let (text, lossy) = RawLine { bytes: b"abcdef".to_vec(), dropped: 0 }.into_text(4);
+        let line = RawLine { bytes: b"abcdef".to_vec(), dropped: 0 };
+        let (text, lossy) = line.text(4);
         assert_eq!(text, "abcd … [line truncated, 2 more chars]");
         assert!(!lossy);
-        let (text, lossy) = RawLine { bytes: b"a\xffb".to_vec(), dropped: 0 }.into_text(10);
+        let line = RawLine { bytes: b"a\xffb".to_vec(), dropped: 0 };
+        let (text, lossy) = line.text(10);
         assert_eq!(text, "a\u{FFFD}b");
         assert!(lossy);
     }

@@ -324,7 +324,7 @@ impl ServerHandler for McpServer {
         let args =
             request.arguments.map_or_else(|| Value::Object(Default::default()), Value::Object);
         let call =
-            ToolCall::new(format!("mcp-{}", self.session.next_call_id()), request.name, args);
+            ToolCall::new(["mcp-", &self.session.next_call_id()].concat(), request.name, args);
         let cancel = context.ct.clone();
         cancel_when_client_gone(&context, &cancel);
         let options = CallOptions { progress: sink, cancel: Some(cancel) };

@@ -166,6 +166,9 @@ mod tests {
             (HostError::BadRequest("no such root".into()), 400, "bad_request"),
             (HostError::NoModel, 503, "no_model"),
             (HostError::Store(StoreError::Backend("disk full".into())), 500, "store"),
+            // A session deleted while another request loaded it: gone, not a server error (the
+            // session API fuzzer found it as a 500).
+            (HostError::from(StoreError::NotFound("session x".into())), 404, "not_found"),
         ];
         for (err, status, code) in cases {
             let api = ApiError::from(err);

@@ -19,7 +19,18 @@ pub enum HostError {
     NoModel,
     /// 500.
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(StoreError),
+}
+
+impl From<StoreError> for HostError {
+    /// A record the store no longer has is a 404, wherever the host met it: a session deleted
+    /// while another request was loading it is gone, not a server error.
+    fn from(err: StoreError) -> Self {
+        match err {
+            StoreError::NotFound(what) => Self::NotFound(format!("{what} not found")),
+            other => Self::Store(other),
+        }
+    }
 }
 
 /// Result of a host call.

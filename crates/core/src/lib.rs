@@ -30,6 +30,7 @@ mod notice;
 mod output;
 mod policy;
 pub mod process;
+pub mod redact;
 mod registry;
 mod sandbox;
 mod schema;

@@ -7,9 +7,15 @@
 //! headers and connection strings live there) or whose name says it holds a secret. The binary
 //! adds the variable named by `model.api_key_env` and the user's `[exec] env_remove` once at
 //! start-up ([`ChildEnv::init`]).
+//!
+//! The user's stored secrets ([`SecretEnv`], installed by the binary with
+//! [`ChildEnv::set_secrets`]) are removed too, except those granted to the child's project, which
+//! [`ChildEnv::vars_for`] adds: a stored value reaches a process only as an environment variable
+//! of a project it is granted to.
 
 use std::ffi::{OsStr, OsString};
-use std::sync::OnceLock;
+use std::path::Path;
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
 /// Provider key variables no child gets, whatever the configuration says.
 pub const PROVIDER_KEYS: &[&str] =
@@ -22,6 +28,19 @@ const HOST_SECTIONS: &[&str] = &["server", "sandbox", "model", "mcp_servers", "s
 const SECRET_WORDS: &[&str] = &["TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"];
 
 static EXTRA: OnceLock<Vec<String>> = OnceLock::new();
+
+static SECRETS: RwLock<Option<Arc<dyn SecretEnv>>> = RwLock::new(None);
+
+/// The user's stored secrets, as children see them (implemented by the secret store).
+pub trait SecretEnv: Send + Sync {
+    /// The name of every stored secret, of every scope: no child gets a variable of that name
+    /// from hands' own environment.
+    fn names(&self) -> Vec<String>;
+
+    /// The secrets granted to the project at `root` (its own and the global ones), as
+    /// `(NAME, value)`.
+    fn granted(&self, root: &Path) -> Vec<(String, String)>;
+}
 
 /// The filter every spawner applies to hands' environment.
 pub struct ChildEnv;
@@ -39,10 +58,23 @@ impl ChildEnv {
         let _ = EXTRA.set(names);
     }
 
-    /// True when a child must not see the variable `name`.
+    /// Use `secrets` from now on (the binary installs the store at start-up).
+    pub fn set_secrets(secrets: Arc<dyn SecretEnv>) {
+        *SECRETS.write().unwrap_or_else(PoisonError::into_inner) = Some(secrets);
+    }
+
+    fn secrets() -> Option<Arc<dyn SecretEnv>> {
+        SECRETS.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// True when a child must not see the variable `name` of hands' own environment.
     pub fn removes(name: &OsStr) -> bool {
+        Self::removes_with(name, &Self::secrets().map(|s| s.names()).unwrap_or_default())
+    }
+
+    fn removes_with(name: &OsStr, stored: &[String]) -> bool {
         let Some(name) = name.to_str() else { return false };
-        if PROVIDER_KEYS.contains(&name) {
+        if PROVIDER_KEYS.contains(&name) || stored.iter().any(|s| s == name) {
             return true;
         }
         if EXTRA.get().is_some_and(|extra| extra.iter().any(|e| e == name)) {
@@ -51,9 +83,28 @@ impl ChildEnv {
         is_secret_setting(name)
     }
 
-    /// hands' environment without what [`ChildEnv::removes`] names.
+    /// hands' environment without what [`ChildEnv::removes`] names: for a child of no project
+    /// (an MCP server, a sandbox's inner hands).
     pub fn vars() -> Vec<(OsString, OsString)> {
-        std::env::vars_os().filter(|(name, _)| !Self::removes(name)).collect()
+        let stored = Self::secrets().map(|s| s.names()).unwrap_or_default();
+        std::env::vars_os().filter(|(name, _)| !Self::removes_with(name, &stored)).collect()
+    }
+
+    /// The environment of a child of the project at `root`: [`ChildEnv::vars`] plus the secrets
+    /// granted to that project.
+    pub fn vars_for(root: &Path) -> Vec<(OsString, OsString)> {
+        let mut vars = Self::vars();
+        for (name, value) in Self::granted(root) {
+            vars.retain(|(n, _)| n.as_os_str() != OsStr::new(&name));
+            vars.push((name.into(), value.into()));
+        }
+        vars
+    }
+
+    /// The secrets granted to the project at `root`, as `(NAME, value)` (none until a store is
+    /// installed).
+    pub fn granted(root: &Path) -> Vec<(String, String)> {
+        Self::secrets().map(|s| s.granted(root)).unwrap_or_default()
     }
 }
 

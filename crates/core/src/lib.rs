@@ -34,6 +34,7 @@ pub mod redact;
 mod registry;
 mod sandbox;
 mod schema;
+pub mod secret;
 mod services;
 mod session;
 mod snapshot;

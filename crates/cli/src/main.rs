@@ -4,6 +4,7 @@
 mod approve;
 mod call;
 mod chat;
+mod log;
 mod run;
 mod serve;
 mod settings;
@@ -142,7 +143,7 @@ fn init_tracing() {
     // logs) get plain text.
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(log::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .init();
 }

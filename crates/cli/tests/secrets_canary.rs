@@ -250,6 +250,36 @@ impl Mcp {
     }
 }
 
+/// Chromium for the preview; missing, a failure under CI and a loud skip elsewhere.
+fn chromium() -> bool {
+    if Path::new("/usr/bin/chromium").exists() {
+        return true;
+    }
+    assert!(std::env::var_os("CI").is_none(), "/usr/bin/chromium is missing, and CI must have it");
+    eprintln!("\n!!! SKIPPED (the preview part): /usr/bin/chromium is missing !!!\n");
+    false
+}
+
+/// Open the preview of the page and read its runtime errors until the logged one shows; every
+/// result, as text.
+fn preview_console(mcp: &mut Mcp) -> String {
+    let mut seen = mcp.call("preview_open", json!({})).to_string();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let errors = mcp.call("read_runtime_errors", json!({"since": 0, "warnings": true}));
+        let shown = errors.to_string();
+        seen += &shown;
+        if shown.contains("page key") {
+            assert!(shown.contains(&format!("page key [secret:{NAME}]")), "{shown}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the console error never showed: {shown}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    seen += &mcp.call("preview_close", json!({})).to_string();
+    seen
+}
+
 fn text(result: &Value) -> String {
     result["content"]
         .as_array()
@@ -275,6 +305,17 @@ fn the_secret_is_nowhere_in_what_mcp_returns_logs_or_leaves_in_the_project() {
         return;
     }
     let world = World::new();
+    // A page that logs the value (the preview's console and runtime errors).
+    std::fs::write(
+        world.root.join("index.html"),
+        "<h1>canary</h1><script src=\"app.js\"></script>\n",
+    )
+    .unwrap();
+    std::fs::write(
+        world.root.join("app.js"),
+        format!("console.log('{VALUE}');\nconsole.error('page key {VALUE}');\n"),
+    )
+    .unwrap();
     let mut mcp = Mcp::start(&world);
     let placeholder = format!("[secret:{NAME}]");
     let mut results = String::new();
@@ -295,6 +336,9 @@ fn the_secret_is_nowhere_in_what_mcp_returns_logs_or_leaves_in_the_project() {
     let shown = text(&output);
     assert!(shown.contains(&placeholder), "the split value was not redacted as one: {shown}");
     results += &shown;
+    if chromium() {
+        results += &preview_console(&mut mcp);
+    }
     assert_clean("the tool results", results.as_bytes());
     let (sent, received, stderr) = mcp.finish();
     assert_clean("the MCP transcript (client to hands)", &sent);

@@ -138,6 +138,8 @@ fn bash_commands() -> Vec<String> {
     vec![
         format!("echo \"${NAME}\""),
         "printenv".to_owned(),
+        // Over the result cap: the full text is spilled to .hands/outputs/.
+        format!("echo \"${NAME}\"; seq 1 9000; echo \"${NAME}\""),
         format!("printf %s \"${NAME}\" | base64"),
         format!(
             "python3 -c 'import os,urllib.parse; print(urllib.parse.quote(os.environ[\"{NAME}\"], \
@@ -345,8 +347,13 @@ fn the_secret_is_nowhere_in_what_mcp_returns_logs_or_leaves_in_the_project() {
     assert_clean("the MCP transcript (hands to client)", &received);
     assert!(!stderr.is_empty(), "HANDS_LOG=trace logged nothing");
     assert_clean("stderr at HANDS_LOG=trace", &stderr);
-    let files = world.assert_project_files_clean();
-    assert!(files >= 1, "the background process left no log to check");
+    world.assert_project_files_clean();
+    let (spilled, files) = tree(&world.root.join(".hands/outputs"));
+    assert!(files >= 1, "no spilled output to check");
+    let marker = placeholder.as_bytes();
+    assert!(spilled.windows(marker.len()).any(|w| w == marker), "the spill lost the placeholder");
+    let (_, logs) = tree(&world.root.join(".hands/processes"));
+    assert!(logs >= 1, "the background process left no log to check");
 }
 
 // ---------------------------------------------------------------------------------------------

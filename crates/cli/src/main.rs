@@ -4,7 +4,9 @@
 mod approve;
 mod call;
 mod chat;
+mod log;
 mod run;
+mod secrets;
 mod serve;
 mod settings;
 mod term;
@@ -104,6 +106,13 @@ enum Command {
         #[arg(long, value_name = "ID")]
         resume: Option<String>,
     },
+    /// Manage the secrets given to projects' processes as environment variables (and hidden
+    /// everywhere hands shows text): set, list, rm. A secret is for the project at --root (the
+    /// current directory by default) unless --global.
+    Secrets {
+        #[command(subcommand)]
+        action: secrets::Action,
+    },
     /// Show the configuration.
     Config {
         #[command(subcommand)]
@@ -142,7 +151,7 @@ fn init_tracing() {
     // logs) get plain text.
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(log::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .init();
 }
@@ -171,6 +180,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
     // No child (bash, processes, the preview, MCP servers, a sandbox) gets hands' credentials.
     let model_key = loaded.settings.model.api_key_env.iter();
     hands_core::env::ChildEnv::init(model_key.chain(&loaded.settings.exec.env_remove).cloned());
+    // The user's secrets: granted to their projects' children, hidden on every surface.
+    let secrets = open_secrets();
     // Commands that let a model or a client act on the root: not `/`, the home folder, or a
     // folder holding hands' own state, configuration or sessions.
     if matches!(
@@ -182,6 +193,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         hands_agent::host::roots::check_root(&root, &store_dir).map_err(anyhow::Error::msg)?;
     }
     match cli.command {
+        Command::Secrets { action } => {
+            let store = secrets.context("cannot open the secret store")?;
+            secrets::run(&store, &root, action)
+        }
         Command::Config { action: ConfigAction::Show } => {
             term::data(&settings::render(&loaded))?;
             Ok(ExitCode::SUCCESS)
@@ -246,6 +261,22 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 None => run::Start::New { id: None, mode: mode.unwrap_or_default() },
             };
             chat::chat(agent_setup(loaded, root)?, start)
+        }
+    }
+}
+
+/// Open the secret store and install it (children's environments) and its redaction engine
+/// (reinstalled whenever the store changes). Without a store hands runs on, with a warning.
+fn open_secrets() -> Result<std::sync::Arc<hands_secrets::Store>> {
+    match hands_secrets::Store::open() {
+        Ok(store) => {
+            let store = std::sync::Arc::new(store);
+            hands_secrets::install(store.clone());
+            Ok(store)
+        }
+        Err(err) => {
+            tracing::warn!(%err, "no secret store: stored secrets are neither given nor hidden");
+            Err(err.into())
         }
     }
 }

@@ -71,6 +71,11 @@ impl Context {
     /// Report progress of this call (ignored when nobody listens).
     pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
         if let Some(sink) = &self.progress {
+            // A progress message reaches the client outside the result: redacted here.
+            let message = message.map(|m| match crate::redact::text(&m) {
+                std::borrow::Cow::Borrowed(_) => m,
+                std::borrow::Cow::Owned(clean) => clean,
+            });
             sink(Progress { progress, total, message });
         }
     }

@@ -267,12 +267,18 @@ impl Session {
         self.0.notices.lock().unwrap_or_else(PoisonError::into_inner).push(notice);
     }
 
-    /// Take the queued notices, oldest first, then what each notice source has to say now.
+    /// Take the queued notices, oldest first, then what each notice source has to say now; their
+    /// secrets replaced (a notice reaches the model outside a result's redaction).
     pub fn take_notices(&self) -> Vec<Notice> {
         let mut notices =
             std::mem::take(&mut *self.0.notices.lock().unwrap_or_else(PoisonError::into_inner));
         let sources = self.0.notice_sources.lock().unwrap_or_else(PoisonError::into_inner);
         notices.extend(sources.iter().filter_map(|source| source()));
+        for notice in &mut notices {
+            if let std::borrow::Cow::Owned(clean) = crate::redact::text(&notice.text) {
+                notice.text = clean;
+            }
+        }
         notices
     }
 

@@ -10,6 +10,7 @@ use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use hands_core::CancellationToken;
+use hands_core::redact::Scrubber;
 use rustix::process::{Pid, WaitId, WaitIdOptions, WaitIdStatus};
 
 use crate::procfs::{self, Target};
@@ -41,7 +42,9 @@ impl Drop for Script {
 }
 
 /// Read the pipe until every writer is gone, on a thread of its own so that a fast writer never
-/// waits for the async runtime.
+/// waits for the async runtime. Output passes through a redaction [`Scrubber`] before it reaches
+/// the buffer or the log: a secret split across two writes is caught (the bytes that could start
+/// one are held back until the next read), and what is held is flushed when the pipe closes.
 pub(crate) fn spawn_drain(
     shared: Arc<Shared>,
     pipe: OwnedFd,
@@ -49,32 +52,44 @@ pub(crate) fn spawn_drain(
 ) -> std::io::Result<()> {
     std::thread::Builder::new().name("hands-drain".into()).spawn(move || {
         let mut buf = vec![0u8; 256 * 1024];
+        let mut scrubber = Scrubber::new();
+        let mut clean = Vec::with_capacity(buf.len());
         loop {
             match rustix::io::read(&pipe, &mut buf) {
                 Ok(0) => break,
                 Ok(n) => {
-                    let chunk = &buf[..n];
-                    let total = {
-                        let mut out = shared.output.lock().unwrap_or_else(PoisonError::into_inner);
-                        out.push(chunk);
-                        out.total()
-                    };
-                    if let Some(log) =
-                        shared.log.lock().unwrap_or_else(PoisonError::into_inner).as_mut()
-                    {
-                        log.write(chunk);
-                    }
-                    shared.progress.send_replace(total);
+                    clean.clear();
+                    scrubber.push(&buf[..n], &mut clean);
+                    deliver(&shared, &clean);
                 }
                 Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => {}
                 Err(_) => break,
             }
         }
+        clean.clear();
+        scrubber.finish(&mut clean);
+        deliver(&shared, &clean);
         drop(script);
         shared.drained.send_replace(true);
         shared.progress.send_modify(|_| {});
     })?;
     Ok(())
+}
+
+/// Append redacted output to the buffer and the log, and tell the readers.
+fn deliver(shared: &Shared, chunk: &[u8]) {
+    if chunk.is_empty() {
+        return;
+    }
+    let total = {
+        let mut out = shared.output.lock().unwrap_or_else(PoisonError::into_inner);
+        out.push(chunk);
+        out.total()
+    };
+    if let Some(log) = shared.log.lock().unwrap_or_else(PoisonError::into_inner).as_mut() {
+        log.write(chunk);
+    }
+    shared.progress.send_replace(total);
 }
 
 /// Observe the exit of the main process without a thread: a pidfd becomes readable when the

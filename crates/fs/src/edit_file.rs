@@ -115,13 +115,19 @@ fn edit(ctx: &Context, config: &FsConfig, args: &EditFileArgs) -> Result<ToolOut
     let ws = Workspace::of(ctx)?;
     let path = ws.resolve("path", &args.path)?;
     atomic::check_writable(&ws, &path, config, "edit")?;
+    // old_string only finds text: a placeholder there may stand for a key hard-coded in any file
+    // (to replace it with an environment read); new text gets values only in a `.env*` file.
+    let old_string =
+        crate::placeholders::resolve(ws.root(), &path, "old_string", &args.old_string, true)?;
+    let new_string =
+        crate::placeholders::resolve(ws.root(), &path, "new_string", &args.new_string, false)?;
     let text = load(&ws, &path, config)?;
     let (bom, body) = match text.strip_prefix(BOM) {
         Some(rest) => (BOM, rest),
         None => ("", text.as_str()),
     };
-    let Some(found) = find(body, &args.old_string, &args.new_string) else {
-        return Err(no_match(&path, body, &args.old_string, ctx.cancel_token()));
+    let Some(found) = find(body, &old_string, &new_string) else {
+        return Err(no_match(&path, body, &old_string, ctx.cancel_token()));
     };
     let count = found.at.len();
     if count > 1 && !args.replace_all {

@@ -20,6 +20,7 @@ mod glob;
 mod grep;
 mod ledger;
 mod list_files;
+mod placeholders;
 mod read_file;
 mod walk;
 mod workspace;

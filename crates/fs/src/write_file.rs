@@ -13,6 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::ledger::{Seen, content_hash};
+use crate::placeholders;
 use crate::read_file::human_size;
 use crate::{FsConfig, Ledger, RelPath, Workspace, atomic};
 
@@ -91,7 +92,8 @@ fn write(ctx: &Context, config: &FsConfig, args: &WriteFileArgs) -> Result<ToolO
     let ws = Workspace::of(ctx)?;
     let path = ws.resolve("path", &args.path)?;
     atomic::check_writable(&ws, &path, config, "write")?;
-    let bytes = args.content.as_bytes();
+    let content = placeholders::resolve(ws.root(), &path, "content", &args.content, false)?;
+    let bytes = content.as_bytes();
     if bytes.len() > config.write_max_bytes {
         return Err(ToolError::model(format!(
             "`content` is {}, over the {} write_file accepts. Write a smaller file, or generate it \
@@ -118,7 +120,7 @@ fn write(ctx: &Context, config: &FsConfig, args: &WriteFileArgs) -> Result<ToolO
         .map_err(|err| atomic::write_error(&ws, "write_file", &path, &err))?;
     ledger.record(&path, Seen::new(&meta, Some(content_hash(bytes))));
     let action = if existing.is_some() { "updated" } else { "created" };
-    let lines = line_count(&args.content);
+    let lines = line_count(&content);
     let verb = if existing.is_some() { "Updated" } else { "Created" };
     Ok(ToolOutput::text(format!(
         "{verb} {} ({lines} line{}, {} byte{})",

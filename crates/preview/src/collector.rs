@@ -199,7 +199,7 @@ impl Collector {
         let mut inner = self.lock();
         inner.load += 1;
         let n = inner.load;
-        inner.loads.push((n, strip_cache_busters(url)));
+        inner.loads.push((n, clean(strip_cache_busters(url))));
         if inner.loads.len() > 64 {
             inner.loads.remove(0);
         }
@@ -223,11 +223,13 @@ impl Collector {
     }
 
     fn record_in(&self, kind: ErrorKind, mut occurrence: Occurrence, page_load: u64) {
-        occurrence.message = normalize_message(&occurrence.message);
-        occurrence.location = occurrence.location.map(|l| strip_cache_busters(&l));
+        // Kept without secrets: the page may log a key, a URL may carry one in its query.
+        occurrence.message = clean(normalize_message(&occurrence.message));
+        occurrence.location = occurrence.location.map(|l| clean(strip_cache_busters(&l)));
         occurrence.stack.truncate(MAX_FRAMES);
         for frame in &mut occurrence.stack {
-            frame.url = strip_cache_busters(&frame.url);
+            frame.url = clean(strip_cache_busters(&frame.url));
+            frame.function = clean(std::mem::take(&mut frame.function));
         }
         let key = format!(
             "{page_load}\u{1}{kind:?}\u{1}{}\u{1}{}",
@@ -346,6 +348,14 @@ impl Collector {
     }
 }
 
+/// `text` with its secrets replaced (no copy when it has none).
+fn clean(text: String) -> String {
+    match hands_core::redact::text(&text) {
+        std::borrow::Cow::Borrowed(_) => text,
+        std::borrow::Cow::Owned(clean) => clean,
+    }
+}
+
 fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -402,6 +412,34 @@ mod tests {
 
     fn occurrence(message: &str, location: &str) -> Occurrence {
         Occurrence { message: message.into(), location: Some(location.into()), stack: vec![] }
+    }
+
+    #[test]
+    fn console_errors_and_urls_are_kept_without_secrets() {
+        // The slot is process-wide: no other test of this binary logs this value.
+        hands_core::redact::install(std::sync::Arc::new(hands_core::redact::Literals(vec![(
+            "PAGE_KEY".into(),
+            "canary-e5a0-page-value".into(),
+        )])));
+        let c = Collector::new(10);
+        c.page_load("http://127.0.0.1:5173/?key=canary-e5a0-page-value");
+        let mut seen = occurrence(
+            "key is canary-e5a0-page-value",
+            "http://h/a.js?k=canary-e5a0-page-value:1:2",
+        );
+        seen.stack.push(Frame {
+            function: "f".into(),
+            url: "http://h/a.js?k=canary-e5a0-page-value".into(),
+            line: 1,
+            column: 2,
+            original: None,
+        });
+        c.record(ErrorKind::ConsoleError, seen);
+        let read = c.read(None, true);
+        let shown = format!("{:?} {:?}", read.entries, read.loads);
+        assert!(!shown.contains("canary-e5a0"), "{shown}");
+        assert_eq!(read.entries[0].message, "key is [secret:PAGE_KEY]");
+        assert_eq!(read.loads[0].1, "http://127.0.0.1:5173/?key=[secret:PAGE_KEY]");
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::redacting::Redacting;
 use crate::{MemoryStore, SqliteStore, Store, StoreError};
 
 /// `[store]`
@@ -53,12 +54,13 @@ fn path_from(xdg_data_home: Option<OsString>, home: Option<OsString>) -> PathBuf
     }
 }
 
-/// Open the store `[store]` describes.
+/// Open the store `[store]` describes, with every write redacted ([`Redacting`]).
 pub fn open_store(cfg: &StoreConfig) -> Result<Arc<dyn Store>, StoreError> {
-    Ok(match cfg.backend {
+    let backend: Arc<dyn Store> = match cfg.backend {
         StoreBackend::Memory => Arc::new(MemoryStore::new()),
         StoreBackend::Sqlite => Arc::new(SqliteStore::open(expand_home(&cfg.path))?),
-    })
+    };
+    Ok(Arc::new(Redacting(backend)))
 }
 
 /// `~/x` → `$HOME/x`; anything else (and `~/x` without a home) unchanged.

@@ -60,6 +60,7 @@ mod clock;
 mod config;
 mod memory;
 mod records;
+mod redacting;
 mod sqlite;
 mod store;
 
@@ -68,5 +69,6 @@ pub use memory::MemoryStore;
 pub use records::{
     EventRecord, MessageRecord, ProjectRecord, SessionRecord, ToolCallRecord, TurnRecord,
 };
+pub use redacting::Redacting;
 pub use sqlite::SqliteStore;
 pub use store::{BoxFuture, Store, StoreError, StoreResult};

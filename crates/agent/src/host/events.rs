@@ -143,12 +143,25 @@ impl Hub {
     /// Store the event, then broadcast it. A store failure is logged and the event dropped (it
     /// has no id without the store).
     pub(super) async fn emit(&self, kind: EventKind) -> Option<Event> {
-        let data = match serde_json::to_value(&kind) {
+        let mut data = match serde_json::to_value(&kind) {
             Ok(data) => data,
             Err(err) => {
                 tracing::error!(%err, "event to JSON");
                 return None;
             }
+        };
+        // Stored and streamed (SSE) without secrets: the typed event is rebuilt from the
+        // redacted JSON when it held one (a placeholder is a string wherever a value was).
+        let kind = if hands_core::redact::json(&mut data) {
+            match serde_json::from_value(data.clone()) {
+                Ok(clean) => clean,
+                Err(err) => {
+                    tracing::error!(%err, event = kind.name(), "redacted event from JSON");
+                    return None;
+                }
+            }
+        } else {
+            kind
         };
         let _order = self.order.lock().await;
         let at_ms = now_ms();

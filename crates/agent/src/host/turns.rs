@@ -30,6 +30,39 @@ pub(super) struct TurnRecorder {
     /// The store's id of each call in flight, by the model's id for it: models' ids are not
     /// unique across sessions or even turns (local servers number them `call_0`, `call_1`, …).
     record_ids: Mutex<HashMap<String, String>>,
+    /// The model's text on its way to `text_delta` events: a secret split across two deltas is
+    /// held back until it can be replaced whole.
+    deltas: Mutex<Deltas>,
+}
+
+/// Streamed text through a redaction [`Scrubber`](hands_core::redact::Scrubber), released on
+/// UTF-8 boundaries.
+#[derive(Default)]
+struct Deltas {
+    scrubber: hands_core::redact::Scrubber,
+    ready: Vec<u8>,
+}
+
+impl Deltas {
+    /// Feed `delta`; the text that may be shown now.
+    fn push(&mut self, delta: &str) -> String {
+        self.scrubber.push(delta.as_bytes(), &mut self.ready);
+        let whole = match std::str::from_utf8(&self.ready) {
+            Ok(_) => self.ready.len(),
+            // An incomplete character at the end waits for its other bytes.
+            Err(err) if err.error_len().is_none() => err.valid_up_to(),
+            Err(_) => self.ready.len(),
+        };
+        let out: Vec<u8> = self.ready.drain(..whole).collect();
+        String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into())
+    }
+
+    /// Everything held.
+    fn finish(&mut self) -> String {
+        self.scrubber.finish(&mut self.ready);
+        let out = std::mem::take(&mut self.ready);
+        String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into())
+    }
 }
 
 impl TurnRecorder {
@@ -37,11 +70,32 @@ impl TurnRecorder {
     /// turn), writing to `store`.
     pub(super) fn new(live: Arc<Live>, store: Arc<dyn Store>, turn_id: Option<String>) -> Self {
         let session_id = live.session().id().to_owned();
-        Self { live, store, session_id, turn_id, record_ids: Mutex::default() }
+        Self {
+            live,
+            store,
+            session_id,
+            turn_id,
+            record_ids: Mutex::default(),
+            deltas: Mutex::default(),
+        }
+    }
+
+    /// Emit the text still held back (before another event, and at the end of the turn).
+    pub(super) async fn flush_text(&self) {
+        let text = lock(&self.deltas).finish();
+        self.emit_text(text).await;
+    }
+
+    async fn emit_text(&self, text: String) {
+        if !text.is_empty() {
+            let turn_id = self.turn_id.clone().unwrap_or_default();
+            self.live.emit(EventKind::TextDelta { turn_id, text }).await;
+        }
     }
 
     /// A call started: its record stored, `tool_call_started` emitted.
     pub(super) async fn started(&self, id: &str, name: &str, args: &Value) {
+        self.flush_text().await;
         let record_id = fresh_id("call");
         lock(&self.record_ids).insert(id.to_owned(), record_id.clone());
         let record = ToolCallRecord {
@@ -107,13 +161,14 @@ impl TurnRecorder {
 impl Observer for TurnRecorder {
     fn text(&self, delta: String) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            let turn_id = self.turn_id.clone().unwrap_or_default();
-            self.live.emit(EventKind::TextDelta { turn_id, text: delta }).await;
+            let text = lock(&self.deltas).push(&delta);
+            self.emit_text(text).await;
         })
     }
 
     fn notice(&self, text: String) -> BoxFuture<'_, ()> {
         Box::pin(async move {
+            self.flush_text().await;
             self.live.emit(EventKind::ProcessNotice { text }).await;
         })
     }
@@ -133,6 +188,7 @@ impl Observer for TurnRecorder {
 
     fn messages<'a>(&'a self, new: &'a [Message]) -> BoxFuture<'a, ()> {
         Box::pin(async move {
+            self.flush_text().await;
             for message in new {
                 let value = serde_json::to_value(message).unwrap_or(Value::Null);
                 if let Err(err) = self
@@ -238,6 +294,8 @@ impl TurnTask {
             observer: &recorder,
         };
         let mut conversation = self.live.conversation().await;
-        turn.run(&mut conversation, Message::user(self.text.clone())).await
+        let outcome = turn.run(&mut conversation, Message::user(self.text.clone())).await;
+        recorder.flush_text().await;
+        outcome
     }
 }

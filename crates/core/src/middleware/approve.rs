@@ -42,11 +42,15 @@ impl Middleware for Approve {
                 req.call.name
             )));
         };
+        // Every approver (a terminal, MCP elicitation, an HTTP event) shows what it is given:
+        // the secrets are replaced here, once for all of them.
+        let mut args = req.call.args.clone();
+        crate::redact::json(&mut args);
         let request = ApprovalRequest {
             session: session.id().to_owned(),
             tool: req.call.name.clone(),
-            summary: summary(&req.call.name, &req.call.args),
-            args: req.call.args.clone(),
+            summary: summary(&req.call.name, &args),
+            args,
         };
         match approver.approve(&request, req.ctx.cancel_token()).await {
             Decision::Approve => next.run(req).await,

@@ -10,7 +10,10 @@
 //!    any mutating call clears it.
 //! 3. [`truncate::Truncate`] — caps the model-facing text (head + tail + marker) and spills the full
 //!    text to `.hands/outputs/<call-id>.txt`.
-//! 4. [`recover::Recover`] — on `SandboxGone`: log, wait, get or create a fresh sandbox, retry once;
+//! 4. [`redact::Redact`] — replaces stored secrets and well-known key shapes in text, structured
+//!    content, notices and errors (not images), inside truncation so that the spill files and the
+//!    dedup cache are clean too.
+//! 5. [`recover::Recover`] — on `SandboxGone`: log, wait, get or create a fresh sandbox, retry once;
 //!    at most `max_per_project` recoveries per project.
 //!
 //! Then the call runs in the project's sandbox. Hand-written rather than tower layers: a failed call
@@ -32,6 +35,7 @@ mod chain;
 pub mod conformance;
 pub mod dedup;
 pub mod recover;
+pub mod redact;
 pub mod timeout;
 pub mod truncate;
 
@@ -52,14 +56,16 @@ pub enum Step {
     Dedup,
     /// [`truncate::Truncate`].
     Truncate,
+    /// [`redact::Redact`].
+    Redact,
     /// [`recover::Recover`].
     Recover,
 }
 
 impl Step {
     /// Every step, outermost first.
-    pub const ALL: [Step; 5] =
-        [Step::Approve, Step::Timeout, Step::Dedup, Step::Truncate, Step::Recover];
+    pub const ALL: [Step; 6] =
+        [Step::Approve, Step::Timeout, Step::Dedup, Step::Truncate, Step::Redact, Step::Recover];
 }
 
 /// Where an added middleware goes in the chain.
@@ -116,6 +122,7 @@ fn standard(
         Step::Dedup if !config.dedup => return None,
         Step::Dedup => Arc::new(dedup::Dedup),
         Step::Truncate => Arc::new(truncate::Truncate::new(config.output.max_bytes)),
+        Step::Redact => Arc::new(redact::Redact),
         Step::Recover => {
             Arc::new(recover::Recover::new(config.recovery.clone(), Arc::clone(provider)))
         }

@@ -1,0 +1,163 @@
+//! Hides secrets in what a tool returns: its text blocks, its structured content and an error's
+//! message pass through the installed [`crate::redact`] engine, so that the spill files of
+//! truncation (outside this step), the dedup cache and every front end get clean text. Images are
+//! not scrubbed (a secret drawn in a screenshot stays there). A result with nothing to hide is
+//! returned as it is, without a copy: with no secret stored the step costs one check per string.
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+use super::{Middleware, Next, Request};
+use crate::redact::{self, Redactor};
+use crate::{Content, ToolError, ToolOutput};
+
+/// The redaction middleware (stateless; the engine is the process-wide one).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Redact;
+
+impl Middleware for Redact {
+    async fn handle<'a>(
+        &'a self,
+        req: Request<'a>,
+        next: Next<'a>,
+    ) -> Result<ToolOutput, ToolError> {
+        let result = next.run(req).await;
+        let redactor = redact::current();
+        match result {
+            Ok(output) => Ok(output_with(redactor.as_ref(), output)),
+            Err(err) => Err(error_with(redactor.as_ref(), err)),
+        }
+    }
+}
+
+/// `output` with its secrets replaced (text blocks, structured content, notices; not images).
+pub fn output(output: ToolOutput) -> ToolOutput {
+    output_with(redact::current().as_ref(), output)
+}
+
+fn output_with(redactor: &dyn Redactor, mut output: ToolOutput) -> ToolOutput {
+    for block in &mut output.content {
+        if let Content::Text { text } = block {
+            clean(redactor, text);
+        }
+    }
+    if let Some(structured) = &mut output.structured {
+        clean_json(redactor, structured);
+    }
+    for notice in &mut output.notices {
+        clean(redactor, &mut notice.text);
+    }
+    output
+}
+
+fn error_with(redactor: &dyn Redactor, err: ToolError) -> ToolError {
+    match err {
+        ToolError::RespondToModel(mut m) => {
+            clean(redactor, &mut m);
+            ToolError::RespondToModel(m)
+        }
+        ToolError::Fatal(mut m) => {
+            clean(redactor, &mut m);
+            ToolError::Fatal(m)
+        }
+        ToolError::SandboxGone(mut m) => {
+            clean(redactor, &mut m);
+            ToolError::SandboxGone(m)
+        }
+    }
+}
+
+/// Replace the secrets in `text` in place; untouched (no copy) when it has none.
+fn clean(redactor: &dyn Redactor, text: &mut String) -> bool {
+    if let Cow::Owned(clean) = replaced(redactor, text) {
+        *text = clean;
+        return true;
+    }
+    false
+}
+
+fn replaced<'t>(redactor: &dyn Redactor, text: &'t str) -> Cow<'t, str> {
+    if !redactor.finds(text.as_bytes()) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = Vec::with_capacity(text.len());
+    redactor.redact(text.as_bytes(), false, &mut out);
+    Cow::Owned(
+        String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into()),
+    )
+}
+
+/// [`redact::json`] with one engine for the whole value (one lookup of the slot per result, not
+/// per string).
+fn clean_json(redactor: &dyn Redactor, value: &mut Value) -> bool {
+    match value {
+        Value::String(s) => clean(redactor, s),
+        Value::Array(items) => {
+            items.iter_mut().fold(false, |found, v| clean_json(redactor, v) | found)
+        }
+        Value::Object(map) => {
+            let dirty: Vec<String> =
+                map.keys().filter(|k| redactor.finds(k.as_bytes())).cloned().collect();
+            let mut found = !dirty.is_empty();
+            for key in dirty {
+                if let Some(v) = map.remove(&key) {
+                    map.insert(replaced(redactor, &key).into_owned(), v);
+                }
+            }
+            for v in map.values_mut() {
+                found |= clean_json(redactor, v);
+            }
+            found
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::redact::Literals;
+    use crate::{Notice, NoticeKind};
+
+    fn engine() -> Literals {
+        Literals(vec![("API_TOKEN".into(), "canary-77d1-value".into())])
+    }
+
+    #[test]
+    fn text_structured_notices_and_errors_are_clean_and_images_untouched() {
+        let engine = engine();
+        let mut out = ToolOutput::text("echo canary-77d1-value done")
+            .with_structured(serde_json::json!({"output": "canary-77d1-value", "n": 1}));
+        out.content.push(Content::Image {
+            data: b"canary-77d1-value".to_vec(),
+            mime_type: "image/png".into(),
+        });
+        out.notices.push(Notice::new(NoticeKind::Other, "saw canary-77d1-value"));
+        let out = output_with(&engine, out);
+        assert_eq!(out.joined_text(), "echo [secret:API_TOKEN] done");
+        assert_eq!(
+            out.structured,
+            Some(serde_json::json!({"output": "[secret:API_TOKEN]", "n": 1}))
+        );
+        assert_eq!(out.notices[0].text, "saw [secret:API_TOKEN]");
+        assert!(
+            matches!(&out.content[1], Content::Image { data, .. } if data == b"canary-77d1-value")
+        );
+        let err = error_with(&engine, ToolError::model("bad key canary-77d1-value"));
+        assert_eq!(err.to_string(), "bad key [secret:API_TOKEN]");
+    }
+
+    #[test]
+    fn a_clean_result_is_not_copied() {
+        let engine = engine();
+        let out = ToolOutput::text("x".repeat(32 * 1024));
+        let before = match &out.content[0] {
+            Content::Text { text } => text.as_ptr(),
+            Content::Image { .. } => unreachable!(),
+        };
+        let out = output_with(&engine, out);
+        let Content::Text { text } = &out.content[0] else { unreachable!() };
+        assert_eq!(text.as_ptr(), before, "the clean text was reallocated");
+    }
+}

@@ -111,19 +111,18 @@ impl Tool for ConnectSupabase {
 
     async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {
         const TOOL: &str = "connect_supabase";
-        let url = match args.project_url {
-            Some(url) => url,
-            None => {
-                ask::public(
+        let url =
+            match args.project_url {
+                Some(url) => url,
+                None => ask::public(
                     &ctx,
                     TOOL,
                     "project_url",
                     "What is your Supabase project URL? (Supabase dashboard → Project Settings → \
                      API → Project URL, like https://abcdefghijklmnopqrst.supabase.co)",
                 )
-                .await?
-            }
-        };
+                .await?,
+            };
         let project = project(&url, &self.config)?;
         let anon = match args.anon_key {
             Some(key) => key,
@@ -207,9 +206,6 @@ pub fn project(url: &str, config: &SupabaseConfig) -> Result<Project, ToolError>
     let parsed = url::Url::parse(url.trim()).map_err(|_| bad("is not a URL"))?;
     let host = parsed.host_str().unwrap_or_default().to_ascii_lowercase();
     let custom = !host.is_empty() && config.allows(&host);
-    if !custom && parsed.scheme() != "https" {
-        return Err(bad("must start with https://"));
-    }
     if !matches!(parsed.scheme(), "https" | "http") {
         return Err(bad("must be an https:// URL"));
     }
@@ -226,16 +222,20 @@ pub fn project(url: &str, config: &SupabaseConfig) -> Result<Project, ToolError>
         let url = parsed.as_str().trim_end_matches('/').to_owned();
         return Ok(Project { reference, url });
     }
-    if parsed.port().is_some() {
-        return Err(bad("must not name a port"));
-    }
     let Some(reference) = host.strip_suffix(".supabase.co") else {
         return Err(bad(&format!(
             "is on {host}, not on supabase.co (a self-hosted Supabase must be allowed by the \
              user in [supabase] allow_custom_url)"
         )));
     };
-    if reference.len() != 20 || !reference.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+    if parsed.scheme() != "https" {
+        return Err(bad("must start with https://"));
+    }
+    if parsed.port().is_some() {
+        return Err(bad("must not name a port"));
+    }
+    if reference.len() != 20
+        || !reference.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
     {
         return Err(bad(&format!(
             "has `{reference}` where the project ref (20 lowercase letters) should be"
@@ -272,7 +272,9 @@ pub fn check_anon_key<'a>(key: &'a str, reference: &str) -> Result<&'a str, Tool
         return Ok(key);
     }
     let Some(claims) = claims(key) else {
-        return Err(ToolError::model(format!("`anon_key` is not a Supabase anon key (a JWT starting with eyJ, or sb_publishable_…). {redo}")));
+        return Err(ToolError::model(format!(
+            "`anon_key` is not a Supabase anon key (a JWT starting with eyJ, or sb_publishable_…). {redo}"
+        )));
     };
     match claims.get("role").and_then(serde_json::Value::as_str) {
         Some("anon") => {}
@@ -400,12 +402,13 @@ mod tests {
             ("https://abcdefghijklmnopqrst.supabase.co/../../etc/passwd", "no path"),
             ("https://abcdefghijklmnopqrst.supabase.co/%2e%2e/x", "no path"),
             ("https://abcdefghijklmnopqrst.supabase.co.evil.com", "not on supabase.co"),
-            ("https://evil.com/abcdefghijklmnopqrst.supabase.co", "not on supabase.co"),
+            ("https://evil.com/abcdefghijklmnopqrst.supabase.co", "no path"),
+            ("https://evil.com", "not on supabase.co"),
             ("https://u:p@abcdefghijklmnopqrst.supabase.co", "user name"),
             ("https://abcdefghijklmnopqrst.supabase.co:8443", "port"),
             ("https://short.supabase.co", "project ref"),
             ("https://127.0.0.1", "not on supabase.co"),
-            ("file:///etc/passwd", "https://"),
+            ("file:///etc/passwd", "https:// URL"),
             ("abcdefghijklmnopqrst", "not a URL"),
         ] {
             let err = project(url, &config).unwrap_err().to_string();
@@ -413,7 +416,10 @@ mod tests {
         }
         let config = SupabaseConfig { allow_custom_url: vec!["supa.example.dev".into()] };
         let p = project("http://supa.example.dev:8000", &config).unwrap();
-        assert_eq!((p.reference.as_str(), p.url.as_str()), ("supa", "http://supa.example.dev:8000"));
+        assert_eq!(
+            (p.reference.as_str(), p.url.as_str()),
+            ("supa", "http://supa.example.dev:8000")
+        );
     }
 
     #[test]

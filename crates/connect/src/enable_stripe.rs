@@ -125,10 +125,9 @@ impl Tool for EnableStripe {
         let key = ask::secret(&ctx, &*self.store, "enable_stripe", SECRET_NAME, WHERE).await?;
         check_key(key.expose(), mode)?;
         let account = self.verify(&ctx, &key, mode).await?;
-        let stored = self
-            .store
-            .put(ctx.root(), SECRET_NAME, &key)
-            .map_err(|err| ToolError::model(format!("the key was verified but not stored: {err}")))?;
+        let stored = self.store.put(ctx.root(), SECRET_NAME, &key).map_err(|err| {
+            ToolError::model(format!("the key was verified but not stored: {err}"))
+        })?;
         let added = add_env_names(&ctx)?;
         let result = StripeResult {
             account_id: account.id,
@@ -224,9 +223,8 @@ impl EnableStripe {
                 mode.as_str()
             )));
         }
-        let name = ["settings.dashboard.display_name", "business_profile.name"]
-            .iter()
-            .find_map(|path| {
+        let name =
+            ["settings.dashboard.display_name", "business_profile.name"].iter().find_map(|path| {
                 path.split('.')
                     .try_fold(&body, |v, k| v.get(k))
                     .and_then(serde_json::Value::as_str)
@@ -318,9 +316,15 @@ mod tests {
     fn key_shapes_and_modes() {
         assert!(check_key("sk_test_0123456789abcdef", StripeMode::Test).is_ok());
         assert!(check_key("rk_live_0123456789", StripeMode::Live).is_ok());
-        for bad in ["", "sk_test_short", "pk_test_0123456789abcdef", "sk_prod_0123456789abc",
-            "sk_test_0123456789-abc", "sk_test_0123456789 ", " sk_test_0123456789"]
-        {
+        for bad in [
+            "",
+            "sk_test_short",
+            "pk_test_0123456789abcdef",
+            "sk_prod_0123456789abc",
+            "sk_test_0123456789-abc",
+            "sk_test_0123456789 ",
+            " sk_test_0123456789",
+        ] {
             let err = check_key(bad, StripeMode::Test).unwrap_err().to_string();
             assert!(err.contains("not a Stripe secret key"), "{bad}: {err}");
         }

@@ -22,7 +22,8 @@ pub fn env_example_with(existing: &str, names: &[&str]) -> Option<(String, Vec<S
             line.strip_prefix(name).is_some_and(|rest| rest.trim_start().starts_with('='))
         })
     };
-    let missing: Vec<String> = names.iter().filter(|n| !present(n)).map(|n| (*n).to_owned()).collect();
+    let missing: Vec<String> =
+        names.iter().filter(|n| !present(n)).map(|n| (*n).to_owned()).collect();
     if missing.is_empty() {
         return None;
     }
@@ -44,9 +45,9 @@ pub fn project_toml_with(
     section: &str,
     entries: &[(&str, &str)],
 ) -> Result<String, String> {
-    let mut doc: DocumentMut = existing.parse().map_err(|err: toml_edit::TomlError| {
-        format!("it is not valid TOML ({})", err.message())
-    })?;
+    let mut doc: DocumentMut = existing
+        .parse()
+        .map_err(|err: toml_edit::TomlError| format!("it is not valid TOML ({})", err.message()))?;
     let table = doc
         .entry(section)
         .or_insert_with(|| Item::Table(toml_edit::Table::new()))
@@ -75,7 +76,10 @@ pub fn read(dir: &Dir, name: &str) -> io::Result<String> {
 }
 
 fn not_regular(name: &str, what: &str) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidInput, format!("{name} is {what}; hands does not write through it"))
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("{name} is {what}; hands does not write through it"),
+    )
 }
 
 /// Replace `name` in `dir` with `bytes` atomically, keeping an existing file's mode.
@@ -111,7 +115,9 @@ pub fn write(dir: &Dir, name: &str, bytes: &[u8]) -> io::Result<()> {
 /// `.hands` in the root, created when missing; refused when it is a symlink.
 pub fn hands_dir(root: &Dir) -> io::Result<Dir> {
     match root.symlink_metadata(".hands") {
-        Ok(meta) if meta.file_type().is_symlink() => return Err(not_regular(".hands", "a symlink")),
+        Ok(meta) if meta.file_type().is_symlink() => {
+            return Err(not_regular(".hands", "a symlink"));
+        }
         Ok(_) => {}
         Err(err) if err.kind() == io::ErrorKind::NotFound => root.create_dir(".hands")?,
         Err(err) => return Err(err),
@@ -130,14 +136,20 @@ mod tests {
 
     #[test]
     fn env_example_gets_only_the_missing_names_and_keeps_the_rest() {
-        let (text, added) =
-            env_example_with("# keys\nexport STRIPE_SECRET_KEY=\nDATABASE_URL=x", &["STRIPE_SECRET_KEY", "STRIPE_PUBLISHABLE_KEY"])
-                .unwrap();
-        assert_eq!(text, "# keys\nexport STRIPE_SECRET_KEY=\nDATABASE_URL=x\nSTRIPE_PUBLISHABLE_KEY=\n");
+        let (text, added) = env_example_with(
+            "# keys\nexport STRIPE_SECRET_KEY=\nDATABASE_URL=x",
+            &["STRIPE_SECRET_KEY", "STRIPE_PUBLISHABLE_KEY"],
+        )
+        .unwrap();
+        assert_eq!(
+            text,
+            "# keys\nexport STRIPE_SECRET_KEY=\nDATABASE_URL=x\nSTRIPE_PUBLISHABLE_KEY=\n"
+        );
         assert_eq!(added, ["STRIPE_PUBLISHABLE_KEY"]);
         assert_eq!(env_example_with(&text, &["STRIPE_SECRET_KEY", "STRIPE_PUBLISHABLE_KEY"]), None);
         // A name that only starts like another is not it.
-        let (text, _) = env_example_with("STRIPE_SECRET_KEY_OLD=\n", &["STRIPE_SECRET_KEY"]).unwrap();
+        let (text, _) =
+            env_example_with("STRIPE_SECRET_KEY_OLD=\n", &["STRIPE_SECRET_KEY"]).unwrap();
         assert_eq!(text, "STRIPE_SECRET_KEY_OLD=\nSTRIPE_SECRET_KEY=\n");
         let (text, _) = env_example_with("", &["A_B"]).unwrap();
         assert_eq!(text, "A_B=\n");
@@ -155,8 +167,14 @@ mod tests {
         let parsed: toml_edit::DocumentMut = text.parse().unwrap();
         assert_eq!(parsed["supabase"]["ref"].as_str(), Some("abc"));
         assert_eq!(parsed["supabase"]["old"].as_integer(), Some(1));
-        assert!(project_toml_with("supabase = 3\n", "supabase", &[]).unwrap_err().contains("not a table"));
-        assert!(project_toml_with("[[x\n", "supabase", &[]).unwrap_err().contains("not valid TOML"));
+        assert!(
+            project_toml_with("supabase = 3\n", "supabase", &[])
+                .unwrap_err()
+                .contains("not a table")
+        );
+        assert!(
+            project_toml_with("[[x\n", "supabase", &[]).unwrap_err().contains("not valid TOML")
+        );
     }
 
     #[test]
@@ -170,7 +188,8 @@ mod tests {
         std::os::unix::fs::symlink("/etc/passwd", tmp.path().join("link")).unwrap();
         assert!(write(&dir, "link", b"x").unwrap_err().to_string().contains("symlink"));
         assert!(read(&dir, "link").is_err());
-        let names: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let names: Vec<_> =
+            std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names.len(), 2, "no temp file left: {names:?}");
     }
 }

@@ -31,8 +31,8 @@ use std::sync::Arc;
 
 pub use config::{ConnectConfig, STRIPE_BASE_URL, StripeConfig, SupabaseConfig};
 pub use connect_supabase::{
-    ConnectSupabase, ConnectSupabaseArgs, DB_URL_NAME, Project, SERVICE_ROLE_NAME,
-    SupabaseResult, check_anon_key, project,
+    ConnectSupabase, ConnectSupabaseArgs, DB_URL_NAME, Project, SERVICE_ROLE_NAME, SupabaseResult,
+    check_anon_key, project,
 };
 pub use enable_stripe::{
     EnableStripe, EnableStripeArgs, PUBLISHABLE_NAME, SECRET_NAME, StripeMode, StripeResult,

@@ -75,17 +75,19 @@ fn target(url: &str) -> Result<Target, DbError> {
         })
         .collect();
     if parsed.query_pairs().any(|(k, _)| k == "host" || k == "hostaddr") {
-        return Err(bad("`host`/`hostaddr` in the query is not supported: put the host in the URL"));
+        return Err(bad(
+            "`host`/`hostaddr` in the query is not supported: put the host in the URL",
+        ));
     }
     if pairs.is_empty() {
         parsed.set_query(None);
     } else {
         parsed.query_pairs_mut().clear().extend_pairs(pairs);
     }
-    let config = tokio_postgres::Config::from_str(parsed.as_str())
-        .map_err(|err| bad(&format!("{err}")))?;
+    let config =
+        tokio_postgres::Config::from_str(parsed.as_str()).map_err(|err| bad(&format!("{err}")))?;
     let (host, port) = match (config.get_hosts(), config.get_ports()) {
-        ([Host::Tcp(host)], [] ) => (host.clone(), 5432),
+        ([Host::Tcp(host)], []) => (host.clone(), 5432),
         ([Host::Tcp(host)], [port]) => (host.clone(), *port),
         ([], _) => return Err(bad("it names no host")),
         ([Host::Tcp(_)], _) | ([_, _, ..], _) => {
@@ -155,14 +157,16 @@ async fn query(url: &str, net: &hands_net::NetConfig) -> Result<String, DbError>
         }
         match tokio::net::TcpStream::connect(addr).await {
             Ok(stream) => return login(&target, stream).await,
-            Err(err) => last = Some(format!("cannot connect to the database at {host}:{port}: {err}")),
+            Err(err) => {
+                last = Some(format!("cannot connect to the database at {host}:{port}: {err}"))
+            }
         }
     }
     match (last, refused) {
         (Some(last), _) => Err(DbError::Connect(last)),
-        (None, Some(refused)) => Err(DbError::Refused(format!(
-            "the database host {host} is refused: {refused}"
-        ))),
+        (None, Some(refused)) => {
+            Err(DbError::Refused(format!("the database host {host} is refused: {refused}")))
+        }
         (None, None) => Err(DbError::Connect(format!("the database host {host} has no address"))),
     }
 }
@@ -195,10 +199,13 @@ async fn login(target: &Target, stream: tokio::net::TcpStream) -> Result<String,
         client
     } else {
         let mut make = tokio_postgres_rustls::MakeRustlsConnect::new(tls_config(target.verify)?);
-        let tls = <tokio_postgres_rustls::MakeRustlsConnect as tokio_postgres::tls::MakeTlsConnect<
-            tokio::net::TcpStream,
-        >>::make_tls_connect(&mut make, host)
-        .map_err(|err| DbError::Url(format!("the database host {host} is not a TLS name: {err}")))?;
+        let tls =
+            <tokio_postgres_rustls::MakeRustlsConnect as tokio_postgres::tls::MakeTlsConnect<
+                tokio::net::TcpStream,
+            >>::make_tls_connect(&mut make, host)
+            .map_err(|err| {
+                DbError::Url(format!("the database host {host} is not a TLS name: {err}"))
+            })?;
         let (client, connection) = target.config.connect_raw(stream, tls).await.map_err(failed)?;
         tokio::spawn(connection);
         client
@@ -286,7 +293,8 @@ mod tests {
         for (url, why) in [
             ("mysql://u:pw-canary-123@h/db", "postgresql://"),
             ("not a url pw-canary-123", "does not parse"),
-            ("postgresql://u:pw-canary-123@/db", "no host"),
+            ("postgresql://u:pw-canary-123@/db", "not a usable"),
+            ("postgresql:///db?user=u", "no host"),
             ("postgresql://u:pw-canary-123@h/db?host=127.0.0.1", "host"),
             ("postgresql://u:pw-canary-123@h/db?sslmode=sometimes", "not a usable"),
         ] {

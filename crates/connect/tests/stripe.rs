@@ -7,9 +7,9 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use hands_core::secret::SecretStore as _;
 use common::{MemoryStore, ScriptedSecrets, call, registry, session, shown, tree_text};
 use hands_connect::ConnectConfig;
+use hands_core::secret::SecretStore as _;
 use serde_json::json;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
@@ -51,7 +51,10 @@ impl FakeStripe {
                     let head = String::from_utf8_lossy(&buf).into_owned();
                     let authorization = head
                         .lines()
-                        .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("authorization")))
+                        .find_map(|l| {
+                            l.split_once(':')
+                                .filter(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+                        })
                         .map(|(_, v)| v.trim().to_owned());
                     let ok = head.starts_with("GET /v1/account ")
                         && authorization.as_deref() == Some(&format!("Bearer {GOOD}"));
@@ -120,8 +123,11 @@ async fn a_good_key_is_verified_stored_and_never_shown() {
     assert_eq!(seen.len(), 1, "{seen:?}");
     assert!(seen[0].head.starts_with("GET /v1/account HTTP/1.1\r\n"), "{}", seen[0].head);
     assert_eq!(seen[0].authorization.as_deref(), Some(format!("Bearer {GOOD}").as_str()));
-    let without_auth: String =
-        seen[0].head.lines().filter(|l| !l.to_ascii_lowercase().starts_with("authorization:")).collect();
+    let without_auth: String = seen[0]
+        .head
+        .lines()
+        .filter(|l| !l.to_ascii_lowercase().starts_with("authorization:"))
+        .collect();
     assert!(!without_auth.contains("CANARY"), "{without_auth}");
 
     // .env.example: the names, never a value, and the other lines kept; no other file written.
@@ -142,11 +148,15 @@ async fn a_key_stripe_refuses_is_not_stored() {
     let tmp = tempfile::tempdir().unwrap();
     let store = Arc::new(MemoryStore::default());
     let registry = registry(&fake.config(), Arc::clone(&store));
-    let session = session(tmp.path(), Some(ScriptedSecrets::new(&[("STRIPE_SECRET_KEY", WRONG)])), None);
+    let session =
+        session(tmp.path(), Some(ScriptedSecrets::new(&[("STRIPE_SECRET_KEY", WRONG)])), None);
     let out = call(&registry, &session, "enable_stripe", json!({})).await;
     assert!(out.is_error);
     let text = out.joined_text();
-    assert!(text.contains("Stripe refused the key") && text.contains("Nothing was stored"), "{text}");
+    assert!(
+        text.contains("Stripe refused the key") && text.contains("Nothing was stored"),
+        "{text}"
+    );
     assert!(!text.contains("CANARY"), "{text}");
     assert_eq!(fake.seen().len(), 1);
     assert!(store.names().is_empty());
@@ -166,7 +176,8 @@ async fn the_wrong_mode_or_shape_is_refused_before_anything_is_sent() {
         ("test", "sk_test_CANARY", "not a Stripe secret key"),
         ("test", "CANARY-not-a-key-at-all", "not a Stripe secret key"),
     ] {
-        let session = session(tmp.path(), Some(ScriptedSecrets::new(&[("STRIPE_SECRET_KEY", key)])), None);
+        let session =
+            session(tmp.path(), Some(ScriptedSecrets::new(&[("STRIPE_SECRET_KEY", key)])), None);
         let out = call(&registry, &session, "enable_stripe", json!({"mode": mode})).await;
         assert!(out.is_error, "{mode} {key}");
         let text = out.joined_text();
@@ -204,11 +215,15 @@ async fn a_base_url_on_this_machine_is_refused_unless_the_user_allows_it() {
     let mut config = fake.config();
     config.net.allow_hosts.clear();
     let registry = registry(&config, Arc::clone(&store));
-    let session = session(tmp.path(), Some(ScriptedSecrets::new(&[("STRIPE_SECRET_KEY", GOOD)])), None);
+    let session =
+        session(tmp.path(), Some(ScriptedSecrets::new(&[("STRIPE_SECRET_KEY", GOOD)])), None);
     let out = call(&registry, &session, "enable_stripe", json!({})).await;
     assert!(out.is_error);
     let text = out.joined_text();
-    assert!(text.contains("Could not reach Stripe") && text.contains("Nothing was stored"), "{text}");
+    assert!(
+        text.contains("Could not reach Stripe") && text.contains("Nothing was stored"),
+        "{text}"
+    );
     assert!(fake.seen().is_empty(), "no traffic to a refused address");
     assert!(store.names().is_empty());
 }

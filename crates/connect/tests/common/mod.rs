@@ -11,7 +11,9 @@ use hands_core::secret::{
     SecretAsker, SecretAskerHandle, SecretError, SecretRequest, SecretScope, SecretStore,
     SecretValue, StoredSecret,
 };
-use hands_core::{BoxFuture, CancellationToken, CoreConfig, Registry, Session, ToolCall, ToolOutput};
+use hands_core::{
+    BoxFuture, CancellationToken, CoreConfig, Registry, Session, ToolCall, ToolOutput,
+};
 use serde_json::Value;
 
 /// Secrets kept in memory by (root, name).
@@ -32,7 +34,12 @@ fn hint(value: &str) -> String {
 }
 
 impl SecretStore for MemoryStore {
-    fn put(&self, root: &Path, name: &str, value: &SecretValue) -> Result<StoredSecret, SecretError> {
+    fn put(
+        &self,
+        root: &Path,
+        name: &str,
+        value: &SecretValue,
+    ) -> Result<StoredSecret, SecretError> {
         if value.expose().len() < 8 {
             return Err(SecretError::TooShort);
         }

@@ -190,7 +190,20 @@ async fn login(target: &Target, stream: tokio::net::TcpStream) -> Result<String,
                 db.message()
             ));
         }
-        DbError::Connect(format!("the database at {host}:{port} failed: {err}"))
+        let mut why = err.to_string();
+        let mut source = std::error::Error::source(&err);
+        while let Some(inner) = source {
+            why.push_str(&format!(": {inner}"));
+            source = inner.source();
+        }
+        if why.contains("certificate") {
+            why.push_str(
+                " (sslmode=verify-full and verify-ca check the server's certificate against the \
+                 public web roots; Supabase's database has a certificate of its own CA, so use \
+                 sslmode=require with it)",
+            );
+        }
+        DbError::Connect(format!("the database at {host}:{port} failed: {why}"))
     };
     let client = if target.config.get_ssl_mode() == SslMode::Disable {
         let (client, connection) =

@@ -41,9 +41,8 @@ struct Postgres {
 }
 
 impl Postgres {
-    /// Start one, or `None` (said loudly) when this machine has no PostgreSQL; under CI a missing
-    /// PostgreSQL fails the test.
-    fn start() -> Option<Self> {
+    /// Start one, or `None` when this machine has no PostgreSQL. With `tls`: a self-signed certificate, `ssl = on`, and every connection logged.
+    fn start_with(tls: bool) -> Option<Self> {
         let bin = ["15", "16", "17", "14"]
             .iter()
             .map(|v| PathBuf::from(format!("/usr/lib/postgresql/{v}/bin")))
@@ -71,6 +70,35 @@ impl Postgres {
             .output()
             .unwrap();
         assert!(out.status.success(), "initdb: {}", String::from_utf8_lossy(&out.stderr));
+        let mut options = String::new();
+        if tls {
+            let out = Command::new("openssl")
+                .args([
+                    "req",
+                    "-x509",
+                    "-newkey",
+                    "rsa:2048",
+                    "-nodes",
+                    "-days",
+                    "1",
+                    "-subj",
+                    "/CN=localhost",
+                ])
+                .arg("-keyout")
+                .arg(data.join("server.key"))
+                .arg("-out")
+                .arg(data.join("server.crt"))
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "openssl: {}", String::from_utf8_lossy(&out.stderr));
+            owner(&data);
+            std::fs::set_permissions(
+                data.join("server.key"),
+                std::os::unix::fs::PermissionsExt::from_mode(0o600),
+            )
+            .unwrap();
+            options.push_str(" -c ssl=on -c log_connections=on");
+        }
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let out = as_postgres("pg_ctl")
             .arg("-D")
@@ -79,7 +107,7 @@ impl Postgres {
             .arg(dir.path().join("log"))
             .args(["-w", "-t", "30", "-o"])
             .arg(format!(
-                "-c listen_addresses=127.0.0.1 -p {port} -k {} -c fsync=off",
+                "-c listen_addresses=127.0.0.1 -p {port} -k {} -c fsync=off{options}",
                 dir.path().display()
             ))
             .arg("start")
@@ -92,6 +120,10 @@ impl Postgres {
             String::from_utf8_lossy(&out.stderr)
         );
         Some(Self { bin, data, port, _dir: dir })
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self._dir.path().join("log")).unwrap_or_default()
     }
 
     fn url(&self, password: &str) -> String {
@@ -115,7 +147,11 @@ impl Drop for Postgres {
 }
 
 fn postgres_or_skip() -> Option<Postgres> {
-    match Postgres::start() {
+    postgres_or_skip_with(false)
+}
+
+fn postgres_or_skip_with(tls: bool) -> Option<Postgres> {
+    match Postgres::start_with(tls) {
         Some(pg) => Some(pg),
         None if std::env::var_os("CI").is_some() => {
             panic!(
@@ -298,4 +334,34 @@ async fn a_custom_host_needs_the_users_setting() {
     let out = call(&reg, &sess, "connect_supabase", args).await;
     assert!(out.joined_text().contains("declined"), "{}", out.joined_text());
     assert_eq!(asker.asked(), ["SUPABASE_SERVICE_ROLE_KEY"]);
+}
+
+/// sslmode as libpq reads it: `require` encrypts without checking the certificate (the server's
+/// log says the session is encrypted); `verify-full` checks it, so a self-signed one is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sslmode_require_encrypts_and_verify_full_checks_the_certificate() {
+    let Some(pg) = postgres_or_skip_with(true) else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Arc::new(MemoryStore::default());
+    let reg = registry(&allowed(), Arc::clone(&store));
+    let args = json!({"project_url": URL, "anon_key": jwt("anon", REF)});
+    let require = pg.url(PASSWORD).replace("sslmode=disable", "sslmode=require");
+    let sess = session(tmp.path(), Some(secrets(&require)), None);
+    let out = call(&reg, &sess, "connect_supabase", args.clone()).await;
+    assert!(!out.is_error, "{}", out.joined_text());
+    let log = pg.log();
+    assert!(log.contains("SSL enabled"), "the session was encrypted: {log}");
+
+    let store = Arc::new(MemoryStore::default());
+    let reg = registry(&allowed(), Arc::clone(&store));
+    let verify = pg.url(PASSWORD).replace("sslmode=disable", "sslmode=verify-full");
+    let sess = session(tmp.path(), Some(secrets(&verify)), None);
+    let out = call(&reg, &sess, "connect_supabase", args).await;
+    assert!(out.is_error);
+    let text = out.joined_text();
+    assert!(
+        text.contains("invalid peer certificate") && text.contains("sslmode=require"),
+        "{text}"
+    );
+    assert!(store.names().is_empty() && !text.contains("CANARY"), "{text}");
 }

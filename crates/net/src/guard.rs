@@ -205,8 +205,14 @@ impl Guard {
     }
 
     async fn run(&self, request: Request) -> Result<Fetched, NetError> {
-        let Request { mut method, url: first, mut headers, mut secret_headers, mut body, max_bytes } =
-            request;
+        let Request {
+            mut method,
+            url: first,
+            mut headers,
+            mut secret_headers,
+            mut body,
+            max_bytes,
+        } = request;
         let mut url = check_url(&first, &self.config)?;
         let mut redirects: u8 = 0;
         let read_timeout = Duration::from_millis(self.config.read_timeout_ms);
@@ -217,15 +223,15 @@ impl Guard {
                 builder = builder.header(name.as_str(), value.as_str());
             }
             for (name, value) in &secret_headers {
-                let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
-                    NetError::Http { url: url.to_string(), message: format!("bad header {name}") }
+                let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| NetError::Http {
+                    url: url.to_string(),
+                    message: format!("bad header {name}"),
                 })?;
-                let mut value = HeaderValue::from_str(value.expose()).map_err(|_| {
-                    NetError::Http {
+                let mut value =
+                    HeaderValue::from_str(value.expose()).map_err(|_| NetError::Http {
                         url: url.to_string(),
                         message: format!("the secret header {name} is not a valid header value"),
-                    }
-                })?;
+                    })?;
                 value.set_sensitive(true);
                 builder = builder.header(name, value);
             }
@@ -335,11 +341,8 @@ fn map_error(err: &reqwest::Error, url: &Url, config: &NetConfig) -> NetError {
             timeout(url, "read", config.read_timeout_ms)
         };
     }
-    let message = if err.is_connect() {
-        format!("could not connect: {}", chain(err))
-    } else {
-        chain(err)
-    };
+    let message =
+        if err.is_connect() { format!("could not connect: {}", chain(err)) } else { chain(err) };
     NetError::Http { url: url.to_string(), message }
 }
 
@@ -362,10 +365,8 @@ fn chain(err: &reqwest::Error) -> String {
 
 /// Parse and check `raw`: http(s) only, no credentials, an address in it classified.
 fn check_url(raw: &str, config: &NetConfig) -> Result<Url, NetError> {
-    let url = Url::parse(raw.trim()).map_err(|err| NetError::BadUrl {
-        url: without_userinfo(raw),
-        reason: err.to_string(),
-    })?;
+    let url = Url::parse(raw.trim())
+        .map_err(|err| NetError::BadUrl { url: without_userinfo(raw), reason: err.to_string() })?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(NetError::Scheme { scheme: url.scheme().to_owned() });
     }

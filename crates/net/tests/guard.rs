@@ -1,6 +1,7 @@
 //! The guard against real servers on 127.0.0.1 (the only traffic tests send): redirects into
 //! loopback refused, addresses in every notation refused, a gzip bomb stopped at the cap, a slow
 //! server stopped at the timeout.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 use std::io::Write;

@@ -34,6 +34,9 @@ pub(super) const USER_ONLY: &[&str] = &[
     "preview.serve",
     "preview.chromium",
     "preview.url",
+    // External services' addresses: a repository must not redirect a key (issue 13).
+    "stripe",
+    "supabase",
 ];
 
 /// The most a project's `.hands/config.toml` may set each limit to (time limits in milliseconds,

@@ -316,6 +316,9 @@ fn build_registry_with_mcp(
     // The preview tools, when the project has a preview (configured or detected).
     let builder =
         hands_preview::register(builder, &loaded.settings.preview, &loaded.settings.exec(), root);
+    // The web tools, fetching through the egress guard built from the user's [net] settings.
+    let guard = hands_net::Guard::new(&loaded.settings.net).context("the [net] settings")?;
+    let builder = hands_web::register(builder, &guard, &loaded.settings.web);
     // An inner hands of a bwrap sandbox only runs tools, and a hands started by another hands as
     // an MCP server would start itself again: their host talks to the MCP servers.
     let servers = if hands_mcp::sandbox::is_inner() || hands_mcp::client_depth() > 0 {

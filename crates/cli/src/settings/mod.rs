@@ -68,6 +68,10 @@ pub struct Settings {
     pub agent: AgentConfig,
     /// `[ask_user]`: how long ask_user waits for an answer.
     pub ask_user: AskUserConfig,
+    /// `[net]`: what the egress guard of every fetching tool lets through (the user's only).
+    pub net: hands_net::NetConfig,
+    /// `[web]`: the limits of the web tools (download_to_repo).
+    pub web: hands_web::WebConfig,
     /// `[stripe]`: where enable_stripe verifies a key (the user's only).
     pub stripe: hands_connect::StripeConfig,
     /// `[supabase]`: the hosts connect_supabase accepts besides `*.supabase.co` (the user's only).
@@ -97,6 +101,8 @@ impl Default for Settings {
             sandbox: SandboxConfig::default(),
             agent: AgentConfig::default(),
             ask_user: AskUserConfig::default(),
+            net: hands_net::NetConfig::default(),
+            web: hands_web::WebConfig::default(),
             stripe: hands_connect::StripeConfig::default(),
             supabase: hands_connect::SupabaseConfig::default(),
         }

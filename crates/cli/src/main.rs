@@ -319,6 +319,19 @@ fn build_registry_with_mcp(
     // The web tools, fetching through the egress guard built from the user's [net] settings.
     let guard = hands_net::Guard::new(&loaded.settings.net).context("the [net] settings")?;
     let builder = hands_web::register(builder, &guard, &loaded.settings.web);
+    // enable_stripe and connect_supabase: keys asked of the user, verified (Stripe through the
+    // guard, the database under its address rule) and kept in the user's secret store.
+    let builder = match secret_store() {
+        Some(store) => {
+            let connect = hands_connect::ConnectConfig {
+                stripe: loaded.settings.stripe.clone(),
+                supabase: loaded.settings.supabase.clone(),
+                net: loaded.settings.net.clone(),
+            };
+            hands_connect::register(builder, &connect, &guard, store)
+        }
+        None => builder,
+    };
     // An inner hands of a bwrap sandbox only runs tools, and a hands started by another hands as
     // an MCP server would start itself again: their host talks to the MCP servers.
     let servers = if hands_mcp::sandbox::is_inner() || hands_mcp::client_depth() > 0 {
@@ -332,4 +345,24 @@ fn build_registry_with_mcp(
     // Where the tools run, and with a proxy sandbox the process service that reaches its processes.
     let builder = hands_mcp::sandbox::register(builder, &loaded.settings.sandbox, &loaded.flags)?;
     Ok((builder.build(), mcp))
+}
+
+/// The user's secret store, opened once per process, so that every tool that stores a secret
+/// and the redaction engine built from the store see the same one (a key a tool stores is hidden
+/// at once). `None`, with a warning, when there is no state folder (neither HOME nor
+/// XDG_STATE_HOME): the tools that need the store are then not offered.
+// TODO(integration, h-sec): the start-up `hands_secrets::install` should take its store from
+// here, so that the engine and children's environment share this instance.
+fn secret_store() -> Option<std::sync::Arc<hands_secrets::Store>> {
+    static STORE: std::sync::OnceLock<Option<std::sync::Arc<hands_secrets::Store>>> =
+        std::sync::OnceLock::new();
+    STORE
+        .get_or_init(|| match hands_secrets::Store::open() {
+            Ok(store) => Some(std::sync::Arc::new(store)),
+            Err(err) => {
+                tracing::warn!(%err, "no secret store: enable_stripe and connect_supabase are off");
+                None
+            }
+        })
+        .clone()
 }

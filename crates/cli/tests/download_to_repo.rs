@@ -137,11 +137,7 @@ impl Project {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(tmp.path().join("home/.config/hands")).unwrap();
         std::fs::create_dir_all(tmp.path().join("root")).unwrap();
-        std::fs::write(
-            tmp.path().join("home/.config/hands/config.toml"),
-            config,
-        )
-        .unwrap();
+        std::fs::write(tmp.path().join("home/.config/hands/config.toml"), config).unwrap();
         Self { tmp }
     }
 
@@ -248,9 +244,9 @@ fn hex(bytes: &[u8]) -> String {
 fn the_ssrf_table_is_refused_end_to_end_and_leaves_no_file() {
     let addr = fixture();
     let port = addr.port();
-    let project = Project::new(&format!(
-        "[net.resolve]\n\"fixture.test\" = [\"127.0.0.1\"]\n\"meta.test\" = [\"169.254.169.254\"]\n"
-    ));
+    let project = Project::new(
+        "[net.resolve]\n\"fixture.test\" = [\"127.0.0.1\"]\n\"meta.test\" = [\"169.254.169.254\"]\n",
+    );
     // The fixture's address is allowed here: what it redirects to, and a name the resolve map
     // answers with that address, are not.
     let through_fixture = [

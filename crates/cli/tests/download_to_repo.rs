@@ -129,14 +129,15 @@ struct Project {
 
 impl Project {
     fn new(extra: &str) -> Self {
+        Self::with_config(&format!("[net]\nallow_hosts = [\"127.0.0.1\"]\n{extra}"))
+    }
+
+    /// A user config that allows no host.
+    fn with_config(config: &str) -> Self {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(tmp.path().join("home/.config/hands")).unwrap();
         std::fs::create_dir_all(tmp.path().join("root")).unwrap();
-        std::fs::write(
-            tmp.path().join("home/.config/hands/config.toml"),
-            format!("[net]\nallow_hosts = [\"127.0.0.1\"]\n{extra}"),
-        )
-        .unwrap();
+        std::fs::write(tmp.path().join("home/.config/hands/config.toml"), config).unwrap();
         Self { tmp }
     }
 
@@ -243,31 +244,45 @@ fn hex(bytes: &[u8]) -> String {
 fn the_ssrf_table_is_refused_end_to_end_and_leaves_no_file() {
     let addr = fixture();
     let port = addr.port();
-    let project = Project::new(&format!(
-        "[net.resolve]\n\"fixture.test\" = [\"127.0.0.1\"]\n\"meta.test\" = [\"169.254.169.254\"]\n"
-    ));
-    let cases = [
+    let project = Project::new(
+        "[net.resolve]\n\"fixture.test\" = [\"127.0.0.1\"]\n\"meta.test\" = [\"169.254.169.254\"]\n",
+    );
+    // The fixture's address is allowed here: what it redirects to, and a name the resolve map
+    // answers with that address, are not.
+    let through_fixture = [
         (format!("http://{addr}/to-127-0-0-2"), "loopback"),
         (format!("http://{addr}/to-v6"), "loopback"),
         (format!("http://{addr}/to-metadata"), "link-local"),
+        (format!("http://fixture.test:{port}/pic.png"), "loopback"),
+        ("http://meta.test/latest".to_owned(), "link-local"),
+    ];
+    // No host is allowed here: addresses in every notation, schemes, credentials.
+    let strict = Project::with_config("");
+    let direct = [
         ("http://2130706433/x.png".to_owned(), "loopback"),
         ("http://0x7f.1/x.png".to_owned(), "loopback"),
         ("http://0177.0.0.1/x.png".to_owned(), "loopback"),
         ("http://[::ffff:127.0.0.1]/x.png".to_owned(), "loopback"),
-        (format!("http://fixture.test:{port}/pic.png"), "loopback"),
-        ("http://meta.test/latest".to_owned(), "link-local"),
+        ("http://[::1]/x.png".to_owned(), "loopback"),
+        ("http://localhost/x.png".to_owned(), "loopback"),
+        ("http://169.254.169.254/latest/meta-data/".to_owned(), "link-local"),
         ("http://10.0.0.1/x.png".to_owned(), "private"),
         ("file:///etc/passwd".to_owned(), "only http"),
         ("gopher://127.0.0.1:70/_x".to_owned(), "only http"),
         (format!("http://user:canary-pw-31337@{addr}/pic.png"), "user name or password"),
     ];
-    for (url, expected) in &cases {
+    let runs = through_fixture
+        .iter()
+        .map(|case| (&project, case))
+        .chain(direct.iter().map(|case| (&strict, case)));
+    for (project, (url, expected)) in runs {
         let out = project.call(&args(url, "got.png"));
         assert_eq!(out.code, 1, "{url}: {}", out.text());
         assert!(out.text().contains(expected), "{url}: {}", out.text());
         assert!(out.text().contains("Nothing was written"), "{url}: {}", out.text());
         assert!(!out.text().contains("canary-pw-31337"), "{url}: {}", out.text());
     }
+    assert!(strict.files().is_empty(), "{:?}", strict.files());
     assert!(project.files().is_empty(), "{:?}", project.files());
 }
 
@@ -348,7 +363,7 @@ fn content_must_match_the_extension() {
     let project = Project::new("");
     for (url, path, expected) in [
         ("/pic.png", "pic.jpg", "image/png"),
-        ("/page.html", "logo.png", "no recognised file type"),
+        ("/page.html", "logo.png", "text/html"),
         ("/pic.png", "notes.txt", "image/png"),
         ("/page.html", "data.json", "not valid JSON"),
         ("/missing.png", "missing.png", "HTTP status 404"),

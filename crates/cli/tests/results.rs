@@ -176,6 +176,7 @@ const EXERCISED: &[&str] = &[
     "preview_status",
     "read_runtime_errors",
     "mcp_list",
+    "download_to_repo",
 ];
 
 #[test]
@@ -395,4 +396,43 @@ fn file_names_with_newlines_cannot_forge_lines() {
     let (text, _) = checked(&schemas, "list_files", &r);
     assert!(text.contains(escaped), "{text}");
     assert!(!text.lines().any(|l| l.trim() == "forged.rs"), "{text}");
+}
+
+/// A 1×1 PNG served once by a fixture on 127.0.0.1; returns its URL.
+fn png_fixture() -> (String, Vec<u8>) {
+    use std::io::{Read, Write};
+    let png: Vec<u8> = vec![
+        0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44,
+        0x52, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1F,
+        0x15, 0xC4, 0x89, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9C, 0x63, 0x00,
+        0x01, 0x00, 0x00, 0x05, 0x00, 0x01, 0x0D, 0x0A, 0x2D, 0xB4, 0x00, 0x00, 0x00, 0x00, 0x49,
+        0x45, 0x4E, 0x44, 0xAE, 0x42, 0x60, 0x82,
+    ];
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/dot.png", listener.local_addr().unwrap());
+    let body = png.clone();
+    std::thread::spawn(move || {
+        if let Ok((mut stream, _)) = listener.accept() {
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len());
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(&body);
+        }
+    });
+    (url, png)
+}
+
+#[test]
+fn download_to_repo_structured_result_validates() {
+    let mut p = Project::new();
+    p.settings.push(r#"net.allow_hosts=["127.0.0.1"]"#.into());
+    let schemas = p.output_schemas();
+    let (url, png) = png_fixture();
+    let r = p.call("download_to_repo", &json!({"url": url, "path": "public/dot.png"}));
+    let (text, s) = checked(&schemas, "download_to_repo", &r);
+    assert_eq!(std::fs::read(p.root.join("public/dot.png")).unwrap(), png);
+    assert_eq!((s["width"].clone(), s["height"].clone()), (json!(1), json!(1)));
+    holds("download_to_repo", &s, &["public/dot.png", "image/png", &url, &png.len().to_string()]);
+    assert!(text.contains(s["sha256"].as_str().unwrap()), "{text}");
 }

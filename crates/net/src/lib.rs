@@ -17,12 +17,14 @@
 //! # Ok(()) }
 //! ```
 
+mod allow;
 mod classify;
 mod config;
 mod error;
 mod guard;
 
-pub use classify::{Forbidden, check_addr, classify, host_allowed};
+pub use allow::{check_addr, host_allowed};
+pub use classify::{Forbidden, classify};
 pub use config::NetConfig;
 pub use error::NetError;
 pub use guard::{DEFAULT_MAX_BYTES, Fetched, Guard, Method, Request};

@@ -54,10 +54,10 @@ pub struct DownloadResult {
     /// The URL that answered, after redirects.
     pub final_url: String,
     /// An image's width in pixels.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub width: Option<u64>,
     /// An image's height in pixels.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub height: Option<u64>,
 }
 

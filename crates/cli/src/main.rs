@@ -5,6 +5,7 @@ mod approve;
 mod call;
 mod chat;
 mod run;
+mod secrets;
 mod serve;
 mod settings;
 mod term;
@@ -104,6 +105,13 @@ enum Command {
         #[arg(long, value_name = "ID")]
         resume: Option<String>,
     },
+    /// Manage the secrets given to projects' processes as environment variables (and hidden
+    /// everywhere hands shows text): set, list, rm. A secret is for the project at --root (the
+    /// current directory by default) unless --global.
+    Secrets {
+        #[command(subcommand)]
+        action: secrets::Action,
+    },
     /// Show the configuration.
     Config {
         #[command(subcommand)]
@@ -171,6 +179,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
     // No child (bash, processes, the preview, MCP servers, a sandbox) gets hands' credentials.
     let model_key = loaded.settings.model.api_key_env.iter();
     hands_core::env::ChildEnv::init(model_key.chain(&loaded.settings.exec.env_remove).cloned());
+    // The user's secrets: granted to their projects' children, hidden on every surface.
+    let secrets = open_secrets();
     // Commands that let a model or a client act on the root: not `/`, the home folder, or a
     // folder holding hands' own state, configuration or sessions.
     if matches!(
@@ -182,6 +192,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         hands_agent::host::roots::check_root(&root, &store_dir).map_err(anyhow::Error::msg)?;
     }
     match cli.command {
+        Command::Secrets { action } => {
+            let store = secrets.context("cannot open the secret store")?;
+            secrets::run(&store, &root, action)
+        }
         Command::Config { action: ConfigAction::Show } => {
             term::data(&settings::render(&loaded))?;
             Ok(ExitCode::SUCCESS)
@@ -248,6 +262,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
             chat::chat(agent_setup(loaded, root)?, start)
         }
     }
+}
+
+/// Open the secret store and install it (children's environments) and its redaction engine
+/// (reinstalled whenever the store changes). Without a store hands runs on, with a warning.
+fn open_secrets() -> Result<std::sync::Arc<hands_secrets::Store>> {
+    let store = secret_store().ok_or_else(|| {
+        anyhow::anyhow!("there is no state folder for the secret store: set HOME or XDG_STATE_HOME")
+    })?;
+    hands_secrets::install(store.clone());
+    Ok(store)
 }
 
 fn load_settings(root: &std::path::Path, flags: &[String]) -> Result<settings::Loaded> {
@@ -347,12 +371,10 @@ fn build_registry_with_mcp(
     Ok((builder.build(), mcp))
 }
 
-/// The user's secret store, opened once per process, so that every tool that stores a secret
-/// and the redaction engine built from the store see the same one (a key a tool stores is hidden
-/// at once). `None`, with a warning, when there is no state folder (neither HOME nor
-/// XDG_STATE_HOME): the tools that need the store are then not offered.
-// TODO(integration, h-sec): the start-up `hands_secrets::install` should take its store from
-// here, so that the engine and children's environment share this instance.
+/// The user's secret store, opened once per process, so that the redaction engine and
+/// children's environments ([`open_secrets`]) and every tool that stores a secret share one
+/// instance (a key a tool stores is hidden at once). `None`, with a warning, when there is no
+/// state folder (neither HOME nor XDG_STATE_HOME): the tools that need the store are then off.
 fn secret_store() -> Option<std::sync::Arc<hands_secrets::Store>> {
     static STORE: std::sync::OnceLock<Option<std::sync::Arc<hands_secrets::Store>>> =
         std::sync::OnceLock::new();
@@ -360,7 +382,11 @@ fn secret_store() -> Option<std::sync::Arc<hands_secrets::Store>> {
         .get_or_init(|| match hands_secrets::Store::open() {
             Ok(store) => Some(std::sync::Arc::new(store)),
             Err(err) => {
-                tracing::warn!(%err, "no secret store: enable_stripe and connect_supabase are off");
+                tracing::warn!(
+                    %err,
+                    "no secret store: stored secrets are neither given nor hidden, and \
+                     enable_stripe and connect_supabase are off"
+                );
                 None
             }
         })

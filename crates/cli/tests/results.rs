@@ -15,6 +15,10 @@ use std::path::PathBuf;
 use assert_cmd::Command;
 use serde_json::{Value, json};
 
+// The real PostgreSQL connect_supabase's result is checked against.
+#[path = "../../connect/tests/common/postgres.rs"]
+mod postgres;
+
 struct Project {
     _tmp: tempfile::TempDir,
     root: PathBuf,
@@ -58,6 +62,8 @@ impl Project {
         cmd.env("HOME", self.home())
             .env_remove("XDG_CONFIG_HOME")
             .env_remove("HANDS_APPROVAL")
+            // The user's secret store, in the test's folder.
+            .env("XDG_STATE_HOME", self.root.parent().unwrap().join("state"))
             .current_dir(&self.root)
             .timeout(std::time::Duration::from_secs(90));
         for setting in &self.settings {
@@ -177,6 +183,8 @@ const EXERCISED: &[&str] = &[
     "read_runtime_errors",
     "mcp_list",
     "download_to_repo",
+    "enable_stripe",
+    "connect_supabase",
 ];
 
 #[test]
@@ -310,7 +318,10 @@ fn bash_structured_result_is_the_whole_result() {
 
 #[test]
 fn process_session_and_preview_tools_structured_results_validate() {
-    let p = Project::new();
+    let mut p = Project::new();
+    // mcp_list lists the inner hands' every tool with its whole description: with the tools of
+    // issue 13 that is more than the default result cap, which would cut the descriptions.
+    p.settings.push("output.max_bytes=262144".into());
     let schemas = p.output_schemas();
 
     let r = p.call(
@@ -435,4 +446,66 @@ fn download_to_repo_structured_result_validates() {
     assert_eq!((s["width"].clone(), s["height"].clone()), (json!(1), json!(1)));
     holds("download_to_repo", &s, &["public/dot.png", "image/png", &url, &png.len().to_string()]);
     assert!(text.contains(s["sha256"].as_str().unwrap()), "{text}");
+}
+
+/// One HTTP answer to every request on 127.0.0.1 (a fake Stripe's `GET /v1/account`).
+fn answering(body: &'static str) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut request = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => request.extend_from_slice(&buf[..n]),
+                }
+            }
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len());
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(body.as_bytes());
+        }
+    });
+    url
+}
+
+/// enable_stripe and connect_supabase with the keys the user stored (`hands call` cannot ask),
+/// against a fake Stripe and a real PostgreSQL on 127.0.0.1.
+#[test]
+fn connect_tools_structured_results_validate() {
+    use hands_core::secret::{SecretStore as _, SecretValue};
+    let mut p = Project::new();
+    let stripe = answering(r#"{"id":"acct_1Result","object":"account"}"#);
+    p.settings.push(r#"net.allow_hosts=["127.0.0.1"]"#.into());
+    p.settings.push(format!("stripe.base_url={stripe}"));
+    let schemas = p.output_schemas();
+    let store = hands_secrets::Store::at(p.root.parent().unwrap().join("state/hands/secrets"));
+    let key = SecretValue::new("sk_test_CANARYresult0123456789");
+    store.put(&p.root, "STRIPE_SECRET_KEY", &key).unwrap();
+    let (text, s) = checked(&schemas, "enable_stripe", &p.call("enable_stripe", &json!({})));
+    holds("enable_stripe", &s, &["acct_1Result", "test", "STRIPE_SECRET_KEY"]);
+    assert!(!text.contains("CANARY") && !s.to_string().contains("CANARY"), "{text}");
+
+    let Some(pg) = postgres::postgres_or_skip() else { return };
+    let b64 = |s: &str| {
+        use base64::Engine as _;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s)
+    };
+    let jwt = |role: &str| {
+        format!(
+            "{}.{}.sig",
+            b64(r#"{"alg":"HS256"}"#),
+            b64(&format!(r#"{{"ref":"abcdefghijklmnopqrst","role":"{role}"}}"#))
+        )
+    };
+    let service = SecretValue::new(jwt("service_role"));
+    store.put(&p.root, "SUPABASE_SERVICE_ROLE_KEY", &service).unwrap();
+    store.put(&p.root, "SUPABASE_DB_URL", &SecretValue::new(pg.url(postgres::PASSWORD))).unwrap();
+    let args =
+        json!({"project_url": "https://abcdefghijklmnopqrst.supabase.co", "anon_key": jwt("anon")});
+    let (text, s) = checked(&schemas, "connect_supabase", &p.call("connect_supabase", &args));
+    holds("connect_supabase", &s, &["abcdefghijklmnopqrst", "PostgreSQL", "SUPABASE_DB_URL"]);
+    assert!(!text.contains(postgres::PASSWORD) && !s.to_string().contains(postgres::PASSWORD));
 }

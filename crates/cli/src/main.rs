@@ -268,17 +268,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
 /// Open the secret store and install it (children's environments) and its redaction engine
 /// (reinstalled whenever the store changes). Without a store hands runs on, with a warning.
 fn open_secrets() -> Result<std::sync::Arc<hands_secrets::Store>> {
-    match hands_secrets::Store::open() {
-        Ok(store) => {
-            let store = std::sync::Arc::new(store);
-            hands_secrets::install(store.clone());
-            Ok(store)
-        }
-        Err(err) => {
-            tracing::warn!(%err, "no secret store: stored secrets are neither given nor hidden");
-            Err(err.into())
-        }
-    }
+    let store = secret_store().ok_or_else(|| {
+        anyhow::anyhow!("there is no state folder for the secret store: set HOME or XDG_STATE_HOME")
+    })?;
+    hands_secrets::install(store.clone());
+    Ok(store)
 }
 
 fn load_settings(root: &std::path::Path, flags: &[String]) -> Result<settings::Loaded> {
@@ -347,6 +341,22 @@ fn build_registry_with_mcp(
     // The preview tools, when the project has a preview (configured or detected).
     let builder =
         hands_preview::register(builder, &loaded.settings.preview, &loaded.settings.exec(), root);
+    // The web tools, fetching through the egress guard built from the user's [net] settings.
+    let guard = hands_net::Guard::new(&loaded.settings.net).context("the [net] settings")?;
+    let builder = hands_web::register(builder, &guard, &loaded.settings.web);
+    // enable_stripe and connect_supabase: keys asked of the user, verified (Stripe through the
+    // guard, the database under its address rule) and kept in the user's secret store.
+    let builder = match secret_store() {
+        Some(store) => {
+            let connect = hands_connect::ConnectConfig {
+                stripe: loaded.settings.stripe.clone(),
+                supabase: loaded.settings.supabase.clone(),
+                net: loaded.settings.net.clone(),
+            };
+            hands_connect::register(builder, &connect, &guard, store)
+        }
+        None => builder,
+    };
     // An inner hands of a bwrap sandbox only runs tools, and a hands started by another hands as
     // an MCP server would start itself again: their host talks to the MCP servers.
     let servers = if hands_mcp::sandbox::is_inner() || hands_mcp::client_depth() > 0 {
@@ -360,4 +370,26 @@ fn build_registry_with_mcp(
     // Where the tools run, and with a proxy sandbox the process service that reaches its processes.
     let builder = hands_mcp::sandbox::register(builder, &loaded.settings.sandbox, &loaded.flags)?;
     Ok((builder.build(), mcp))
+}
+
+/// The user's secret store, opened once per process, so that the redaction engine and
+/// children's environments ([`open_secrets`]) and every tool that stores a secret share one
+/// instance (a key a tool stores is hidden at once). `None`, with a warning, when there is no
+/// state folder (neither HOME nor XDG_STATE_HOME): the tools that need the store are then off.
+fn secret_store() -> Option<std::sync::Arc<hands_secrets::Store>> {
+    static STORE: std::sync::OnceLock<Option<std::sync::Arc<hands_secrets::Store>>> =
+        std::sync::OnceLock::new();
+    STORE
+        .get_or_init(|| match hands_secrets::Store::open() {
+            Ok(store) => Some(std::sync::Arc::new(store)),
+            Err(err) => {
+                tracing::warn!(
+                    %err,
+                    "no secret store: stored secrets are neither given nor hidden, and \
+                     enable_stripe and connect_supabase are off"
+                );
+                None
+            }
+        })
+        .clone()
 }

@@ -15,6 +15,10 @@ use std::path::PathBuf;
 use assert_cmd::Command;
 use serde_json::{Value, json};
 
+// The real PostgreSQL connect_supabase's result is checked against.
+#[path = "../../connect/tests/common/postgres.rs"]
+mod postgres;
+
 struct Project {
     _tmp: tempfile::TempDir,
     root: PathBuf,
@@ -58,6 +62,8 @@ impl Project {
         cmd.env("HOME", self.home())
             .env_remove("XDG_CONFIG_HOME")
             .env_remove("HANDS_APPROVAL")
+            // The user's secret store, in the test's folder.
+            .env("XDG_STATE_HOME", self.root.parent().unwrap().join("state"))
             .current_dir(&self.root)
             .timeout(std::time::Duration::from_secs(90));
         for setting in &self.settings {
@@ -176,6 +182,9 @@ const EXERCISED: &[&str] = &[
     "preview_status",
     "read_runtime_errors",
     "mcp_list",
+    "download_to_repo",
+    "enable_stripe",
+    "connect_supabase",
 ];
 
 #[test]
@@ -309,7 +318,10 @@ fn bash_structured_result_is_the_whole_result() {
 
 #[test]
 fn process_session_and_preview_tools_structured_results_validate() {
-    let p = Project::new();
+    let mut p = Project::new();
+    // mcp_list lists the inner hands' every tool with its whole description: with the tools of
+    // issue 13 that is more than the default result cap, which would cut the descriptions.
+    p.settings.push("output.max_bytes=262144".into());
     let schemas = p.output_schemas();
 
     let r = p.call(
@@ -395,4 +407,105 @@ fn file_names_with_newlines_cannot_forge_lines() {
     let (text, _) = checked(&schemas, "list_files", &r);
     assert!(text.contains(escaped), "{text}");
     assert!(!text.lines().any(|l| l.trim() == "forged.rs"), "{text}");
+}
+
+/// A 1×1 PNG served once by a fixture on 127.0.0.1; returns its URL.
+fn png_fixture() -> (String, Vec<u8>) {
+    use std::io::{Read, Write};
+    let png: Vec<u8> = vec![
+        0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44,
+        0x52, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1F,
+        0x15, 0xC4, 0x89, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9C, 0x63, 0x00,
+        0x01, 0x00, 0x00, 0x05, 0x00, 0x01, 0x0D, 0x0A, 0x2D, 0xB4, 0x00, 0x00, 0x00, 0x00, 0x49,
+        0x45, 0x4E, 0x44, 0xAE, 0x42, 0x60, 0x82,
+    ];
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/dot.png", listener.local_addr().unwrap());
+    let body = png.clone();
+    std::thread::spawn(move || {
+        if let Ok((mut stream, _)) = listener.accept() {
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len());
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(&body);
+        }
+    });
+    (url, png)
+}
+
+#[test]
+fn download_to_repo_structured_result_validates() {
+    let mut p = Project::new();
+    p.settings.push(r#"net.allow_hosts=["127.0.0.1"]"#.into());
+    let schemas = p.output_schemas();
+    let (url, png) = png_fixture();
+    let r = p.call("download_to_repo", &json!({"url": url, "path": "public/dot.png"}));
+    let (text, s) = checked(&schemas, "download_to_repo", &r);
+    assert_eq!(std::fs::read(p.root.join("public/dot.png")).unwrap(), png);
+    assert_eq!((s["width"].clone(), s["height"].clone()), (json!(1), json!(1)));
+    holds("download_to_repo", &s, &["public/dot.png", "image/png", &url, &png.len().to_string()]);
+    assert!(text.contains(s["sha256"].as_str().unwrap()), "{text}");
+}
+
+/// One HTTP answer to every request on 127.0.0.1 (a fake Stripe's `GET /v1/account`).
+fn answering(body: &'static str) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut request = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => request.extend_from_slice(&buf[..n]),
+                }
+            }
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len());
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(body.as_bytes());
+        }
+    });
+    url
+}
+
+/// enable_stripe and connect_supabase with the keys the user stored (`hands call` cannot ask),
+/// against a fake Stripe and a real PostgreSQL on 127.0.0.1.
+#[test]
+fn connect_tools_structured_results_validate() {
+    use hands_core::secret::{SecretStore as _, SecretValue};
+    let mut p = Project::new();
+    let stripe = answering(r#"{"id":"acct_1Result","object":"account"}"#);
+    p.settings.push(r#"net.allow_hosts=["127.0.0.1"]"#.into());
+    p.settings.push(format!("stripe.base_url={stripe}"));
+    let schemas = p.output_schemas();
+    let store = hands_secrets::Store::at(p.root.parent().unwrap().join("state/hands/secrets"));
+    let key = SecretValue::new("sk_test_CANARYresult0123456789");
+    store.put(&p.root, "STRIPE_SECRET_KEY", &key).unwrap();
+    let (text, s) = checked(&schemas, "enable_stripe", &p.call("enable_stripe", &json!({})));
+    holds("enable_stripe", &s, &["acct_1Result", "test", "STRIPE_SECRET_KEY"]);
+    assert!(!text.contains("CANARY") && !s.to_string().contains("CANARY"), "{text}");
+
+    let Some(pg) = postgres::postgres_or_skip() else { return };
+    let b64 = |s: &str| {
+        use base64::Engine as _;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s)
+    };
+    let jwt = |role: &str| {
+        format!(
+            "{}.{}.sig",
+            b64(r#"{"alg":"HS256"}"#),
+            b64(&format!(r#"{{"ref":"abcdefghijklmnopqrst","role":"{role}"}}"#))
+        )
+    };
+    let service = SecretValue::new(jwt("service_role"));
+    store.put(&p.root, "SUPABASE_SERVICE_ROLE_KEY", &service).unwrap();
+    store.put(&p.root, "SUPABASE_DB_URL", &SecretValue::new(pg.url(postgres::PASSWORD))).unwrap();
+    let args =
+        json!({"project_url": "https://abcdefghijklmnopqrst.supabase.co", "anon_key": jwt("anon")});
+    let (text, s) = checked(&schemas, "connect_supabase", &p.call("connect_supabase", &args));
+    holds("connect_supabase", &s, &["abcdefghijklmnopqrst", "PostgreSQL", "SUPABASE_DB_URL"]);
+    assert!(!text.contains(postgres::PASSWORD) && !s.to_string().contains(postgres::PASSWORD));
 }

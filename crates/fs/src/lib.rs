@@ -11,7 +11,7 @@
 //! assert!(registry.get("grep").is_some());
 //! ```
 
-mod atomic;
+pub mod atomic;
 mod config;
 mod detect;
 mod edit_file;

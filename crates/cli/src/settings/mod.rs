@@ -68,6 +68,14 @@ pub struct Settings {
     pub agent: AgentConfig,
     /// `[ask_user]`: how long ask_user waits for an answer.
     pub ask_user: AskUserConfig,
+    /// `[net]`: what the egress guard of every fetching tool lets through (the user's only).
+    pub net: hands_net::NetConfig,
+    /// `[web]`: the limits of the web tools (download_to_repo).
+    pub web: hands_web::WebConfig,
+    /// `[stripe]`: where enable_stripe verifies a key (the user's only).
+    pub stripe: hands_connect::StripeConfig,
+    /// `[supabase]`: the hosts connect_supabase accepts besides `*.supabase.co` (the user's only).
+    pub supabase: hands_connect::SupabaseConfig,
 }
 
 impl Default for Settings {
@@ -93,6 +101,10 @@ impl Default for Settings {
             sandbox: SandboxConfig::default(),
             agent: AgentConfig::default(),
             ask_user: AskUserConfig::default(),
+            net: hands_net::NetConfig::default(),
+            web: hands_web::WebConfig::default(),
+            stripe: hands_connect::StripeConfig::default(),
+            supabase: hands_connect::SupabaseConfig::default(),
         }
     }
 }
@@ -588,6 +600,34 @@ mod tests {
             .to_string();
         assert!(started.elapsed() < std::time::Duration::from_secs(5));
         assert!(err.contains(".hands/config.toml") && err.contains("not a regular file"), "{err}");
+    }
+
+    // Issue 13: the base URL of an external service is the user's only, so that a repository
+    // cannot send the user's Stripe key to its own server, nor make a custom host a Supabase one.
+    #[test]
+    fn a_project_cannot_redirect_an_integration() {
+        let loaded = load_with(
+            &[
+                ("user", "[supabase]\nallow_custom_url = [\"supa.mine.dev\"]\n"),
+                (
+                    "project",
+                    "[stripe]\nbase_url = \"http://evil.example\"\n\
+                     [supabase]\nallow_custom_url = [\"evil.example\"]\n",
+                ),
+            ],
+            &[],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(loaded.settings.stripe.base_url, hands_connect::STRIPE_BASE_URL);
+        assert_eq!(loaded.settings.supabase.allow_custom_url, ["supa.mine.dev"]);
+        assert_eq!(loaded.ignored.len(), 2, "{:?}", loaded.ignored);
+        let shown = render(&loaded);
+        assert!(shown.contains("# ignored: stripe in"), "{shown}");
+        // The user may point it elsewhere (a proxy, a test server).
+        let loaded =
+            load_with(&[], &[("HANDS_STRIPE__BASE_URL", "http://127.0.0.1:9")], &[]).unwrap();
+        assert_eq!(loaded.settings.stripe.base_url, "http://127.0.0.1:9");
     }
 
     #[test]

@@ -1,0 +1,60 @@
+//! The tools of hands that connect a project to outside services: `enable_stripe` and
+//! `connect_supabase`.
+//!
+//! Each asks the user for its keys out of band (the session's
+//! [`SecretAskerHandle`](hands_core::secret::SecretAskerHandle): the model never sees a value),
+//! verifies them against the service (Stripe through the egress guard, Supabase's database under
+//! the guard's address rule), and only then stores them in the user's
+//! [`SecretStore`](hands_core::secret::SecretStore) for the project and records the link in the
+//! project. Both need a user to answer ([`hands_core::Policy::needs_user`]).
+//!
+//! ```no_run
+//! # fn demo(store: std::sync::Arc<dyn hands_core::secret::SecretStore>) {
+//! use hands_core::{CoreConfig, Registry};
+//! let config = hands_connect::ConnectConfig::default();
+//! let guard = hands_net::Guard::new(&config.net).unwrap();
+//! let registry =
+//!     hands_connect::register(Registry::builder(CoreConfig::default()), &config, &guard, store)
+//!         .build();
+//! assert!(registry.get("enable_stripe").is_some());
+//! # }
+//! ```
+
+mod ask;
+mod config;
+mod connect_supabase;
+mod enable_stripe;
+pub mod files;
+pub mod postgres;
+
+use std::sync::Arc;
+
+pub use config::{ConnectConfig, STRIPE_BASE_URL, StripeConfig, SupabaseConfig};
+pub use connect_supabase::{
+    ConnectSupabase, ConnectSupabaseArgs, DB_URL_NAME, Project, SERVICE_ROLE_NAME, SupabaseResult,
+    check_anon_key, project,
+};
+pub use enable_stripe::{
+    EnableStripe, EnableStripeArgs, PUBLISHABLE_NAME, SECRET_NAME, StripeMode, StripeResult,
+    check_key,
+};
+
+use hands_core::RegistryBuilder;
+use hands_core::secret::SecretStore;
+
+/// The time limit of a connect call: the user may take a while to find a key (each secret is
+/// asked in turn).
+pub const ASK_TIMEOUT_MS: u64 = 900_000;
+
+/// Register enable_stripe and connect_supabase with `config`, the egress `guard` built from
+/// `config.net`, and the user's secret `store`.
+pub fn register(
+    builder: RegistryBuilder,
+    config: &ConnectConfig,
+    guard: &hands_net::Guard,
+    store: Arc<dyn SecretStore>,
+) -> RegistryBuilder {
+    builder
+        .tool(EnableStripe::new(config.stripe.clone(), guard.clone(), Arc::clone(&store)))
+        .tool(ConnectSupabase::new(config.supabase.clone(), config.net.clone(), store))
+}

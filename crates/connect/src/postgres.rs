@@ -1,0 +1,319 @@
+//! One verification query against a PostgreSQL database named by a connection URL, with the
+//! egress guard's address rule: the host is resolved here (or by the user's `[net] resolve`
+//! map), every address is checked with [`hands_net::check_addr`], and the TCP connection goes to
+//! a checked address — so a repository cannot point the tool at this machine's private services.
+//!
+//! TLS follows the URL's `sslmode` as libpq does: `disable` none; `prefer` (the default) and
+//! `require` encrypt without checking the server's certificate (Supabase's is signed by its own
+//! CA); `verify-ca`/`verify-full` check it against the public web roots.
+
+use std::net::{IpAddr, SocketAddr};
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hands_core::CancellationToken;
+use tokio_postgres::config::{Host, SslMode};
+
+/// How long connecting and `select version()` may take together.
+pub const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why the database could not be verified. Messages never hold the URL (its password).
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    /// The URL is not a PostgreSQL connection URL hands can use.
+    #[error("{0}")]
+    Url(String),
+    /// The address is one the guard refuses.
+    #[error("{0}")]
+    Refused(String),
+    /// No connection or no answer.
+    #[error("{0}")]
+    Connect(String),
+    /// The server refused the login.
+    #[error("{0}")]
+    Auth(String),
+    /// The call was stopped.
+    #[error("the database check was stopped (timeout or abort)")]
+    Cancelled,
+}
+
+/// The connection parts of a URL, checked.
+struct Target {
+    config: tokio_postgres::Config,
+    host: String,
+    port: u16,
+    verify: bool,
+}
+
+fn target(url: &str) -> Result<Target, DbError> {
+    let bad = |why: &str| {
+        DbError::Url(format!(
+            "SUPABASE_DB_URL is not a usable PostgreSQL URL: {why}. It looks like \
+             postgresql://postgres:PASSWORD@db.REF.supabase.co:5432/postgres (Supabase dashboard → \
+             Connect → connection string)"
+        ))
+    };
+    let mut parsed = url::Url::parse(url.trim()).map_err(|_| bad("it does not parse as a URL"))?;
+    if !matches!(parsed.scheme(), "postgres" | "postgresql") {
+        return Err(bad("it must start with postgresql:// or postgres://"));
+    }
+    // tokio-postgres knows disable/prefer/require; the verifying modes are ours.
+    let mut verify = false;
+    let pairs: Vec<(String, String)> = parsed
+        .query_pairs()
+        .filter_map(|(k, v)| {
+            if k == "sslmode" && (v == "verify-ca" || v == "verify-full") {
+                verify = true;
+                Some((k.into_owned(), "require".to_owned()))
+            } else if matches!(&*k, "host" | "hostaddr") {
+                // A second host in the query would bypass the check of the first.
+                None
+            } else {
+                Some((k.into_owned(), v.into_owned()))
+            }
+        })
+        .collect();
+    if parsed.query_pairs().any(|(k, _)| k == "host" || k == "hostaddr") {
+        return Err(bad(
+            "`host`/`hostaddr` in the query is not supported: put the host in the URL",
+        ));
+    }
+    if pairs.is_empty() {
+        parsed.set_query(None);
+    } else {
+        parsed.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    let config =
+        tokio_postgres::Config::from_str(parsed.as_str()).map_err(|err| bad(&format!("{err}")))?;
+    let (host, port) = match (config.get_hosts(), config.get_ports()) {
+        ([Host::Tcp(host)], []) => (host.clone(), 5432),
+        ([Host::Tcp(host)], [port]) => (host.clone(), *port),
+        ([], _) => return Err(bad("it names no host")),
+        ([Host::Tcp(_)], _) | ([_, _, ..], _) => {
+            return Err(bad("it names several hosts; give one"));
+        }
+        _ => return Err(bad("a Unix socket is not a database hands connects to")),
+    };
+    if config.get_user().is_none() {
+        return Err(bad("it names no user"));
+    }
+    Ok(Target { config, host, port, verify })
+}
+
+/// The addresses `host` stands for: an IP literal itself, the user's `[net] resolve` answer, or DNS.
+async fn addresses(
+    host: &str,
+    port: u16,
+    net: &hands_net::NetConfig,
+) -> Result<Vec<SocketAddr>, DbError> {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    if let Ok(ip) = bare.parse::<IpAddr>() {
+        return Ok(vec![SocketAddr::new(ip, port)]);
+    }
+    if let Some(ips) = net.resolve.get(host) {
+        return Ok(ips.iter().map(|ip| SocketAddr::new(*ip, port)).collect());
+    }
+    let found: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
+        .await
+        .map_err(|err| DbError::Connect(format!("cannot resolve the database host {host}: {err}")))?
+        .collect();
+    if found.is_empty() {
+        return Err(DbError::Connect(format!("the database host {host} has no address")));
+    }
+    Ok(found)
+}
+
+/// Connect to the database `url` names and return its `select version()`, within [`TIMEOUT`].
+pub async fn version(
+    url: &str,
+    net: &hands_net::NetConfig,
+    cancel: &CancellationToken,
+) -> Result<String, DbError> {
+    let work = async {
+        match tokio::time::timeout(TIMEOUT, query(url, net)).await {
+            Ok(result) => result,
+            Err(_) => Err(DbError::Connect(format!(
+                "the database did not answer within {} s",
+                TIMEOUT.as_secs()
+            ))),
+        }
+    };
+    tokio::select! {
+        result = work => result,
+        () = cancel.cancelled() => Err(DbError::Cancelled),
+    }
+}
+
+async fn query(url: &str, net: &hands_net::NetConfig) -> Result<String, DbError> {
+    let target = target(url)?;
+    let (host, port) = (&target.host, target.port);
+    let mut refused = None;
+    let mut last = None;
+    for addr in addresses(host, port, net).await? {
+        if let Err(err) = hands_net::check_addr(host, addr.ip(), net) {
+            refused = Some(err.to_string());
+            continue;
+        }
+        match tokio::net::TcpStream::connect(addr).await {
+            Ok(stream) => return login(&target, stream).await,
+            Err(err) => {
+                last = Some(format!("cannot connect to the database at {host}:{port}: {err}"))
+            }
+        }
+    }
+    match (last, refused) {
+        (Some(last), _) => Err(DbError::Connect(last)),
+        (None, Some(refused)) => {
+            Err(DbError::Refused(format!("the database host {host} is refused: {refused}")))
+        }
+        (None, None) => Err(DbError::Connect(format!("the database host {host} has no address"))),
+    }
+}
+
+async fn login(target: &Target, stream: tokio::net::TcpStream) -> Result<String, DbError> {
+    let (host, port) = (&target.host, target.port);
+    let failed = |err: tokio_postgres::Error| {
+        if let Some(db) = err.as_db_error() {
+            let code = db.code().code();
+            // 28P01 invalid_password, 28000 invalid_authorization_specification.
+            if code.starts_with("28") {
+                return DbError::Auth(format!(
+                    "the database at {host}:{port} refused the login: {} (check the user and \
+                     password in SUPABASE_DB_URL: Supabase dashboard → Connect, or reset the \
+                     database password under Project Settings → Database)",
+                    db.message()
+                ));
+            }
+            return DbError::Connect(format!(
+                "the database at {host}:{port} answered: {} ({code})",
+                db.message()
+            ));
+        }
+        let mut why = err.to_string();
+        let mut source = std::error::Error::source(&err);
+        while let Some(inner) = source {
+            why.push_str(&format!(": {inner}"));
+            source = inner.source();
+        }
+        if why.contains("certificate") {
+            why.push_str(
+                " (sslmode=verify-full and verify-ca check the server's certificate against the \
+                 public web roots; Supabase's database has a certificate of its own CA, so use \
+                 sslmode=require with it)",
+            );
+        }
+        DbError::Connect(format!("the database at {host}:{port} failed: {why}"))
+    };
+    let client = if target.config.get_ssl_mode() == SslMode::Disable {
+        let (client, connection) =
+            target.config.connect_raw(stream, tokio_postgres::NoTls).await.map_err(failed)?;
+        tokio::spawn(connection);
+        client
+    } else {
+        let mut make = tokio_postgres_rustls::MakeRustlsConnect::new(tls_config(target.verify)?);
+        let tls =
+            <tokio_postgres_rustls::MakeRustlsConnect as tokio_postgres::tls::MakeTlsConnect<
+                tokio::net::TcpStream,
+            >>::make_tls_connect(&mut make, host)
+            .map_err(|err| {
+                DbError::Url(format!("the database host {host} is not a TLS name: {err}"))
+            })?;
+        let (client, connection) = target.config.connect_raw(stream, tls).await.map_err(failed)?;
+        tokio::spawn(connection);
+        client
+    };
+    let row = client.query_one("select version()", &[]).await.map_err(failed)?;
+    row.try_get::<_, String>(0).map_err(failed)
+}
+
+fn tls_config(verify: bool) -> Result<rustls::ClientConfig, DbError> {
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
+        .with_safe_default_protocol_versions()
+        .map_err(|err| DbError::Connect(format!("TLS set-up failed: {err}")))?;
+    if verify {
+        let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+        return Ok(builder.with_root_certificates(roots).with_no_client_auth());
+    }
+    Ok(builder
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(Unverified(provider)))
+        .with_no_client_auth())
+}
+
+/// libpq's `sslmode=require`: the connection is encrypted, the certificate is not checked (the
+/// handshake's signatures still are).
+#[derive(Debug)]
+struct Unverified(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for Unverified {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &rustls::pki_types::CertificateDer<'_>,
+        _intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        _server_name: &rustls::pki_types::ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_checked_and_never_echoed() {
+        let ok = target("postgresql://postgres:pw-canary-123@db.abc.supabase.co:6543/postgres?sslmode=verify-full").unwrap();
+        assert_eq!((ok.host.as_str(), ok.port, ok.verify), ("db.abc.supabase.co", 6543, true));
+        assert_eq!(ok.config.get_ssl_mode(), SslMode::Require);
+        let ok = target("postgres://u:p@127.0.0.1/db?sslmode=disable").unwrap();
+        assert_eq!((ok.port, ok.config.get_ssl_mode()), (5432, SslMode::Disable));
+        for (url, why) in [
+            ("mysql://u:pw-canary-123@h/db", "postgresql://"),
+            ("not a url pw-canary-123", "does not parse"),
+            ("postgresql://u:pw-canary-123@/db", "not a usable"),
+            ("postgresql:///db?user=u", "no host"),
+            ("postgresql://u:pw-canary-123@h/db?host=127.0.0.1", "host"),
+            ("postgresql://u:pw-canary-123@h/db?sslmode=sometimes", "not a usable"),
+        ] {
+            let err = target(url).err().unwrap().to_string();
+            assert!(err.contains(why), "{url}: {err}");
+            assert!(!err.contains("pw-canary-123"), "{err}");
+        }
+    }
+}

@@ -146,6 +146,10 @@ impl Project {
     }
 
     fn call(&self, args: &str) -> Out {
+        self.call_with(args, &[])
+    }
+
+    fn call_with(&self, args: &str, env: &[(&str, &str)]) -> Out {
         let mut cmd = Command::cargo_bin("hands").unwrap();
         cmd.env("HOME", self.tmp.path().join("home"))
             .env_remove("XDG_CONFIG_HOME")
@@ -153,6 +157,7 @@ impl Project {
             .env_remove("HTTP_PROXY")
             .env_remove("http_proxy")
             .env_remove("ALL_PROXY")
+            .envs(env.iter().copied())
             .timeout(Duration::from_secs(60))
             .args(["call", "download_to_repo", args, "--json", "--root"])
             .arg(self.root());
@@ -412,4 +417,48 @@ fn bad_input_gets_a_clear_error() {
         assert!(out.text().contains(expected), "{call}: {}", out.text());
     }
     assert!(project.files().is_empty(), "{:?}", project.files());
+}
+
+/// A "proxy" on 127.0.0.1 that answers every request with the PNG and counts requests and
+/// records their first lines.
+fn proxy_fixture() -> (SocketAddr, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            let n = stream.read(&mut buf).unwrap_or(0);
+            let text = String::from_utf8_lossy(&buf[..n]).into_owned();
+            log.lock().unwrap().push(text.lines().next().unwrap_or_default().to_owned());
+            let body = png();
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len());
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(&body);
+        }
+    });
+    (addr, seen)
+}
+
+#[test]
+fn proxy_variables_are_ignored_and_a_configured_proxy_is_used() {
+    let addr = fixture();
+    let (proxy, seen) = proxy_fixture();
+    let project = Project::new("");
+    let proxy_url = format!("http://{proxy}");
+    let env = [
+        ("HTTP_PROXY", proxy_url.as_str()),
+        ("http_proxy", proxy_url.as_str()),
+        ("ALL_PROXY", proxy_url.as_str()),
+    ];
+    let out = project.call_with(&args(&format!("http://{addr}/pic.png"), "direct.png"), &env);
+    assert_eq!(out.code, 0, "{}", out.text());
+    assert!(seen.lock().unwrap().is_empty(), "the environment's proxy was used: {seen:?}");
+    // Configured by the user: used, and the name is left to the proxy to resolve.
+    let project = Project::new(&format!("proxy = \"{proxy_url}\"\n"));
+    let out = project.call(&args("http://assets.example/logo.png", "via-proxy.png"));
+    assert_eq!(out.code, 0, "{}", out.text());
+    assert_eq!(std::fs::read(project.root().join("via-proxy.png")).unwrap(), png());
+    assert_eq!(*seen.lock().unwrap(), ["GET http://assets.example/logo.png HTTP/1.1"]);
 }

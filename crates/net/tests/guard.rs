@@ -298,3 +298,15 @@ async fn secret_headers_go_only_to_the_first_origin() {
     assert!(!other.contains("canary-bearer-9012"), "{other}");
     assert!(other.contains("kept"), "{other}");
 }
+
+#[tokio::test]
+async fn one_forbidden_address_in_an_answer_refuses_the_whole_answer() {
+    // No traffic: the resolver refuses before anything connects.
+    let resolve = BTreeMap::from([(
+        "mixed.test".to_owned(),
+        vec!["93.184.216.34".parse().unwrap(), "127.0.0.1".parse().unwrap()],
+    )]);
+    let config = NetConfig { resolve, ..NetConfig::default() };
+    let err = fetch(&config, "http://mixed.test/").await.unwrap_err();
+    assert!(matches!(err, NetError::Forbidden { .. }), "{err}");
+}

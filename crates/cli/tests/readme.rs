@@ -80,7 +80,7 @@ fn readme_tool_tables_are_the_registrys() {
     let keys: Vec<&str> = generated.iter().map(|(k, _)| k.as_str()).collect();
     assert_eq!(
         keys,
-        ["files", "search", "processes", "session", "delegation", "mcp", "preview"],
+        ["files", "search", "processes", "session", "delegation", "mcp", "preview", "web", "project"],
         "{markdown}"
     );
     for name in [
@@ -91,6 +91,9 @@ fn readme_tool_tables_are_the_registrys() {
         "`mcp_list`",
         "`mcp_call`",
         "`preview_open`",
+        "`download_to_repo`",
+        "`enable_stripe`",
+        "`connect_supabase`",
     ] {
         assert!(markdown.contains(&format!("| {name} |")), "{name} is not listed:\n{markdown}");
     }

@@ -96,3 +96,7 @@ fn declined(err: &AskError) -> String {
         other => other.to_string(),
     }
 }
+
+/// The time limit of a connect call: the user may take a while to find a key (each secret is
+/// asked in turn).
+pub const ASK_TIMEOUT_MS: u64 = 900_000;

@@ -16,7 +16,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::postgres::{self, DbError};
-use crate::{SupabaseConfig, ask, files};
+use crate::config::SupabaseConfig;
+use crate::{ask, files};
 
 /// The variable the service-role key is stored as.
 pub const SERVICE_ROLE_NAME: &str = "SUPABASE_SERVICE_ROLE_KEY";
@@ -98,7 +99,7 @@ impl Tool for ConnectSupabase {
             .needs_user()
             .label(Label::Key { key: "project_url" })
             .family(Family::Project)
-            .timeout_ms(crate::ASK_TIMEOUT_MS)
+            .timeout_ms(ask::ASK_TIMEOUT_MS)
     }
 
     fn cacheable(&self) -> bool {

@@ -13,7 +13,8 @@ use hands_core::{Annotations, Context, Family, Label, Policy, Tool, ToolError, T
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::{StripeConfig, ask, files};
+use crate::config::StripeConfig;
+use crate::{ask, files};
 
 /// The variable the secret key is stored as.
 pub const SECRET_NAME: &str = "STRIPE_SECRET_KEY";
@@ -59,7 +60,7 @@ pub struct StripeResult {
     /// The Stripe account id (`acct_…`).
     pub account_id: String,
     /// The account's display name, when Stripe gives one.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub account_name: Option<String>,
     /// `test` or `live`.
     pub mode: StripeMode,
@@ -109,7 +110,7 @@ impl Tool for EnableStripe {
             .label(Label::Key { key: "mode" })
             .family(Family::Project)
             // The user may take a while to find the key.
-            .timeout_ms(crate::ASK_TIMEOUT_MS)
+            .timeout_ms(ask::ASK_TIMEOUT_MS)
     }
 
     fn cacheable(&self) -> bool {

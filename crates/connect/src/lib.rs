@@ -42,9 +42,7 @@ pub use enable_stripe::{
 use hands_core::RegistryBuilder;
 use hands_core::secret::SecretStore;
 
-/// The time limit of a connect call: the user may take a while to find a key (each secret is
-/// asked in turn).
-pub const ASK_TIMEOUT_MS: u64 = 900_000;
+pub use ask::ASK_TIMEOUT_MS;
 
 /// Register enable_stripe and connect_supabase with `config`, the egress `guard` built from
 /// `config.net`, and the user's secret `store`.

@@ -5,6 +5,7 @@ mod approve;
 mod call;
 mod chat;
 mod run;
+mod secret_prompt;
 mod serve;
 mod settings;
 mod term;

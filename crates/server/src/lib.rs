@@ -29,6 +29,7 @@ pub mod openapi;
 mod operation;
 pub mod routes;
 pub mod schemas;
+mod secrets;
 mod sessions;
 mod state;
 pub mod token;

@@ -1,0 +1,264 @@
+//! The redaction engine: every form of every stored value ([`crate::forms`]) replaced by
+//! `[secret:NAME]`, and the keys the rules find ([`crate::rules`]) by `[redacted:RULE]`.
+//!
+//! Finding them fast, with a thousand values and their forms (about ten thousand patterns, each at
+//! least 8 bytes): a general automaton runs at a few hundred MB/s over so many patterns, too slow
+//! for process output. So the text is sampled every [`STRIDE`] bytes: each sample's 4 bytes are
+//! looked up in a bit set of the hashes of every pattern's first five 4-byte windows (any pattern
+//! of 8 bytes or more that starts in the text covers one sample with one of those windows). Only
+//! around a hit does an anchored Aho-Corasick automaton (leftmost-longest) look for a pattern
+//! starting there. The rules' prefixes are few and found by their own automaton (a SIMD
+//! prefilter). A stored form wins over a rule that starts at the same place or later.
+//!
+//! Streaming (`more == true`): a match that starts where every pattern would still fit in the input
+//! is final; from the first position whose rest is a proper prefix of a pattern (at most
+//! `longest − 1` bytes from the end), the input is kept back for the next call. A rule token that
+//! runs to the end of the input is kept back too, up to [`crate::rules::MAX_TOKEN`] bytes (a PEM
+//! block up to [`crate::rules::MAX_PEM`]); past that the part seen is redacted as it is.
+
+use std::collections::HashSet;
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, Anchored, Input, MatchKind, StartKind};
+use hands_core::redact::Redactor;
+
+use crate::forms;
+use crate::rules::{RULES, Verdict};
+
+/// Bytes of a sampled window.
+const GRAM: usize = 4;
+/// Distance between samples: a pattern of [`forms::MIN_FORM`] bytes starting anywhere covers one.
+const STRIDE: usize = forms::MIN_FORM - GRAM + 1;
+/// The bit set has `1 << BITS` bits (256 KiB: stays in the cache).
+const BITS: u32 = 21;
+
+/// The redactor built from the stored values (see the module docs).
+#[derive(Debug)]
+pub struct Engine {
+    /// Every stored form, matched anchored where the filter says one may start.
+    stored: AhoCorasick,
+    /// The index in `replacements` of each stored form.
+    owner: Vec<usize>,
+    /// `[secret:NAME]` of each stored value.
+    replacements: Vec<Vec<u8>>,
+    /// Hashes of the windows a stored form can be sampled at.
+    filter: Vec<u64>,
+    /// Hashes of every stored form's first 8 bytes: checked at each possible start around a
+    /// sample the first filter let through, before the automaton runs.
+    starts: Vec<u64>,
+    /// The rules' prefixes.
+    rules: AhoCorasick,
+    /// Every pattern, sorted: a binary search tells whether a tail of the input could start one.
+    sorted: Vec<Vec<u8>>,
+    /// Hashes of the first 1 to 8 bytes of every pattern: most tails are no pattern's start, and
+    /// are told so without the search.
+    opens: Vec<u64>,
+    longest: usize,
+}
+
+/// A step of the scan.
+enum Found {
+    /// Replace `start..end` with this text.
+    Replace { start: usize, end: usize, with: Vec<u8> },
+    /// Stop: keep back from `start`.
+    Hold(usize),
+}
+
+fn gram_hash(gram: [u8; GRAM]) -> usize {
+    (u32::from_le_bytes(gram).wrapping_mul(0x9E37_79B1) >> (32 - BITS)) as usize
+}
+
+fn start_hash(head: [u8; forms::MIN_FORM]) -> usize {
+    (u64::from_le_bytes(head).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - BITS)) as usize
+}
+
+fn head_at(input: &[u8], at: usize) -> Option<[u8; forms::MIN_FORM]> {
+    input.get(at..at + forms::MIN_FORM)?.try_into().ok()
+}
+
+/// The hash of the first (at most 8) bytes of `bytes`, and of how many they are.
+fn open_hash(bytes: &[u8]) -> usize {
+    let k = bytes.len().min(8);
+    let mut word = [0u8; 8];
+    word[..k].copy_from_slice(&bytes[..k]);
+    let key = u64::from_le_bytes(word) ^ ((k as u64) << 59);
+    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - BITS)) as usize
+}
+
+fn set(set: &mut [u64], bit: usize) {
+    set[bit / 64] |= 1 << (bit % 64);
+}
+
+fn has(set: &[u64], bit: usize) -> bool {
+    set[bit / 64] & (1 << (bit % 64)) != 0
+}
+
+fn gram_at(input: &[u8], at: usize) -> Option<[u8; GRAM]> {
+    input.get(at..at + GRAM)?.try_into().ok()
+}
+
+impl Engine {
+    /// An engine for `secrets` (`(NAME, value)`, every scope); values shorter than 8 bytes are
+    /// skipped (the store refuses them). Fails only when an automaton outgrows its limits
+    /// (millions of patterns).
+    pub fn new<'a>(
+        secrets: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<Self, aho_corasick::BuildError> {
+        let mut seen: HashSet<Vec<u8>> = HashSet::new();
+        let mut stored: Vec<Vec<u8>> = Vec::new();
+        let mut owner = Vec::new();
+        let mut replacements = Vec::new();
+        for (name, value) in secrets {
+            if value.len() < forms::MIN_FORM {
+                continue;
+            }
+            let index = replacements.len();
+            replacements.push(format!("[secret:{name}]").into_bytes());
+            for form in forms::of(value) {
+                // The same form under two names (one value stored twice): the first wins.
+                if seen.insert(form.clone()) {
+                    stored.push(form);
+                    owner.push(index);
+                }
+            }
+        }
+        let mut filter = vec![0u64; (1 << BITS) / 64];
+        let mut starts = vec![0u64; (1 << BITS) / 64];
+        for form in &stored {
+            for offset in 0..STRIDE {
+                if let Some(gram) = gram_at(form, offset) {
+                    let bit = gram_hash(gram);
+                    filter[bit / 64] |= 1 << (bit % 64);
+                }
+            }
+            if let Some(head) = head_at(form, 0) {
+                let bit = start_hash(head);
+                starts[bit / 64] |= 1 << (bit % 64);
+            }
+        }
+        let prefixes: Vec<&str> = RULES.iter().map(|r| r.prefix).collect();
+        let rules =
+            AhoCorasickBuilder::new().match_kind(MatchKind::LeftmostLongest).build(&prefixes)?;
+        let mut sorted = stored.clone();
+        sorted.extend(prefixes.iter().map(|p| p.as_bytes().to_vec()));
+        sorted.sort_unstable();
+        sorted.dedup();
+        let longest = sorted.iter().map(Vec::len).max().unwrap_or(0);
+        let mut opens = vec![0u64; (1 << BITS) / 64];
+        for pattern in &sorted {
+            for k in 1..=pattern.len().min(8) {
+                set(&mut opens, open_hash(&pattern[..k]));
+            }
+        }
+        let stored = AhoCorasickBuilder::new()
+            .match_kind(MatchKind::LeftmostLongest)
+            .start_kind(StartKind::Anchored)
+            .build(&stored)?;
+        Ok(Self { stored, owner, replacements, filter, starts, rules, sorted, opens, longest })
+    }
+
+    /// The length of the longest pattern (a stored form or a rule prefix).
+    pub fn longest(&self) -> usize {
+        self.longest
+    }
+
+    /// The first position of `input` whose rest is a proper prefix of a pattern (at most
+    /// `longest − 1` bytes from the end); the length of `input` when there is none.
+    fn open_tail(&self, input: &[u8]) -> usize {
+        let from = input.len().saturating_sub(self.longest.saturating_sub(1));
+        (from..input.len())
+            .find(|&p| {
+                let tail = &input[p..];
+                if !has(&self.opens, open_hash(tail)) {
+                    return false;
+                }
+                // The patterns that start with `tail` follow it in the sorted list: the first one
+                // longer than it tells.
+                let at = self.sorted.partition_point(|pat| pat.as_slice() <= tail);
+                self.sorted.get(at).is_some_and(|pat| pat.starts_with(tail))
+            })
+            .unwrap_or(input.len())
+    }
+
+    /// The leftmost stored form starting in `from..until`: `(start, end, owner)`.
+    fn next_stored(
+        &self,
+        input: &[u8],
+        from: usize,
+        until: usize,
+    ) -> Option<(usize, usize, usize)> {
+        let mut sample = from;
+        while sample < until + STRIDE - 1 {
+            let gram = gram_at(input, sample)?;
+            if has(&self.filter, gram_hash(gram)) {
+                // A form sampled here starts at most STRIDE − 1 bytes before.
+                let first = sample.saturating_sub(STRIDE - 1).max(from);
+                for start in first..=sample.min(until.saturating_sub(1)) {
+                    if !head_at(input, start)
+                        .is_some_and(|head| has(&self.starts, start_hash(head)))
+                    {
+                        continue;
+                    }
+                    let anchored =
+                        Input::new(input).span(start..input.len()).anchored(Anchored::Yes);
+                    if let Some(found) = self.stored.find(anchored) {
+                        return Some((start, found.end(), self.owner[found.pattern().as_usize()]));
+                    }
+                }
+            }
+            sample += STRIDE;
+        }
+        None
+    }
+
+    /// The next thing to do in `input[from..hold]`.
+    fn next(&self, input: &[u8], from: usize, hold: usize, more: bool) -> Option<Found> {
+        let mut at = from;
+        while at < hold {
+            let rule = self.rules.find(Input::new(input).span(at..input.len()));
+            let rule = rule.filter(|r| r.start() < hold);
+            // A stored form up to where the rule starts (it wins a tie).
+            let until = rule.map_or(hold, |r| r.start() + 1);
+            if let Some((start, end, owner)) = self.next_stored(input, at, until) {
+                return Some(Found::Replace { start, end, with: self.replacements[owner].clone() });
+            }
+            let found = rule?;
+            let rule = &RULES[found.pattern().as_usize()];
+            match rule.check(input, found.start(), more) {
+                Verdict::Key(end) => {
+                    let with = format!("[redacted:{}]", rule.name).into_bytes();
+                    return Some(Found::Replace { start: found.start(), end, with });
+                }
+                Verdict::Wait => return Some(Found::Hold(found.start())),
+                Verdict::No => at = found.start() + 1,
+            }
+        }
+        None
+    }
+}
+
+impl Redactor for Engine {
+    fn redact(&self, input: &[u8], more: bool, out: &mut Vec<u8>) -> usize {
+        let hold = if more { self.open_tail(input) } else { input.len() };
+        let mut done = 0;
+        while let Some(found) = self.next(input, done, hold, more) {
+            match found {
+                Found::Replace { start, end, with } => {
+                    out.extend_from_slice(&input[done..start]);
+                    out.extend_from_slice(&with);
+                    done = end;
+                }
+                Found::Hold(start) => {
+                    out.extend_from_slice(&input[done..start]);
+                    return start;
+                }
+            }
+        }
+        let end = hold.max(done);
+        out.extend_from_slice(&input[done..end]);
+        end
+    }
+
+    fn finds(&self, input: &[u8]) -> bool {
+        self.next(input, 0, input.len(), false).is_some()
+    }
+}

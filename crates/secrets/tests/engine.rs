@@ -1,0 +1,195 @@
+//! The redaction engine through `hands_core::redact`, as every surface uses it: stored values and
+//! their encoded forms, key-shape rules, a value split anywhere across two writes of a stream, and
+//! no false positive on ordinary text.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::{Arc, Once};
+
+use base64::Engine as _;
+use hands_core::redact::{self, Scrubber};
+use hands_secrets::Engine;
+use proptest::prelude::*;
+
+const TOKEN: &str = "canary-4f2a-Secret/Value+9";
+const PEM_VALUE: &str =
+    "-----BEGIN KEY-----\nline-one-abcdefgh\nline-two-ijklmnop\n-----END KEY-----";
+
+fn secrets() -> Vec<(&'static str, &'static str)> {
+    vec![("API_TOKEN", TOKEN), ("SHORT_ONE", "pw-12345"), ("MULTI", PEM_VALUE)]
+}
+
+/// Every test of this binary uses the same engine in the process-wide slot.
+fn installed() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| redact::install(Arc::new(Engine::new(secrets()).unwrap())));
+}
+
+fn clean(text: &str) -> String {
+    installed();
+    redact::text(text).into_owned()
+}
+
+/// `text` through a Scrubber in pieces cut at `cuts`.
+fn streamed(text: &[u8], cuts: &[usize]) -> String {
+    installed();
+    let mut scrubber = Scrubber::new();
+    let mut out = Vec::new();
+    let mut last = 0;
+    for &cut in cuts {
+        scrubber.push(&text[last..cut], &mut out);
+        last = cut;
+    }
+    scrubber.push(&text[last..], &mut out);
+    scrubber.finish(&mut out);
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn stored_values_and_their_forms_are_replaced() {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let url_safe = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let encoded = [
+        TOKEN.to_string(),
+        "canary-4f2a-Secret%2FValue%2B9".into(),
+        "canary-4f2a-Secret%2fValue%2b9".into(),
+        "canary-4f2a-Secret\\/Value+9".into(),
+        b64.encode(TOKEN),
+        url_safe.encode(TOKEN),
+        "line-one-abcdefgh".into(),
+    ];
+    for form in encoded {
+        let out = clean(&format!("before {form} after"));
+        assert!(out.contains("[secret:"), "{form}: {out}");
+        assert!(!out.contains(&form), "{form}: {out}");
+    }
+    assert_eq!(clean(&format!("x={TOKEN};")), "x=[secret:API_TOKEN];");
+    assert_eq!(clean(PEM_VALUE), "[secret:MULTI]");
+}
+
+#[test]
+fn base64_of_a_longer_text_hides_the_value_at_every_alignment() {
+    for prefix in ["", "a", "ab", "abc"] {
+        let text = format!("export API_TOKEN={prefix}{TOKEN}\n");
+        for engine in
+            [base64::engine::general_purpose::STANDARD, base64::engine::general_purpose::URL_SAFE]
+        {
+            let encoded = engine.encode(&text);
+            let out = clean(&encoded);
+            assert!(out.contains("[secret:API_TOKEN]"), "{prefix:?} {encoded} -> {out}");
+        }
+    }
+}
+
+#[test]
+fn key_shapes_are_redacted_by_rule() {
+    let cases = [
+        ("sk_live_51HxAbCdEfGhIjKlMnOpQrSt", "stripe_key"),
+        ("rk_live_51HxAbCdEfGhIjKlMnOpQrSt", "stripe_key"),
+        ("sk_test_51HxAbCdEfGhIjKlMnOpQrSt", "stripe_key"),
+        ("sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWx_yz-0123", "anthropic_key"),
+        ("sk-proj-AbCdEfGhIjKlMnOpQrStUvWx_yz-0123", "openai_key"),
+        ("ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "github_token"),
+        ("github_pat_11AbCdEfG0123456789_AbCdEfGhIjKlMnOpQrStUvWxYz", "github_token"),
+        ("AKIAIOSFODNN7EXAMPLE", "aws_access_key"),
+        (
+            "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----",
+            "private_key",
+        ),
+        ("-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg\n-----END PRIVATE KEY-----", "private_key"),
+    ];
+    for (key, rule) in cases {
+        let out = clean(&format!("key: {key}\nnext line"));
+        assert_eq!(out, format!("key: [redacted:{rule}]\nnext line"), "{key}");
+        // Cut anywhere, still redacted.
+        for cut in 1..key.len() + 6 {
+            let text = format!("key: {key}\nnext line");
+            let out = streamed(text.as_bytes(), &[cut]);
+            assert_eq!(out, format!("key: [redacted:{rule}]\nnext line"), "{key} cut at {cut}");
+        }
+    }
+}
+
+#[test]
+fn no_false_positives() {
+    let ordinary = [
+        "the task_live_update ran; ask_test_runner; risk_live_feed",
+        "sk_test_short and sk_live_ alone",
+        "mask-ant-colony sk-ant- is a prefix only",
+        "AKIAIOSFODNN7EXAMPLEX is too long, AKIA1234 too short",
+        // A JWT (a Supabase anon key is public).
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJyb2xlIjoiYW5vbiJ9.dGhpcyBpcyBub3QgYSBzaWc",
+        "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----",
+        "-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----",
+        "pw-1234 is short; canary-4f2a-Secret is a prefix only",
+    ];
+    installed();
+    let engine = redact::current();
+    for text in ordinary {
+        assert!(!engine.finds(text.as_bytes()), "{text}");
+        assert_eq!(clean(text), text);
+    }
+    assert_eq!(clean("a pw-12345 b"), "a [secret:SHORT_ONE] b");
+}
+
+#[test]
+fn a_clean_stream_is_held_only_where_a_pattern_could_start() {
+    installed();
+    let mut scrubber = Scrubber::new();
+    let mut out = Vec::new();
+    scrubber.push(b"compiling 12 crates\n", &mut out);
+    assert_eq!(scrubber.held(), 0, "nothing to hold: {:?}", String::from_utf8_lossy(&out));
+    scrubber.push(b"value canary-4f", &mut out);
+    assert_eq!(scrubber.held(), "canary-4f".len());
+    scrubber.push(b"2a-Secret/Value+9 done", &mut out);
+    scrubber.finish(&mut out);
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "compiling 12 crates\nvalue [secret:API_TOKEN] done"
+    );
+}
+
+#[test]
+fn an_unfinished_pem_block_is_held_then_cut() {
+    installed();
+    let mut scrubber = Scrubber::new();
+    let mut out = Vec::new();
+    scrubber.push(b"-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE", &mut out);
+    assert!(out.is_empty());
+    scrubber.push(&vec![b'A'; 70 * 1024], &mut out);
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.starts_with("[redacted:private_key]"), "{}", &text[..40.min(text.len())]);
+    assert!(!text.contains("MHcCAQEE"));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// A value split at any position across two writes, with anything around it, is still hidden.
+    #[test]
+    fn a_secret_split_anywhere_is_still_redacted(
+        before in "[a-z \n]{0,40}",
+        after in "[a-z \n]{0,40}",
+        cut in 0usize..200,
+        second in 0usize..200,
+        which in 0usize..3,
+    ) {
+        let b64 = base64::engine::general_purpose::STANDARD.encode(TOKEN);
+        let value = [TOKEN, "sk_live_51HxAbCdEfGhIjKlMnOpQrSt", b64.as_str()][which];
+        let text = format!("{before} {value} {after}");
+        let len = text.len();
+        let mut cuts = vec![cut % (len + 1), second % (len + 1)];
+        cuts.sort_unstable();
+        let out = streamed(text.as_bytes(), &cuts);
+        prop_assert!(!out.contains(value), "{out}");
+        prop_assert!(out.contains("[secret:API_TOKEN]") || out.contains("[redacted:stripe_key]"), "{out}");
+        prop_assert_eq!(out, clean(&text));
+    }
+
+    /// Text without a secret comes out as it went in, however it is cut.
+    #[test]
+    fn ordinary_text_passes_unchanged(text in "[ -~\n]{0,300}", cut in 0usize..300) {
+        prop_assume!(!text.contains("pw-12345") && !text.contains("AKIA") && !text.contains("-----"));
+        let cut = cut % (text.len() + 1);
+        prop_assert_eq!(streamed(text.as_bytes(), &[cut]), text);
+    }
+}

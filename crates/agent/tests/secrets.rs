@@ -340,7 +340,7 @@ async fn host(script: Script, secrets: Arc<Mem>) -> (Arc<Host>, Arc<MemoryStore>
         store: store.clone(),
         registry,
         provider: Some(script.clone()),
-        config: AgentConfig::default(),
+        config: hands_agent::host::AgentConfig::default(),
     })
     .await
     .unwrap();

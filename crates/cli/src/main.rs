@@ -288,6 +288,26 @@ fn stop_leftovers() {
     }
 }
 
+/// The user's secret store, opened once per process and installed (children's environments,
+/// redaction) on first use; `None` when there is no state folder to keep it in.
+fn secret_store() -> Option<std::sync::Arc<hands_secrets::Store>> {
+    static STORE: std::sync::OnceLock<Option<std::sync::Arc<hands_secrets::Store>>> =
+        std::sync::OnceLock::new();
+    STORE
+        .get_or_init(|| match hands_secrets::Store::open() {
+            Ok(store) => {
+                let store = std::sync::Arc::new(store);
+                hands_secrets::install(std::sync::Arc::clone(&store));
+                Some(store)
+            }
+            Err(err) => {
+                tracing::warn!(%err, "no secret store: the secrets tool is not offered");
+                None
+            }
+        })
+        .clone()
+}
+
 /// The registry with every tool this build has.
 /// spawn_subagent is among them when a model is configured.
 fn build_registry(loaded: &settings::Loaded, root: &std::path::Path) -> Result<Registry> {
@@ -314,6 +334,14 @@ fn build_registry_with_mcp(
         hands_agent::UseSkill::discover(Some(root), hands_agent::user_skills_dir().as_deref());
     let builder = hands_agent::register_with(builder, &loaded.settings.session_tools(), skills);
     let builder = hands_agent::subagent::register(builder, subagent);
+    // The secrets tool, over the user's store (hosts that cannot ask make it say how to store a
+    // secret by hand).
+    let builder = match secret_store() {
+        Some(store) => {
+            hands_agent::register_secrets(builder, store, &loaded.settings.session_tools())
+        }
+        None => builder,
+    };
     // The preview tools, when the project has a preview (configured or detected).
     let builder =
         hands_preview::register(builder, &loaded.settings.preview, &loaded.settings.exec(), root);

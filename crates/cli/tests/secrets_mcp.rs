@@ -63,7 +63,8 @@ impl ClientHandler for User {
         // The page, without the bearer token: the URL is the capability.
         let page = client.get(&url).send().await.unwrap();
         let status = page.status().as_u16();
-        self.pages.lock().unwrap().push((status, page.text().await.unwrap()));
+        let text = page.text().await.unwrap();
+        self.pages.lock().unwrap().push((status, text));
         // Too short first: refused, and the page still waits.
         let short = client
             .post(&url)
@@ -73,7 +74,8 @@ impl ClientHandler for User {
             .await
             .unwrap();
         let status = short.status().as_u16();
-        self.pages.lock().unwrap().push((status, short.text().await.unwrap()));
+        let text = short.text().await.unwrap();
+        self.pages.lock().unwrap().push((status, text));
         let stored = client
             .post(&url)
             .header("content-type", "application/x-www-form-urlencoded")
@@ -82,10 +84,12 @@ impl ClientHandler for User {
             .await
             .unwrap();
         let status = stored.status().as_u16();
-        self.pages.lock().unwrap().push((status, stored.text().await.unwrap()));
+        let text = stored.text().await.unwrap();
+        self.pages.lock().unwrap().push((status, text));
         // Single use.
         let again = client.get(&url).send().await.unwrap();
-        self.pages.lock().unwrap().push((again.status().as_u16(), url));
+        let status = again.status().as_u16();
+        self.pages.lock().unwrap().push((status, url));
         Ok(ElicitResult::new(ElicitationAction::Accept))
     }
 }

@@ -23,8 +23,8 @@ pub use ask::{
 pub use config::{AgentConfig, AskUserConfig};
 pub use plan::{EnterPlanMode, ExitPlanMode};
 pub use secrets::{
-    MAX_DESCRIPTION_CHARS, SecretAction, SecretEntry, Secrets, SecretsArgs, SecretsOutput, hint as secret_hint,
-    run_it_yourself as secrets_set_message, valid_name as valid_secret_name,
+    MAX_DESCRIPTION_CHARS, SecretAction, SecretEntry, Secrets, SecretsArgs, SecretsOutput,
+    hint as secret_hint, run_it_yourself as secrets_set_message, valid_name as valid_secret_name,
 };
 pub use skill::{UseSkill, UseSkillArgs, user_skills_dir};
 pub use todo::{MAX_TODOS, Todo, TodoStatus, TodoWrite, TodoWriteArgs, restore_todos, todos};

@@ -43,7 +43,12 @@ fn hint(value: &str) -> String {
 }
 
 impl SecretStore for Mem {
-    fn put(&self, root: &Path, name: &str, value: &SecretValue) -> Result<StoredSecret, SecretError> {
+    fn put(
+        &self,
+        root: &Path,
+        name: &str,
+        value: &SecretValue,
+    ) -> Result<StoredSecret, SecretError> {
         if !hands_agent::valid_secret_name(name) {
             return Err(SecretError::BadName(name.into()));
         }
@@ -170,7 +175,10 @@ async fn a_request_stores_the_value_and_returns_only_its_name_and_hint() {
     assert!(!everything(&out).contains(CANARY) && !format!("{out:?}").contains(CANARY));
     let asked = asker.asked.lock().unwrap().clone();
     assert_eq!(asked.len(), 1);
-    assert_eq!((asked[0].name.as_str(), asked[0].description.as_str()), ("STRIPE_SECRET_KEY", STRIPE));
+    assert_eq!(
+        (asked[0].name.as_str(), asked[0].description.as_str()),
+        ("STRIPE_SECRET_KEY", STRIPE)
+    );
     assert_eq!(asked[0].session, "s");
     assert_eq!(
         store.get(root.path(), "STRIPE_SECRET_KEY").map(|v| v.expose().to_owned()).as_deref(),
@@ -186,12 +194,21 @@ async fn bad_input_is_refused_before_anyone_is_asked() {
     let session = Session::new("s", root.path());
     let asker = Scripted::install(&session, Ok(CANARY));
     for (args, expected) in [
-        (json!({"action": "request", "name": "stripe_key", "description": STRIPE}), "is not a secret name"),
+        (
+            json!({"action": "request", "name": "stripe_key", "description": STRIPE}),
+            "is not a secret name",
+        ),
         (json!({"action": "request", "name": "A", "description": STRIPE}), "is not a secret name"),
-        (json!({"action": "request", "name": "API-KEY", "description": STRIPE}), "STRIPE_SECRET_KEY"),
+        (
+            json!({"action": "request", "name": "API-KEY", "description": STRIPE}),
+            "STRIPE_SECRET_KEY",
+        ),
         (json!({"action": "request", "description": STRIPE}), "`name` is missing"),
         (json!({"action": "request", "name": "API_KEY"}), "`description` is missing"),
-        (json!({"action": "request", "name": "API_KEY", "description": "  "}), "`description` is missing"),
+        (
+            json!({"action": "request", "name": "API_KEY", "description": "  "}),
+            "`description` is missing",
+        ),
         (
             json!({"action": "request", "name": "API_KEY", "description": "x".repeat(1001)}),
             "keep it to 1000",
@@ -321,7 +338,10 @@ async fn list_shows_names_scopes_and_hints_and_delete_forgets_the_projects_own()
     let out =
         run(&registry, &session, json!({"action": "delete", "name": "STRIPE_SECRET_KEY"})).await;
     assert_eq!(out.joined_text(), "STRIPE_SECRET_KEY deleted from this project's secrets.");
-    assert_eq!(out.structured.clone().unwrap(), json!({"action": "delete", "secrets": [], "deleted": true}));
+    assert_eq!(
+        out.structured.clone().unwrap(),
+        json!({"action": "delete", "secrets": [], "deleted": true})
+    );
     assert!(store.get(root.path(), "STRIPE_SECRET_KEY").is_none());
 
     let out = run(&registry, &session, json!({"action": "delete", "name": "NOPE_KEY"})).await;
@@ -351,14 +371,9 @@ async fn host(script: Script, secrets: Arc<Mem>) -> (Arc<Host>, Arc<MemoryStore>
 async fn the_host_announces_a_request_and_hands_the_answer_to_the_tool_alone() {
     let root = tempfile::tempdir().unwrap();
     let secrets = Arc::new(Mem::default());
-    let (host, store, script) = host(
-        Script::new(vec![
-            call_step("STRIPE_SECRET_KEY"),
-            say("Stored."),
-        ]),
-        secrets.clone(),
-    )
-    .await;
+    let (host, store, script) =
+        host(Script::new(vec![call_step("STRIPE_SECRET_KEY"), say("Stored.")]), secrets.clone())
+            .await;
     let id = host
         .create_session(NewSession {
             id: None,

@@ -13,8 +13,7 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ElicitRequestParams, ElicitResult,
-    ElicitationAction, ElicitationCapability, FormElicitationCapability,
-    UrlElicitationCapability,
+    ElicitationAction, ElicitationCapability, FormElicitationCapability, UrlElicitationCapability,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::{
@@ -44,9 +43,13 @@ impl User {
 impl ClientHandler for User {
     fn get_info(&self) -> rmcp::model::ClientConfig {
         let mut caps = ClientCapabilities::default();
-        let elicitation = ElicitationCapability::new().with_form(FormElicitationCapability::default());
-        caps.elicitation =
-            Some(if self.url { elicitation.with_url(UrlElicitationCapability::new()) } else { elicitation });
+        let elicitation =
+            ElicitationCapability::new().with_form(FormElicitationCapability::default());
+        caps.elicitation = Some(if self.url {
+            elicitation.with_url(UrlElicitationCapability::new())
+        } else {
+            elicitation
+        });
         rmcp::model::ClientConfig::new(caps, rmcp::model::Implementation::new("user", "1"))
     }
 

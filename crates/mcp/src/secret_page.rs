@@ -74,11 +74,8 @@ impl SecretPages {
         let token = random_token()
             .map_err(|err| AskError::Unavailable(format!("no randomness for the page: {err}")))?;
         let (reply, value) = oneshot::channel();
-        let page = Page {
-            name: request.name.clone(),
-            description: request.description.clone(),
-            reply,
-        };
+        let page =
+            Page { name: request.name.clone(), description: request.description.clone(), reply };
         self.lock().insert(token.clone(), page);
         let url = format!("{base}{PAGE_PREFIX}{token}");
         Ok((token, url, value))
@@ -192,7 +189,8 @@ async fn answer(
 ) -> Response {
     // A body that is not the form: refused without a word of what it held.
     let Ok(Form(form)) = form else {
-        let body = page("hands: not stored", "<p>The form could not be read; nothing was stored.</p>");
+        let body =
+            page("hands: not stored", "<p>The form could not be read; nothing was stored.</p>");
         return no_store((StatusCode::BAD_REQUEST, Html(body)).into_response());
     };
     let mut table = pages.lock();
@@ -203,7 +201,10 @@ async fn answer(
     if form.decline.is_some() {
         // Dropping the sender declines.
         table.remove(&token);
-        let body = page("hands: declined", "<p>Declined: nothing was stored. You can close this page.</p>");
+        let body = page(
+            "hands: declined",
+            "<p>Declined: nothing was stored. You can close this page.</p>",
+        );
         return no_store(Html(body).into_response());
     }
     let value = form.value.trim();

@@ -77,7 +77,8 @@ async fn read(request: Request, state: &AppState) -> Result<Option<SecretValue>,
     if !json {
         return Ok(Some(SecretValue::new(text)));
     }
-    let body: SecretAnswer = serde_json::from_str(&text).map_err(|_| ApiError::bad_request(SHAPE))?;
+    let body: SecretAnswer =
+        serde_json::from_str(&text).map_err(|_| ApiError::bad_request(SHAPE))?;
     // The body is no type of ours until checked: make sure nothing keeps the text.
     drop(text);
     match (body.value, body.decline) {

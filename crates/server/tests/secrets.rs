@@ -31,7 +31,9 @@ async fn until(stream: &mut SseStream, name: &str, seen: &mut String) -> Value {
     }
 }
 
-async fn server(model: Arc<Scripted>) -> (TestServer, Arc<hands_secrets::Store>, tempfile::TempDir) {
+async fn server(
+    model: Arc<Scripted>,
+) -> (TestServer, Arc<hands_secrets::Store>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(hands_secrets::Store::at(dir.path().join("secrets")));
     let registry = common::registry_builder(CoreConfig::default());
@@ -50,11 +52,8 @@ fn request(name: &str) -> Reply {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_secret_is_given_over_the_api_and_appears_nowhere_else() {
-    let model = Scripted::new([
-        request("STRIPE_SECRET_KEY"),
-        request("OTHER_KEY"),
-        Reply::text("all set"),
-    ]);
+    let model =
+        Scripted::new([request("STRIPE_SECRET_KEY"), request("OTHER_KEY"), Reply::text("all set")]);
     let (server, store, _dir) = server(model.clone()).await;
     let id = server.session(json!({})).await;
     let mut stream = SseStream::open(&server, &id, None).await;
@@ -70,7 +69,9 @@ async fn a_secret_is_given_over_the_api_and_appears_nowhere_else() {
     let path = format!("/v1/sessions/{id}/secrets/{request_id}");
 
     // Bad input: nothing is echoed, and the request still waits.
-    let (status, body) = server.post(&format!("/v1/sessions/{id}/secrets/secret-nope"), json!({"value": CANARY})).await;
+    let (status, body) = server
+        .post(&format!("/v1/sessions/{id}/secrets/secret-nope"), json!({"value": CANARY}))
+        .await;
     assert_eq!(status, 404, "{body}");
     let (status, body) = server.post(&path, json!({"value": "short"})).await;
     assert_eq!(status, 400, "{body}");
@@ -78,10 +79,18 @@ async fn a_secret_is_given_over_the_api_and_appears_nowhere_else() {
     let (status, body) = server.post(&path, json!({"value": CANARY, "decline": CANARY})).await;
     assert_eq!(status, 400, "{body}");
     assert!(!body.to_string().contains(CANARY), "{body}");
-    let (status, body) = server.post_raw(&path, "application/json", format!("{{\"value\": {CANARY}}}").into_bytes()).await;
+    let (status, body) = server
+        .post_raw(&path, "application/json", format!("{{\"value\": {CANARY}}}").into_bytes())
+        .await;
     assert_eq!(status, 400, "{body}");
     assert!(!body.to_string().contains(CANARY), "{body}");
-    let (status, body) = server.post_raw(&path, "application/x-www-form-urlencoded", format!("value={CANARY}").into_bytes()).await;
+    let (status, body) = server
+        .post_raw(
+            &path,
+            "application/x-www-form-urlencoded",
+            format!("value={CANARY}").into_bytes(),
+        )
+        .await;
     assert_eq!(status, 415, "{body}");
     let (status, body) = server.post(&path, json!({})).await;
     assert_eq!(status, 400, "{body}");
@@ -101,7 +110,9 @@ async fn a_secret_is_given_over_the_api_and_appears_nowhere_else() {
     let asked = until(&mut stream, "secret_requested", &mut seen).await;
     let path = format!("/v1/sessions/{id}/secrets/{}", asked["request_id"].as_str().unwrap());
     let other = format!("{CANARY}-other");
-    let (status, body) = server.post_raw(&path, "text/plain; charset=utf-8", format!("{other}\n").into_bytes()).await;
+    let (status, body) = server
+        .post_raw(&path, "text/plain; charset=utf-8", format!("{other}\n").into_bytes())
+        .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["name"], "OTHER_KEY");
     let end = until(&mut stream, "turn_ended", &mut seen).await;
@@ -112,7 +123,9 @@ async fn a_secret_is_given_over_the_api_and_appears_nowhere_else() {
     let messages = format!("{:?}", model.last_messages());
     assert!(messages.contains("STRIPE_SECRET_KEY stored (sk_t…4f2a)"), "{messages}");
     let (_, transcript) = server.get(&format!("/v1/sessions/{id}/messages")).await;
-    for (surface, text) in [("events", seen), ("model", messages), ("transcript", transcript.to_string())] {
+    for (surface, text) in
+        [("events", seen), ("model", messages), ("transcript", transcript.to_string())]
+    {
         assert!(!text.contains(CANARY), "{surface} holds the value: {text}");
     }
 }

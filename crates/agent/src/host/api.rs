@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use hands_core::approval::{ApproverHandle, Decision};
 use hands_core::ask::{AskerHandle, NoSuchQuestion, PendingQuestions};
-use hands_core::secret::{SecretAskerHandle, SecretValue};
 use hands_core::process::{ProcessError, ProcessList, ProcessStopped};
+use hands_core::secret::{SecretAskerHandle, SecretValue};
 use hands_core::{
     CancellationToken, Mode, ProcessService, Registry, Session, ToolCall, ToolOutput,
 };
@@ -27,8 +27,8 @@ use super::ids::{fresh_id, now_ms, valid_id};
 use super::live::Live;
 use super::lock::lock;
 use super::parts::{HostParts, NewSession, SessionInfo};
-use super::turns::{TurnRecorder, TurnTask};
 use super::secrets::{HostSecretAsker, SecretRequests};
+use super::turns::{TurnRecorder, TurnTask};
 use super::user::{Approvals, HostApprover, HostAsker};
 
 /// How long an abort waits for the turn it ended to be recorded.

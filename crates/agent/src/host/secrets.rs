@@ -47,11 +47,8 @@ impl SecretRequests {
                  the request still waits for the whole value"
             )));
         }
-        let value = if trimmed.len() == value.expose().len() {
-            value
-        } else {
-            SecretValue::new(trimmed)
-        };
+        let value =
+            if trimmed.len() == value.expose().len() { value } else { SecretValue::new(trimmed) };
         let waiting = table.remove(index);
         // The tool may have given up meanwhile (an abort); then nothing waits for this.
         let _ = waiting.reply.send(Ok(value));
@@ -130,7 +127,8 @@ impl SecretAsker for HostSecretAsker {
                     }
                 }
             }
-            let mut leave = Leave { requests: &self.requests, hub: &self.hub, id: &id, ended: false };
+            let mut leave =
+                Leave { requests: &self.requests, hub: &self.hub, id: &id, ended: false };
             self.hub
                 .emit(EventKind::SecretRequested {
                     request_id: id.clone(),

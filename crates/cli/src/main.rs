@@ -139,6 +139,12 @@ fn main() -> ExitCode {
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("HANDS_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    // rmcp traces every message whole: a secret page's URL (its own capability) must not reach
+    // the log, whatever HANDS_LOG says.
+    let filter = match "rmcp::service=debug".parse() {
+        Ok(cap) => filter.add_directive(cap),
+        Err(_) => filter,
+    };
     // Colour only for a person at a terminal: clients that capture hands' stderr (MCP hosts,
     // logs) get plain text.
     tracing_subscriber::fmt()

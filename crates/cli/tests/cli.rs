@@ -53,7 +53,8 @@ fn tools_lists_the_fs_and_process_tools_and_plan_mode_the_read_only_ones() {
             "enter_plan_mode",
             "todo_write",
             "ask_user",
-            "use_skill"
+            "use_skill",
+            "secrets"
         ]
     );
     let read = &v["tools"][0];

@@ -80,7 +80,7 @@ pub struct SecretsOutput {
     /// `request`: the secret stored; `list`: every secret this project can use; `delete`: none.
     pub secrets: Vec<SecretEntry>,
     /// `delete`: whether there was such a secret.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deleted: Option<bool>,
 }
 

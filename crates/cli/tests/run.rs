@@ -836,7 +836,11 @@ fn on_a_terminal_a_secret_is_asked_without_echo_and_kept_out_of_everything_else(
     assert!(!std::fs::read_to_string(world.dir().join("requests.jsonl")).unwrap().contains(CANARY));
     // The session store holds no trace of it; the user's secret store does.
     let db = std::fs::read(world.dir().join("sessions.db")).unwrap();
-    assert!(!String::from_utf8_lossy(&db).contains(CANARY));
+    assert!(db.len() > 1000 && !String::from_utf8_lossy(&db).contains(CANARY));
+    for suffix in ["-wal", "-journal"] {
+        let side = std::fs::read(world.dir().join(format!("sessions.db{suffix}")));
+        assert!(!String::from_utf8_lossy(&side.unwrap_or_default()).contains(CANARY));
+    }
     let secrets = world.dir().join("home/.local/state/hands/secrets");
     fn holds(dir: &Path, value: &str) -> bool {
         std::fs::read_dir(dir).into_iter().flatten().flatten().any(|entry| {

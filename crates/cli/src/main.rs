@@ -6,6 +6,7 @@ mod call;
 mod chat;
 mod run;
 mod secret_prompt;
+mod secrets;
 mod serve;
 mod settings;
 mod term;
@@ -105,6 +106,13 @@ enum Command {
         #[arg(long, value_name = "ID")]
         resume: Option<String>,
     },
+    /// Manage the secrets given to projects' processes as environment variables (and hidden
+    /// everywhere hands shows text): set, list, rm. A secret is for the project at --root (the
+    /// current directory by default) unless --global.
+    Secrets {
+        #[command(subcommand)]
+        action: secrets::Action,
+    },
     /// Show the configuration.
     Config {
         #[command(subcommand)]
@@ -178,6 +186,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
     // No child (bash, processes, the preview, MCP servers, a sandbox) gets hands' credentials.
     let model_key = loaded.settings.model.api_key_env.iter();
     hands_core::env::ChildEnv::init(model_key.chain(&loaded.settings.exec.env_remove).cloned());
+    // The user's secrets: granted to their projects' children, hidden on every surface.
+    let secrets = open_secrets();
     // Commands that let a model or a client act on the root: not `/`, the home folder, or a
     // folder holding hands' own state, configuration or sessions.
     if matches!(
@@ -189,6 +199,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         hands_agent::host::roots::check_root(&root, &store_dir).map_err(anyhow::Error::msg)?;
     }
     match cli.command {
+        Command::Secrets { action } => {
+            let store = secrets.context("cannot open the secret store")?;
+            secrets::run(&store, &root, action)
+        }
         Command::Config { action: ConfigAction::Show } => {
             term::data(&settings::render(&loaded))?;
             Ok(ExitCode::SUCCESS)
@@ -257,6 +271,27 @@ fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
+/// Open the secret store and install it (children's environments) and its redaction engine
+/// (reinstalled whenever the store changes), once per process: `hands secrets` and the secrets
+/// tool share the one instance. Without a store hands runs on, with a warning.
+fn open_secrets() -> Result<std::sync::Arc<hands_secrets::Store>, hands_core::secret::SecretError> {
+    type Opened = Result<std::sync::Arc<hands_secrets::Store>, hands_core::secret::SecretError>;
+    static STORE: std::sync::OnceLock<Opened> = std::sync::OnceLock::new();
+    STORE
+        .get_or_init(|| match hands_secrets::Store::open() {
+            Ok(store) => {
+                let store = std::sync::Arc::new(store);
+                hands_secrets::install(store.clone());
+                Ok(store)
+            }
+            Err(err) => {
+                tracing::warn!(%err, "no secret store: stored secrets are neither given nor hidden");
+                Err(err)
+            }
+        })
+        .clone()
+}
+
 fn load_settings(root: &std::path::Path, flags: &[String]) -> Result<settings::Loaded> {
     settings::load(&settings::Layers {
         user_file: settings::user_config_file(),
@@ -294,26 +329,6 @@ fn stop_leftovers() {
     }
 }
 
-/// The user's secret store, opened once per process and installed (children's environments,
-/// redaction) on first use; `None` when there is no state folder to keep it in.
-fn secret_store() -> Option<std::sync::Arc<hands_secrets::Store>> {
-    static STORE: std::sync::OnceLock<Option<std::sync::Arc<hands_secrets::Store>>> =
-        std::sync::OnceLock::new();
-    STORE
-        .get_or_init(|| match hands_secrets::Store::open() {
-            Ok(store) => {
-                let store = std::sync::Arc::new(store);
-                hands_secrets::install(std::sync::Arc::clone(&store));
-                Some(store)
-            }
-            Err(err) => {
-                tracing::warn!(%err, "no secret store: the secrets tool is not offered");
-                None
-            }
-        })
-        .clone()
-}
-
 /// The registry with every tool this build has.
 /// spawn_subagent is among them when a model is configured.
 fn build_registry(loaded: &settings::Loaded, root: &std::path::Path) -> Result<Registry> {
@@ -342,11 +357,11 @@ fn build_registry_with_mcp(
     let builder = hands_agent::subagent::register(builder, subagent);
     // The secrets tool, over the user's store (hosts that cannot ask make it say how to store a
     // secret by hand).
-    let builder = match secret_store() {
-        Some(store) => {
+    let builder = match open_secrets() {
+        Ok(store) => {
             hands_agent::register_secrets(builder, store, &loaded.settings.session_tools())
         }
-        None => builder,
+        Err(_) => builder,
     };
     // The preview tools, when the project has a preview (configured or detected).
     let builder =

@@ -39,9 +39,10 @@ fn c_string(bytes: &[u8]) -> io::Result<CString> {
     CString::new(bytes).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte"))
 }
 
-/// `NAME=value` for every variable of hands' environment that children may see
-/// ([`hands_core::env::ChildEnv`]: no credentials) and that is not overridden, then the overrides.
-fn environment(markers: &[(&str, String)]) -> io::Result<Vec<CString>> {
+/// `NAME=value` for every variable of hands' environment that children of the project at `root`
+/// may see ([`hands_core::env::ChildEnv::vars_for`]: no credentials, no stored secret but those
+/// granted to that project) and that is not overridden, then the overrides.
+fn environment(root: &Path, markers: &[(&str, String)]) -> io::Result<Vec<CString>> {
     let overrides: Vec<(OsString, OsString)> = ENV
         .iter()
         .map(|(k, v)| (OsString::from(k), OsString::from(v)))
@@ -54,7 +55,7 @@ fn environment(markers: &[(&str, String)]) -> io::Result<Vec<CString>> {
         bytes.extend_from_slice(v.as_bytes());
         c_string(&bytes)
     };
-    for (k, v) in hands_core::env::ChildEnv::vars() {
+    for (k, v) in hands_core::env::ChildEnv::vars_for(root) {
         if !overrides.iter().any(|(o, _)| *o == k) {
             env.push(pair(&k, &v)?);
         }
@@ -88,7 +89,8 @@ pub(crate) fn start(
         }
         Program::Script(path) => vec![shell_c.clone(), c_string(path.as_os_str().as_bytes())?],
     };
-    let env = environment(markers)?;
+    // A child starts in its project's root (`SpawnSpec::cwd`): the secrets granted there.
+    let env = environment(cwd, markers)?;
     let cwd_c = c_string(cwd.as_os_str().as_bytes())?;
     let mut argv: Vec<*mut libc::c_char> = args.iter().map(|a| a.as_ptr().cast_mut()).collect();
     argv.push(std::ptr::null_mut());

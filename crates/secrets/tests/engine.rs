@@ -193,3 +193,40 @@ proptest! {
         prop_assert_eq!(streamed(text.as_bytes(), &[cut]), text);
     }
 }
+
+/// With a thousand stored values, each one is found wherever it sits (every offset modulo the
+/// prefilter's stride), alone and among the others, and nothing else is touched.
+#[test]
+fn a_thousand_values_are_each_found_at_every_offset() {
+    use hands_core::redact::Redactor as _;
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-";
+    let values: Vec<(String, String)> = (0..1000)
+        .map(|i| {
+            let len = 8 + (next() % 40) as usize;
+            let value = (0..len).map(|_| ALPHABET[(next() % 64) as usize] as char).collect();
+            (format!("SECRET_{i}"), value)
+        })
+        .collect();
+    let engine = Engine::new(values.iter().map(|(n, v)| (n.as_str(), v.as_str()))).unwrap();
+    for (i, (name, value)) in values.iter().enumerate() {
+        let pad = " ".repeat(i % 7);
+        let text = format!("{pad}line: {value} end");
+        let mut out = Vec::new();
+        engine.redact(text.as_bytes(), false, &mut out);
+        assert_eq!(String::from_utf8(out).unwrap(), format!("{pad}line: [secret:{name}] end"));
+    }
+    let all: String = values.iter().map(|(_, v)| format!("{v}\n")).collect();
+    let mut out = Vec::new();
+    engine.redact(all.as_bytes(), false, &mut out);
+    let expected: String = values.iter().map(|(n, _)| format!("[secret:{n}]\n")).collect();
+    assert_eq!(String::from_utf8(out).unwrap(), expected);
+    let ordinary = "Compiling serde v1.0 (registry)\n   Finished release in 0.42s\n".repeat(50);
+    assert!(!engine.finds(ordinary.as_bytes()));
+}

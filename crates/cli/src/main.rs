@@ -148,10 +148,12 @@ fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("HANDS_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     // rmcp traces every message whole: a secret page's URL (its own capability) must not reach
-    // the log, whatever HANDS_LOG says.
+    // the log, whatever HANDS_LOG says. Only a filter that traces needs the cap (adding it to
+    // a quieter one would make rmcp louder).
+    let traces = filter.max_level_hint() == Some(tracing_subscriber::filter::LevelFilter::TRACE);
     let filter = match "rmcp::service=debug".parse() {
-        Ok(cap) => filter.add_directive(cap),
-        Err(_) => filter,
+        Ok(cap) if traces => filter.add_directive(cap),
+        _ => filter,
     };
     // Colour only for a person at a terminal: clients that capture hands' stderr (MCP hosts,
     // logs) get plain text.

@@ -77,6 +77,26 @@ pub enum EventKind {
         /// The question.
         question_id: String,
     },
+    /// The secrets tool waits for a secret: answer with
+    /// `POST /v1/sessions/{id}/secrets/{request_id}` (the value never appears in an event).
+    SecretRequested {
+        /// Answer with this id.
+        request_id: String,
+        /// The variable the value is stored as.
+        name: String,
+        /// What the value is and where the user finds it.
+        description: String,
+    },
+    /// The secret was given (the tool stores it; its result says so).
+    SecretAnswered {
+        /// The request.
+        request_id: String,
+    },
+    /// The secret request ended without a value: declined, timed out or aborted.
+    SecretDeclined {
+        /// The request.
+        request_id: String,
+    },
     /// A call waits for the user's approval.
     ApprovalRequested {
         /// Grant or deny with this id.
@@ -144,6 +164,9 @@ impl EventKind {
             Self::ToolCallFinished { .. } => "tool_call_finished",
             Self::Question { .. } => "question",
             Self::QuestionAnswered { .. } => "question_answered",
+            Self::SecretRequested { .. } => "secret_requested",
+            Self::SecretAnswered { .. } => "secret_answered",
+            Self::SecretDeclined { .. } => "secret_declined",
             Self::ApprovalRequested { .. } => "approval_requested",
             Self::ApprovalDecided { .. } => "approval_decided",
             Self::ProcessNotice { .. } => "process_notice",

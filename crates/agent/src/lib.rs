@@ -11,6 +11,7 @@ mod plan;
 pub mod prompt;
 pub mod provider;
 pub mod provider_sampling;
+mod secrets;
 mod skill;
 pub mod subagent;
 mod todo;
@@ -21,6 +22,10 @@ pub use ask::{
 };
 pub use config::{AgentConfig, AskUserConfig};
 pub use plan::{EnterPlanMode, ExitPlanMode};
+pub use secrets::{
+    MAX_DESCRIPTION_CHARS, SecretAction, SecretEntry, Secrets, SecretsArgs, SecretsOutput,
+    hint as secret_hint, run_it_yourself as secrets_set_message, valid_name as valid_secret_name,
+};
 pub use skill::{UseSkill, UseSkillArgs, user_skills_dir};
 pub use todo::{MAX_TODOS, Todo, TodoStatus, TodoWrite, TodoWriteArgs, restore_todos, todos};
 
@@ -47,4 +52,16 @@ pub fn register_with(
         .tool(TodoWrite::default())
         .tool(AskUser::new(&config.ask_user))
         .tool(skills)
+}
+
+/// Add the secrets tool over the user's `store`, waiting for the user as long as ask_user does.
+/// Only where a store exists (the binary opens it); hosts that cannot ask give it no
+/// [`SecretAskerHandle`](hands_core::secret::SecretAskerHandle), and the tool then tells the user
+/// to run `hands secrets set NAME`.
+pub fn register_secrets(
+    builder: RegistryBuilder,
+    store: std::sync::Arc<dyn hands_core::secret::SecretStore>,
+    config: &AgentConfig,
+) -> RegistryBuilder {
+    builder.tool(Secrets::new(store, &config.ask_user))
 }

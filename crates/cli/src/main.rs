@@ -6,6 +6,7 @@ mod call;
 mod chat;
 mod log;
 mod run;
+mod secret_prompt;
 mod secrets;
 mod serve;
 mod settings;
@@ -147,6 +148,14 @@ fn main() -> ExitCode {
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("HANDS_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    // rmcp traces every message whole: a secret page's URL (its own capability) must not reach
+    // the log, whatever HANDS_LOG says. Only a filter that traces needs the cap (adding it to
+    // a quieter one would make rmcp louder).
+    let traces = filter.max_level_hint() == Some(tracing_subscriber::filter::LevelFilter::TRACE);
+    let filter = match "rmcp::service=debug".parse() {
+        Ok(cap) if traces => filter.add_directive(cap),
+        _ => filter,
+    };
     // Colour only for a person at a terminal: clients that capture hands' stderr (MCP hosts,
     // logs) get plain text.
     tracing_subscriber::fmt()
@@ -268,11 +277,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
 /// Open the secret store and install it (children's environments) and its redaction engine
 /// (reinstalled whenever the store changes). Without a store hands runs on, with a warning.
 fn open_secrets() -> Result<std::sync::Arc<hands_secrets::Store>> {
-    let store = secret_store().ok_or_else(|| {
+    secret_store().ok_or_else(|| {
         anyhow::anyhow!("there is no state folder for the secret store: set HOME or XDG_STATE_HOME")
-    })?;
-    hands_secrets::install(store.clone());
-    Ok(store)
+    })
 }
 
 fn load_settings(root: &std::path::Path, flags: &[String]) -> Result<settings::Loaded> {
@@ -338,6 +345,14 @@ fn build_registry_with_mcp(
         hands_agent::UseSkill::discover(Some(root), hands_agent::user_skills_dir().as_deref());
     let builder = hands_agent::register_with(builder, &loaded.settings.session_tools(), skills);
     let builder = hands_agent::subagent::register(builder, subagent);
+    // The secrets tool, over the user's store (hosts that cannot ask make it say how to store a
+    // secret by hand).
+    let builder = match open_secrets() {
+        Ok(store) => {
+            hands_agent::register_secrets(builder, store, &loaded.settings.session_tools())
+        }
+        Err(_) => builder,
+    };
     // The preview tools, when the project has a preview (configured or detected).
     let builder =
         hands_preview::register(builder, &loaded.settings.preview, &loaded.settings.exec(), root);
@@ -381,7 +396,11 @@ fn secret_store() -> Option<std::sync::Arc<hands_secrets::Store>> {
         std::sync::OnceLock::new();
     STORE
         .get_or_init(|| match hands_secrets::Store::open() {
-            Ok(store) => Some(std::sync::Arc::new(store)),
+            Ok(store) => {
+                let store = std::sync::Arc::new(store);
+                hands_secrets::install(store.clone());
+                Some(store)
+            }
             Err(err) => {
                 tracing::warn!(
                     %err,

@@ -20,6 +20,7 @@ use hands_agent::model::Provider;
 use hands_agent::provider::ModelConfig;
 use hands_core::approval::Decision;
 use hands_core::ask::{AskError, Asker, AskerHandle, Question};
+use hands_core::secret::{SecretAsker, SecretAskerHandle, SecretRequest, SecretValue};
 use hands_core::{BoxFuture, CancellationToken, Mode, Registry};
 use hands_store::{Store, StoreConfig};
 use tokio::signal::unix::{Signal, SignalKind, signal};
@@ -199,6 +200,20 @@ impl Asker for NobodyAsker {
     }
 }
 
+/// The secrets tool's asker when nobody is at a terminal: the model is told at once that the user
+/// stores the secret with `hands secrets set NAME`.
+struct NobodySecretAsker;
+
+impl SecretAsker for NobodySecretAsker {
+    fn request<'a>(
+        &'a self,
+        _request: &'a SecretRequest,
+        _cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<SecretValue, AskError>> {
+        Box::pin(std::future::ready(Err(AskError::NoOneToAsk)))
+    }
+}
+
 /// One session of a host, driven from the terminal.
 pub struct Agent {
     /// The host.
@@ -255,7 +270,9 @@ impl Agent {
             }
         };
         if !prompter.available() {
-            host.session(&id).await?.insert_extension(AskerHandle(Arc::new(NobodyAsker)));
+            let session = host.session(&id).await?;
+            session.insert_extension(AskerHandle(Arc::new(NobodyAsker)));
+            session.insert_extension(SecretAskerHandle(Arc::new(NobodySecretAsker)));
         }
         Ok(Self { host, id, prompter, preview, registry })
     }
@@ -315,7 +332,7 @@ impl Agent {
                         }
                     });
                 }
-                (ask, answer) = asks.answered() => self.settle(ask, answer),
+                (ask, answer) = asks.answered() => self.settle(&mut asks, ask, answer),
             }
             if let Some(denied) = asks.start_next(&self.prompter) {
                 self.deny_unasked(&mut view, denied);
@@ -351,15 +368,39 @@ impl Agent {
                     options: options.clone(),
                 }));
             }
+            EventKind::SecretRequested { request_id, name, description } => {
+                view.pause();
+                asks.queue.push_back(Ask::Secret {
+                    id: request_id.clone(),
+                    name: name.clone(),
+                    description: description.clone(),
+                });
+            }
             EventKind::ApprovalDecided { approval_id: id, .. }
-            | EventKind::QuestionAnswered { question_id: id } => asks.cancel(Some(id)),
+            | EventKind::QuestionAnswered { question_id: id }
+            | EventKind::SecretAnswered { request_id: id }
+            | EventKind::SecretDeclined { request_id: id } => asks.cancel(Some(id)),
             _ => {}
         }
     }
 
     /// Hand the person's answer to the host.
-    fn settle(&self, ask: Ask, answer: Answer) {
+    fn settle(&self, asks: &mut Asks, ask: Ask, answer: Answer) {
         let result = match (&ask, answer) {
+            (Ask::Secret { id, .. }, Answer::Secret(None)) => {
+                self.host.decline_secret(&self.id, id).map(drop)
+            }
+            (Ask::Secret { id, .. }, Answer::Secret(Some(value))) => {
+                match self.host.give_secret(&self.id, id, SecretValue::new(value)) {
+                    // Too short: say so and ask again (the request still waits).
+                    Err(HostError::BadRequest(why)) => {
+                        term::errln(&format!("hands: {why}"));
+                        asks.queue.push_front(ask);
+                        return;
+                    }
+                    other => other.map(drop),
+                }
+            }
             (Ask::Approval { id, .. }, Answer::Decision(decision)) => {
                 let (approve, reason) = match decision {
                     Decision::Approve => (true, None),
@@ -401,6 +442,9 @@ impl Agent {
             Ask::Question(q) => {
                 let _ = self.host.answer(Some(&self.id), Some(&q.id), String::new());
             }
+            Ask::Secret { id, .. } => {
+                let _ = self.host.decline_secret(&self.id, &id);
+            }
         }
     }
 }
@@ -429,6 +473,7 @@ fn kill_now(id: &str) {
 enum Ask {
     Approval { id: String, summary: String, plan: bool },
     Question(Question),
+    Secret { id: String, name: String, description: String },
 }
 
 impl Ask {
@@ -436,6 +481,7 @@ impl Ask {
         match self {
             Self::Approval { id, .. } => id,
             Self::Question(q) => &q.id,
+            Self::Secret { id, .. } => id,
         }
     }
 }
@@ -444,6 +490,8 @@ impl Ask {
 enum Answer {
     Decision(Decision),
     Text(String),
+    /// A secret's value (never shown or logged), or `None`: declined.
+    Secret(Option<String>),
     /// The prompt was given up.
     Gone,
 }
@@ -481,6 +529,14 @@ impl Asks {
                     tokio::spawn(
                         async move { Answer::Text(approve::ask_question(&lines, &q).await) },
                     )
+                }
+                Ask::Secret { name, description, .. } => {
+                    let (name, description) = (name.clone(), description.clone());
+                    tokio::spawn(async move {
+                        Answer::Secret(
+                            crate::secret_prompt::ask_secret(&lines, &name, &description).await,
+                        )
+                    })
                 }
             }
         };

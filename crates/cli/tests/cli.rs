@@ -54,6 +54,7 @@ fn tools_lists_the_fs_and_process_tools_and_plan_mode_the_read_only_ones() {
             "todo_write",
             "ask_user",
             "use_skill",
+            "secrets",
             "download_to_repo",
             "enable_stripe",
             "connect_supabase"

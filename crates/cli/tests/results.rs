@@ -171,6 +171,7 @@ fn collect_strings(value: &Value, out: &mut Vec<String>) {
 
 /// The tools this test exercises; every tool with an output schema must be among them.
 const EXERCISED: &[&str] = &[
+    "secrets",
     "write_file",
     "edit_file",
     "glob",
@@ -360,13 +361,21 @@ fn process_session_and_preview_tools_structured_results_validate() {
         assert!(!required.as_array().unwrap().contains(&json!(optional)), "{required}");
     }
 
+    // secrets lists names, scopes and hints only (this project has none).
+    let r = p.call("secrets", &json!({"action": "list"}));
+    let (text, s) = checked(&schemas, "secrets", &r);
+    assert!(text.contains("No secrets are stored for this project"), "{text}");
+    assert_eq!(s, json!({"action": "list", "secrets": []}));
+
+    // The inner hands' whole tool list is more than the default 32 KiB a result shows.
+    p.settings = vec!["output.max_bytes=131072".into()];
     let r = p.call("mcp_list", &json!({}));
     let (text, s) = checked(&schemas, "mcp_list", &r);
     assert!(text.contains("inner: "), "{text}");
     let tools = s["servers"][0]["tools"].as_array().unwrap();
     let bash = tools.iter().find(|t| t["name"] == "bash").unwrap();
     assert_eq!(bash["hands_name"], "mcp__inner__bash");
-    assert!(bash["description"].as_str().unwrap().len() > 100, "descriptions are whole");
+    assert!(bash["description"].as_str().unwrap().len() > 100, "descriptions are whole: {bash}");
 
     // Tools without an output schema give text only.
     for (tool, args) in [

@@ -785,3 +785,95 @@ fn a_named_pipe_as_agents_md_is_skipped_with_a_warning() {
     let system = model.requests()[0].to_string();
     assert!(system.contains("Be brief."), "the other instruction files still count: {system}");
 }
+
+/// The secrets tool on a terminal: the prompt names the secret, what is typed is not shown, and
+/// the value reaches the user's store and nothing else (the screen, the model, the session
+/// store). Without a terminal the model is told to have the user run `hands secrets set`.
+#[test]
+fn on_a_terminal_a_secret_is_asked_without_echo_and_kept_out_of_everything_else() {
+    if !python() {
+        return;
+    }
+    const CANARY: &str = "sk_test_CANARY_pty_51HxQ9v2Lr8p4f2a";
+    let world = World::new();
+    let request = json!({"action": "request", "name": "STRIPE_SECRET_KEY",
+        "description": "Stripe secret key: Dashboard, Developers, API keys"});
+    let model = Model::start(
+        "anthropic",
+        world.dir(),
+        &json!([
+            {"tool_calls": [{"id": "s1", "name": "secrets", "input": request}]},
+            {"tool_calls": [{"id": "s2", "name": "secrets", "input": {"action": "list"}}]},
+            {"text": "Stripe is set up."},
+        ]),
+    );
+    world.user_config(&model.config());
+    let driver = world.dir().join("pty_driver.py");
+    std::fs::write(&driver, PTY_DRIVER).unwrap();
+    let mut cmd = Command::new("python3");
+    world.env(&mut cmd);
+    cmd.arg(&driver)
+        .args(["paste STRIPE_SECRET_KEY (hidden", CANARY, "--"])
+        .arg(assert_cmd::cargo::cargo_bin("hands"))
+        .args(["run", "set up stripe"]);
+    let out = output(&mut cmd);
+    let screen = out.stdout.replace('\r', "");
+    assert_eq!(out.code, 0, "{screen}{}", out.stderr);
+    assert!(
+        screen.contains("the agent asks for a secret, STRIPE_SECRET_KEY: Stripe secret key"),
+        "{screen}"
+    );
+    assert!(screen.contains("Stripe is set up."), "{screen}");
+    assert!(!screen.contains(CANARY), "the value was echoed: {screen}");
+    assert!(!out.stderr.contains(CANARY), "{}", out.stderr);
+    let requests = model.requests();
+    assert!(
+        all_text(&requests[1]).contains("STRIPE_SECRET_KEY stored (sk_t…4f2a)"),
+        "{}",
+        all_text(&requests[1])
+    );
+    assert!(all_text(&requests[2]).contains("STRIPE_SECRET_KEY (project, sk_t…4f2a)"));
+    assert!(!std::fs::read_to_string(world.dir().join("requests.jsonl")).unwrap().contains(CANARY));
+    // The session store holds no trace of it; the user's secret store does.
+    let db = std::fs::read(world.dir().join("sessions.db")).unwrap();
+    assert!(db.len() > 1000 && !String::from_utf8_lossy(&db).contains(CANARY));
+    for suffix in ["-wal", "-journal"] {
+        let side = std::fs::read(world.dir().join(format!("sessions.db{suffix}")));
+        assert!(!String::from_utf8_lossy(&side.unwrap_or_default()).contains(CANARY));
+    }
+    let secrets = world.dir().join("home/.local/state/hands/secrets");
+    fn holds(dir: &Path, value: &str) -> bool {
+        std::fs::read_dir(dir).into_iter().flatten().flatten().any(|entry| {
+            let path = entry.path();
+            if path.is_dir() {
+                holds(&path, value)
+            } else {
+                std::fs::read_to_string(&path).is_ok_and(|t| t.contains(value))
+            }
+        })
+    }
+    let stored = holds(&secrets, CANARY);
+    assert!(stored, "the value is in the secret store under {}", secrets.display());
+
+    // Without a terminal nobody can be asked: the model is told what the user can do.
+    let second = world.dir().join("second");
+    std::fs::create_dir_all(&second).unwrap();
+    let model = Model::start(
+        "anthropic",
+        &second,
+        &json!([
+            {"tool_calls": [{"id": "s3", "name": "secrets", "input": {"action": "request",
+                "name": "OPENAI_API_KEY", "description": "the OpenAI key"}}]},
+            {"text": "Please store it."},
+        ]),
+    );
+    world.user_config(&model.config());
+    let out = output(world.hands().args(["run", "set up openai"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let requests = model.requests();
+    assert!(
+        all_text(&requests[1]).contains("`hands secrets set OPENAI_API_KEY`"),
+        "{}",
+        all_text(&requests[1])
+    );
+}

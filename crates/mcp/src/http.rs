@@ -83,6 +83,7 @@ pub fn router(
         .with_max_request_body_bytes(MAX_BODY_BYTES)
         .with_sse_retry(None)
         .with_cancellation_token(shutdown);
+    let factory_pages = factory.secret_pages().clone();
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.sse_retry = None;
     let mcp = StreamableHttpService::new(
@@ -90,7 +91,11 @@ pub fn router(
         Arc::new(sessions),
         mcp_config,
     );
-    let app = Router::new().route_service("/mcp", mcp).route("/healthz", get(|| async { "ok\n" }));
+    let pages = factory_pages;
+    let app = Router::new()
+        .route_service("/mcp", mcp)
+        .route("/healthz", get(|| async { "ok\n" }))
+        .merge(pages.routes());
     guarded(app, config)
 }
 
@@ -207,7 +212,9 @@ impl Guard {
                 return Err(Rejection::Forbidden(format!("Origin {origin:?} is not allowed")));
             }
         }
+        // A secret page's URL is its own capability (a browser has no bearer token).
         if path != "/healthz"
+            && !crate::secret_page::is_page(path)
             && let Some(token) = &self.token
         {
             let given = headers

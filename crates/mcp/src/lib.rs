@@ -5,10 +5,12 @@
 mod ask;
 mod gone;
 mod http;
+mod secret_page;
 mod server;
 mod stdio;
 
 pub use http::{HttpError, ServerConfig, guarded, router};
+pub use secret_page::{PAGE_PREFIX as SECRET_PAGE_PREFIX, SecretPages};
 pub use server::{McpServer, PAGE_SIZE, ServerFactory, SessionHook};
 pub use stdio::{StdioError, serve_stdio, shutdown_signal};
 

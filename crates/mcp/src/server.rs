@@ -49,6 +49,8 @@ pub struct ServerFactory {
     live: Mutex<HashMap<String, Session>>,
     /// Called at each connection's `initialize`.
     hook: Mutex<Option<SessionHook>>,
+    /// The secrets tool's one-time pages, when an HTTP server serves them.
+    secret_pages: crate::secret_page::SecretPages,
 }
 
 /// Called at each connection's `initialize` with its session, the client and the client's
@@ -58,6 +60,12 @@ pub type SessionHook =
     Arc<dyn Fn(&Session, &Peer<RoleServer>, &InitializeRequestParams) + Send + Sync>;
 
 impl ServerFactory {
+    /// The secrets tool's one-time pages: [`router`](crate::router) serves them, and once
+    /// `hands serve` sets their base, clients that declare URL elicitation are asked through them.
+    pub fn secret_pages(&self) -> &crate::secret_page::SecretPages {
+        &self.secret_pages
+    }
+
     /// A factory serving `registry` over `root`; new sessions start in `mode`.
     pub fn new(registry: Arc<Registry>, root: impl Into<PathBuf>, mode: Mode) -> Arc<Self> {
         Arc::new(Self {
@@ -66,6 +74,7 @@ impl ServerFactory {
             root: root.into(),
             mode,
             live: Mutex::new(HashMap::new()),
+            secret_pages: crate::secret_page::SecretPages::default(),
             hook: Mutex::new(None),
         })
     }
@@ -207,6 +216,16 @@ impl ServerHandler for McpServer {
             self.session.insert_extension(ApproverHandle(Arc::new(approver)));
             let asker = crate::ask::ElicitationAsker::new(context.peer.clone());
             self.session.insert_extension(hands_core::ask::AskerHandle(Arc::new(asker)));
+        }
+        // A secret only ever through a page of ours (URL mode), never a form.
+        let url_elicitation =
+            request.capabilities.elicitation.as_ref().is_some_and(|e| e.url.is_some());
+        if url_elicitation && self.factory.secret_pages.served() {
+            let asker = crate::secret_page::UrlSecretAsker::new(
+                context.peer.clone(),
+                self.factory.secret_pages.clone(),
+            );
+            self.session.insert_extension(hands_core::secret::SecretAskerHandle(Arc::new(asker)));
         }
         // A hands host serving a single `hands call` through this (inner, sandboxed) server: the
         // session is one-shot here too (no stale-write guard for a file never read, no

@@ -29,6 +29,7 @@ pub mod openapi;
 mod operation;
 pub mod routes;
 pub mod schemas;
+mod secrets;
 mod sessions;
 mod state;
 pub mod token;
@@ -117,6 +118,14 @@ pub async fn serve(
         .await
         .map_err(|source| HttpError::Io { addr: listen, source })?;
     let local = listener.local_addr().unwrap_or(listen);
+    // The secrets tool's pages, for MCP clients that declare URL elicitation: reachable on
+    // loopback even when listening on every address.
+    let page_host = if local.ip().is_unspecified() {
+        SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), local.port())
+    } else {
+        local
+    };
+    mcp_factory.secret_pages().set_base(&format!("http://{page_host}"));
     // Scripts and tests read this line to learn the port (with --listen 127.0.0.1:0).
     eprintln!("hands: serving MCP at http://{local}/mcp and the session API at http://{local}/v1");
     if let Some(stored) = &stored {

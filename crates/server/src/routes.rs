@@ -17,10 +17,10 @@ pub use crate::operation::{Operation, Param, Payload, SchemaFn, Verb};
 pub use crate::state::AppState;
 
 use crate::schemas::{
-    Aborted, Answer, Answered, CallTool, CreateSession, Decision, PostMessage, SessionListDoc,
-    TranscriptDoc, TurnAccepted, VibeAnswer,
+    Aborted, Answer, Answered, CallTool, CreateSession, Decision, PostMessage, SecretAnswer,
+    SecretReceipt, SessionListDoc, TranscriptDoc, TurnAccepted, VibeAnswer,
 };
-use crate::{docs, events, openapi, sessions, vibe};
+use crate::{docs, events, openapi, secrets, sessions, vibe};
 
 /// Any JSON object.
 fn any_object(_: &mut SchemaGenerator) -> Schema {
@@ -111,6 +111,24 @@ pub fn operations() -> Vec<Operation> {
         .body::<Decision>()
         .returns_with(204, Payload::Empty)
         .errors(&[409]),
+        Operation::new(
+            Post,
+            "/v1/sessions/{id}/secrets/{request_id}",
+            "answerSecret",
+            secrets::answer,
+        )
+        .doc(
+            "Give a requested secret",
+            "Answers a `secret_requested` event: `{\"value\": \"…\"}` (or the bare value as \
+             `text/plain`) gives the value to the waiting secrets tool, which stores it in the \
+             user's secret store for the session's project; `{\"decline\": true}` refuses. The \
+             body is never stored, logged or echoed: the response names the secret and a masked \
+             hint. 404 when no such request waits (answered, declined or timed out); 400 for a \
+             value under 8 characters (the request still waits) or an unreadable body.",
+        )
+        .body::<SecretAnswer>()
+        .returns::<SecretReceipt>(200)
+        .errors(&[400, 404, 415]),
         Operation::new(Get, "/v1/sessions/{id}/processes", "listProcesses", sessions::processes)
             .doc("The session's background processes", "")
             .returns::<docs::ProcessList>(200),

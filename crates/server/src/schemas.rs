@@ -180,6 +180,32 @@ pub struct TranscriptDoc {
     pub messages: Vec<docs::Message>,
 }
 
+/// `POST /v1/sessions/{id}/secrets/{request_id}`: the secret's value, or a refusal. (The bare
+/// value as `text/plain` is accepted too.) Never stored, logged or echoed; no `Debug`, so that it
+/// cannot be printed by mistake.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SecretAnswer {
+    /// The value (surrounding whitespace is dropped; at least 8 characters).
+    #[serde(default)]
+    pub value: Option<String>,
+    /// `true` to refuse: the tool tells the model the user declined.
+    #[serde(default)]
+    pub decline: bool,
+}
+
+/// The answer to a secret: its name and masked hint, never its value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SecretReceipt {
+    /// The secret's name.
+    pub name: String,
+    /// A masked hint such as `sk_t…4f2a` (absent when declined).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    /// `stored as NAME (hint)` or `NAME declined`.
+    pub message: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

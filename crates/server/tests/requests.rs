@@ -24,6 +24,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("post", "/v1/sessions/{id}/tools/{name}"),
     ("post", "/v1/sessions/{id}/answer"),
     ("post", "/v1/sessions/{id}/approvals/{approval_id}"),
+    ("post", "/v1/sessions/{id}/secrets/{request_id}"),
     ("get", "/v1/sessions/{id}/processes"),
     ("post", "/v1/sessions/{id}/processes/{process_id}/stop"),
     ("post", "/vibe/answer"),

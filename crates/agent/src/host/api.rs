@@ -9,6 +9,7 @@ use std::time::Duration;
 use hands_core::approval::{ApproverHandle, Decision};
 use hands_core::ask::{AskerHandle, NoSuchQuestion, PendingQuestions};
 use hands_core::process::{ProcessError, ProcessList, ProcessStopped};
+use hands_core::secret::{SecretAskerHandle, SecretValue};
 use hands_core::{
     CancellationToken, Mode, ProcessService, Registry, Session, ToolCall, ToolOutput,
 };
@@ -26,6 +27,7 @@ use super::ids::{fresh_id, now_ms, valid_id};
 use super::live::Live;
 use super::lock::lock;
 use super::parts::{HostParts, NewSession, SessionInfo};
+use super::secrets::{HostSecretAsker, SecretRequests};
 use super::turns::{TurnRecorder, TurnTask};
 use super::user::{Approvals, HostApprover, HostAsker};
 
@@ -40,6 +42,7 @@ pub struct Host {
     loading: tokio::sync::Mutex<()>,
     questions: PendingQuestions,
     approvals: Arc<Approvals>,
+    secrets: Arc<SecretRequests>,
     /// Fired when the host is dropped: ends the watcher tasks.
     shutdown: CancellationToken,
 }
@@ -72,6 +75,7 @@ impl Host {
             loading: tokio::sync::Mutex::new(()),
             questions: PendingQuestions::new(),
             approvals: Arc::new(Approvals::default()),
+            secrets: Arc::new(SecretRequests::default()),
             shutdown: CancellationToken::new(),
         }))
     }
@@ -280,6 +284,10 @@ impl Host {
             Arc::clone(&hub),
             self.questions.clone(),
         ))));
+        session.insert_extension(SecretAskerHandle(Arc::new(HostSecretAsker::new(
+            Arc::clone(&hub),
+            Arc::clone(&self.secrets),
+        ))));
         session.insert_extension(ApproverHandle(Arc::new(HostApprover::new(
             Arc::clone(&hub),
             Arc::clone(&self.approvals),
@@ -382,6 +390,24 @@ impl Host {
                 HostError::Conflict(err.to_string())
             }
         })
+    }
+
+    /// Give the secret request `request_id` of `session` its value (never stored, logged or sent
+    /// anywhere but to the waiting tool); the secret's name. `NotFound` when no such request
+    /// waits, `BadRequest` for a value too short to be a secret (the request still waits).
+    pub fn give_secret(
+        &self,
+        session: &str,
+        request_id: &str,
+        value: SecretValue,
+    ) -> HostResult<String> {
+        self.secrets.give(session, request_id, value)
+    }
+
+    /// End the secret request `request_id` of `session` without a value (the user declined);
+    /// the secret's name. `NotFound` when no such request waits.
+    pub fn decline_secret(&self, session: &str, request_id: &str) -> HostResult<String> {
+        self.secrets.decline(session, request_id)
     }
 
     /// Grant or deny a pending approval. `Conflict` when no such approval is waiting.

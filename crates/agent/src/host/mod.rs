@@ -15,7 +15,9 @@
 //! announced as `approval_requested` events and wait for [`Host::decide`]) and, when the host has a
 //! provider, a [`SubagentEnv`](crate::subagent::SubagentEnv) for spawn_subagent. Two watchers follow the session: mode changes
 //! become `mode_changed` events and update the stored session; todo_write's list becomes
-//! `todos_changed` events and the stored todos.
+//! `todos_changed` events and the stored todos. A [`SecretAskerHandle`](hands_core::secret::SecretAskerHandle) announces the secrets tool's
+//! requests as `secret_requested` events and waits for [`Host::give_secret`] (or
+//! [`Host::decline_secret`]); the value goes to the tool alone.
 //!
 //! # Events
 //!
@@ -44,6 +46,7 @@ mod live;
 mod lock;
 mod parts;
 pub mod roots;
+mod secrets;
 mod turns;
 mod user;
 
@@ -52,3 +55,4 @@ pub use config::AgentConfig;
 pub use error::{HostError, HostResult};
 pub use events::Subscription;
 pub use parts::{HostParts, NewSession, SessionInfo};
+pub use secrets::MIN_SECRET_CHARS;

@@ -148,11 +148,20 @@ impl TestServer {
         config: ServerConfig,
         core: CoreConfig,
     ) -> Self {
+        Self::start_registry(provider, config, registry(core)).await
+    }
+
+    /// Over `registry`.
+    pub async fn start_registry(
+        provider: Option<Arc<dyn Provider>>,
+        config: ServerConfig,
+        registry: Registry,
+    ) -> Self {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("proj");
         std::fs::create_dir_all(&root).unwrap();
         std::fs::write(root.join("hello.txt"), "hello world\n").unwrap();
-        let registry = Arc::new(registry(core));
+        let registry = Arc::new(registry);
         let host = Host::open(HostParts {
             store: Arc::new(hands_store::MemoryStore::new()),
             registry: Arc::clone(&registry),
@@ -260,10 +269,15 @@ pub async fn response(response: reqwest::Response) -> (u16, Value) {
 
 /// Every tool of this build that a session host runs.
 pub fn registry(core: CoreConfig) -> Registry {
+    registry_builder(core).build()
+}
+
+/// [`registry`], to add to.
+pub fn registry_builder(core: CoreConfig) -> hands_core::RegistryBuilder {
     let builder = Registry::builder(core);
     let builder = hands_fs::register(builder, &Default::default());
     let builder = hands_exec::register(builder, &Default::default());
-    hands_agent::register(builder).build()
+    hands_agent::register(builder)
 }
 
 /// One SSE message.

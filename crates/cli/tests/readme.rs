@@ -80,7 +80,17 @@ fn readme_tool_tables_are_the_registrys() {
     let keys: Vec<&str> = generated.iter().map(|(k, _)| k.as_str()).collect();
     assert_eq!(
         keys,
-        ["files", "search", "processes", "session", "delegation", "mcp", "preview", "web", "project"],
+        [
+            "files",
+            "search",
+            "processes",
+            "session",
+            "delegation",
+            "mcp",
+            "preview",
+            "web",
+            "project"
+        ],
         "{markdown}"
     );
     for name in [

@@ -15,8 +15,8 @@ use hands_core::{Annotations, Context, Family, Label, Policy, Tool, ToolError, T
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::postgres::{self, DbError};
 use crate::config::SupabaseConfig;
+use crate::postgres::{self, DbError};
 use crate::{ask, files};
 
 /// The variable the service-role key is stored as.

@@ -186,10 +186,24 @@ impl Engine {
         from: usize,
         until: usize,
     ) -> Option<(usize, usize, usize)> {
+        // Samples at `t < end` (and whole: `t + GRAM <= len`).
+        let end = (until + STRIDE - 1).min((input.len() + 1).saturating_sub(GRAM));
+        let hit = |t: usize| gram_at(input, t).is_some_and(|g| has(&self.filter, gram_hash(g)));
         let mut sample = from;
-        while sample < until + STRIDE - 1 {
-            let gram = gram_at(input, sample)?;
-            if has(&self.filter, gram_hash(gram)) {
+        loop {
+            // Most text has no hit: four samples a branch.
+            while sample + 3 * STRIDE < end
+                && !(hit(sample)
+                    | hit(sample + STRIDE)
+                    | hit(sample + 2 * STRIDE)
+                    | hit(sample + 3 * STRIDE))
+            {
+                sample += 4 * STRIDE;
+            }
+            if sample >= end {
+                return None;
+            }
+            if hit(sample) {
                 // A form sampled here starts at most STRIDE − 1 bytes before.
                 let first = sample.saturating_sub(STRIDE - 1).max(from);
                 for start in first..=sample.min(until.saturating_sub(1)) {
@@ -207,7 +221,6 @@ impl Engine {
             }
             sample += STRIDE;
         }
-        None
     }
 
     /// The next thing to do in `input[from..hold]`.

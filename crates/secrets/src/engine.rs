@@ -7,8 +7,10 @@
 //! looked up in a bit set of the hashes of every pattern's first five 4-byte windows (any pattern
 //! of 8 bytes or more that starts in the text covers one sample with one of those windows). Only
 //! around a hit does an anchored Aho-Corasick automaton (leftmost-longest) look for a pattern
-//! starting there. The rules' prefixes are few and found by their own automaton (a SIMD
-//! prefilter). A stored form wins over a rule that starts at the same place or later.
+//! starting there. The rules' prefixes are few: each is found by its anchor, a rarer part of it
+//! (`_live_` of `sk_live_`, `-BEGIN ` of `-----BEGIN `), with a packed SIMD searcher (Teddy), once
+//! per call; text full of `sk_`, `gh` or `-----` then costs no more than other text. A stored form
+//! wins over a rule that starts at the same place or later.
 //!
 //! Streaming (`more == true`): a match that starts where every pattern would still fit in the input
 //! is final; from the first position whose rest is a proper prefix of a pattern (at most
@@ -18,7 +20,9 @@
 
 use std::collections::HashSet;
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, Anchored, Input, MatchKind, StartKind};
+use aho_corasick::{
+    AhoCorasick, AhoCorasickBuilder, Anchored, Input, MatchKind, Span, StartKind, packed,
+};
 use hands_core::redact::Redactor;
 
 use crate::forms;
@@ -45,14 +49,35 @@ pub struct Engine {
     /// Hashes of every stored form's first 8 bytes: checked at each possible start around a
     /// sample the first filter let through, before the automaton runs.
     starts: Vec<u64>,
-    /// The rules' prefixes.
-    rules: AhoCorasick,
+    /// The rules' anchors.
+    anchors: Anchors,
+    /// The rules (indexes into [`RULES`]) of each anchor.
+    anchored: Vec<Vec<usize>>,
     /// Every pattern, sorted: a binary search tells whether a tail of the input could start one.
     sorted: Vec<Vec<u8>>,
     /// Hashes of the first 1 to 8 bytes of every pattern: most tails are no pattern's start, and
     /// are told so without the search.
     opens: Vec<u64>,
     longest: usize,
+}
+
+/// The searcher of the rules' anchors: Teddy where the processor has it, else an automaton.
+#[derive(Debug)]
+enum Anchors {
+    Packed(packed::Searcher),
+    Automaton(AhoCorasick),
+}
+
+impl Anchors {
+    /// The first anchor starting at `from` or later: `(start, anchor)`.
+    fn find(&self, input: &[u8], from: usize) -> Option<(usize, usize)> {
+        let span = Span { start: from, end: input.len() };
+        let found = match self {
+            Anchors::Packed(searcher) => searcher.find_in(input, span),
+            Anchors::Automaton(automaton) => automaton.find(Input::new(input).span(span)),
+        };
+        found.map(|m| (m.start(), m.pattern().as_usize()))
+    }
 }
 
 /// A step of the scan.
@@ -136,8 +161,27 @@ impl Engine {
             }
         }
         let prefixes: Vec<&str> = RULES.iter().map(|r| r.prefix).collect();
-        let rules =
-            AhoCorasickBuilder::new().match_kind(MatchKind::LeftmostLongest).build(&prefixes)?;
+        let mut anchor_texts: Vec<&str> = Vec::new();
+        let mut anchored: Vec<Vec<usize>> = Vec::new();
+        for (index, rule) in RULES.iter().enumerate() {
+            let anchor = &rule.prefix[rule.anchor..];
+            match anchor_texts.iter().position(|a| *a == anchor) {
+                Some(at) => anchored[at].push(index),
+                None => {
+                    anchor_texts.push(anchor);
+                    anchored.push(vec![index]);
+                }
+            }
+        }
+        let anchors = match packed::Config::new()
+            .match_kind(packed::MatchKind::LeftmostFirst)
+            .builder()
+            .extend(&anchor_texts)
+            .build()
+        {
+            Some(searcher) => Anchors::Packed(searcher),
+            None => Anchors::Automaton(AhoCorasick::new(&anchor_texts)?),
+        };
         let mut sorted = stored.clone();
         sorted.extend(prefixes.iter().map(|p| p.as_bytes().to_vec()));
         sorted.sort_unstable();
@@ -153,7 +197,18 @@ impl Engine {
             .match_kind(MatchKind::LeftmostLongest)
             .start_kind(StartKind::Anchored)
             .build(&stored)?;
-        Ok(Self { stored, owner, replacements, filter, starts, rules, sorted, opens, longest })
+        Ok(Self {
+            stored,
+            owner,
+            replacements,
+            filter,
+            starts,
+            anchors,
+            anchored,
+            sorted,
+            opens,
+            longest,
+        })
     }
 
     /// The length of the longest pattern (a stored form or a rule prefix).
@@ -223,26 +278,60 @@ impl Engine {
         }
     }
 
-    /// The next thing to do in `input[from..hold]`.
-    fn next(&self, input: &[u8], from: usize, hold: usize, more: bool) -> Option<Found> {
+    /// Where a rule's prefix starts in `input` before `until`: `(start, rule)`, sorted by start
+    /// (at most one prefix starts at a place: none is a prefix of another).
+    fn rule_starts(&self, input: &[u8], until: usize) -> Vec<(usize, usize)> {
+        let max_anchor = RULES.iter().map(|r| r.anchor).max().unwrap_or(0);
+        let mut found = Vec::new();
+        let mut from = 0;
+        // Every anchor, overlapping ones too: the search goes on one byte after each.
+        while let Some((at, anchor)) = self.anchors.find(input, from) {
+            for &index in &self.anchored[anchor] {
+                let rule = &RULES[index];
+                let Some(start) = at.checked_sub(rule.anchor) else { continue };
+                if start < until && input[start..].starts_with(rule.prefix.as_bytes()) {
+                    found.push((start, index));
+                }
+            }
+            if at >= until + max_anchor {
+                break;
+            }
+            from = at + 1;
+        }
+        found.sort_unstable();
+        found
+    }
+
+    /// The next thing to do in `input[from..hold]`; `rules` from [`Engine::rule_starts`].
+    fn next(
+        &self,
+        input: &[u8],
+        from: usize,
+        hold: usize,
+        more: bool,
+        rules: &[(usize, usize)],
+    ) -> Option<Found> {
         let mut at = from;
+        let mut next_rule = rules.partition_point(|&(start, _)| start < at);
         while at < hold {
-            let rule = self.rules.find(Input::new(input).span(at..input.len()));
-            let rule = rule.filter(|r| r.start() < hold);
+            let rule = rules.get(next_rule).copied().filter(|&(start, _)| start < hold);
             // A stored form up to where the rule starts (it wins a tie).
-            let until = rule.map_or(hold, |r| r.start() + 1);
+            let until = rule.map_or(hold, |(start, _)| start + 1);
             if let Some((start, end, owner)) = self.next_stored(input, at, until) {
                 return Some(Found::Replace { start, end, with: self.replacements[owner].clone() });
             }
-            let found = rule?;
-            let rule = &RULES[found.pattern().as_usize()];
-            match rule.check(input, found.start(), more) {
+            let (start, index) = rule?;
+            let rule = &RULES[index];
+            match rule.check(input, start, more) {
                 Verdict::Key(end) => {
                     let with = format!("[redacted:{}]", rule.name).into_bytes();
-                    return Some(Found::Replace { start: found.start(), end, with });
+                    return Some(Found::Replace { start, end, with });
                 }
-                Verdict::Wait => return Some(Found::Hold(found.start())),
-                Verdict::No => at = found.start() + 1,
+                Verdict::Wait => return Some(Found::Hold(start)),
+                Verdict::No => {
+                    at = start + 1;
+                    next_rule += 1;
+                }
             }
         }
         None
@@ -252,8 +341,9 @@ impl Engine {
 impl Redactor for Engine {
     fn redact(&self, input: &[u8], more: bool, out: &mut Vec<u8>) -> usize {
         let hold = if more { self.open_tail(input) } else { input.len() };
+        let rules = self.rule_starts(input, hold);
         let mut done = 0;
-        while let Some(found) = self.next(input, done, hold, more) {
+        while let Some(found) = self.next(input, done, hold, more, &rules) {
             match found {
                 Found::Replace { start, end, with } => {
                     out.extend_from_slice(&input[done..start]);
@@ -272,6 +362,7 @@ impl Redactor for Engine {
     }
 
     fn finds(&self, input: &[u8]) -> bool {
-        self.next(input, 0, input.len(), false).is_some()
+        let rules = self.rule_starts(input, input.len());
+        self.next(input, 0, input.len(), false, &rules).is_some()
     }
 }

@@ -34,6 +34,10 @@ const GRAM: usize = 4;
 const STRIDE: usize = forms::MIN_FORM - GRAM + 1;
 /// The bit set has `1 << BITS` bits (256 KiB: stays in the cache).
 const BITS: u32 = 21;
+/// Samples tested together, without a branch (their loads overlap).
+const BLOCK: usize = 8;
+/// Bytes a block of samples reads.
+const BLOCK_SPAN: usize = (BLOCK - 1) * STRIDE + GRAM;
 
 /// The redactor built from the stored values (see the module docs).
 #[derive(Debug)]
@@ -151,8 +155,7 @@ impl Engine {
         for form in &stored {
             for offset in 0..STRIDE {
                 if let Some(gram) = gram_at(form, offset) {
-                    let bit = gram_hash(gram);
-                    filter[bit / 64] |= 1 << (bit % 64);
+                    set(&mut filter, gram_hash(gram));
                 }
             }
             if let Some(head) = head_at(form, 0) {
@@ -234,6 +237,20 @@ impl Engine {
             .unwrap_or(input.len())
     }
 
+    /// Whether a sample of the block at `sample` (`BLOCK` samples, `STRIDE` apart) may be a
+    /// stored form's; true when the block runs past the input.
+    fn block_hit(&self, input: &[u8], sample: usize) -> bool {
+        let Some(window) = input.get(sample..sample + BLOCK_SPAN) else { return true };
+        let Ok(window) = <&[u8; BLOCK_SPAN]>::try_from(window) else { return true };
+        let mut any = 0;
+        for i in 0..BLOCK {
+            let at = i * STRIDE;
+            let bit = gram_hash([window[at], window[at + 1], window[at + 2], window[at + 3]]);
+            any |= self.filter[bit / 64] >> (bit % 64);
+        }
+        any & 1 != 0
+    }
+
     /// The leftmost stored form starting in `from..until`: `(start, end, owner)`.
     fn next_stored(
         &self,
@@ -246,14 +263,9 @@ impl Engine {
         let hit = |t: usize| gram_at(input, t).is_some_and(|g| has(&self.filter, gram_hash(g)));
         let mut sample = from;
         loop {
-            // Most text has no hit: four samples a branch.
-            while sample + 3 * STRIDE < end
-                && !(hit(sample)
-                    | hit(sample + STRIDE)
-                    | hit(sample + 2 * STRIDE)
-                    | hit(sample + 3 * STRIDE))
-            {
-                sample += 4 * STRIDE;
+            // Most text has no hit: a block of samples a branch.
+            while sample + (BLOCK - 1) * STRIDE < end && !self.block_hit(input, sample) {
+                sample += BLOCK * STRIDE;
             }
             if sample >= end {
                 return None;

@@ -237,18 +237,19 @@ impl Engine {
             .unwrap_or(input.len())
     }
 
-    /// Whether a sample of the block at `sample` (`BLOCK` samples, `STRIDE` apart) may be a
-    /// stored form's; true when the block runs past the input.
-    fn block_hit(&self, input: &[u8], sample: usize) -> bool {
-        let Some(window) = input.get(sample..sample + BLOCK_SPAN) else { return true };
-        let Ok(window) = <&[u8; BLOCK_SPAN]>::try_from(window) else { return true };
-        let mut any = 0;
+    /// Which samples of the block at `sample` (`BLOCK` samples, `STRIDE` apart) may be a stored
+    /// form's, a bit each; all of them when the block runs past the input.
+    fn block_hits(&self, input: &[u8], sample: usize) -> u32 {
+        const ALL: u32 = (1 << BLOCK) - 1;
+        let Some(window) = input.get(sample..sample + BLOCK_SPAN) else { return ALL };
+        let Ok(window) = <&[u8; BLOCK_SPAN]>::try_from(window) else { return ALL };
+        let mut hits = 0;
         for i in 0..BLOCK {
             let at = i * STRIDE;
             let bit = gram_hash([window[at], window[at + 1], window[at + 2], window[at + 3]]);
-            any |= self.filter[bit / 64] >> (bit % 64);
+            hits |= (((self.filter[bit / 64] >> (bit % 64)) & 1) as u32) << i;
         }
-        any & 1 != 0
+        hits
     }
 
     /// The leftmost stored form starting in `from..until`: `(start, end, owner)`.
@@ -262,32 +263,49 @@ impl Engine {
         let end = (until + STRIDE - 1).min((input.len() + 1).saturating_sub(GRAM));
         let hit = |t: usize| gram_at(input, t).is_some_and(|g| has(&self.filter, gram_hash(g)));
         let mut sample = from;
-        loop {
-            // Most text has no hit: a block of samples a branch.
-            while sample + (BLOCK - 1) * STRIDE < end && !self.block_hit(input, sample) {
-                sample += BLOCK * STRIDE;
-            }
-            if sample >= end {
-                return None;
-            }
-            if hit(sample) {
-                // A form sampled here starts at most STRIDE − 1 bytes before.
-                let first = sample.saturating_sub(STRIDE - 1).max(from);
-                for start in first..=sample.min(until.saturating_sub(1)) {
-                    if !head_at(input, start)
-                        .is_some_and(|head| has(&self.starts, start_hash(head)))
-                    {
-                        continue;
-                    }
-                    let anchored =
-                        Input::new(input).span(start..input.len()).anchored(Anchored::Yes);
-                    if let Some(found) = self.stored.find(anchored) {
-                        return Some((start, found.end(), self.owner[found.pattern().as_usize()]));
-                    }
+        // Most text has no hit: a block of samples a branch, then only the samples that hit.
+        while sample + (BLOCK - 1) * STRIDE < end {
+            let mut hits = self.block_hits(input, sample);
+            while hits != 0 {
+                let t = sample + hits.trailing_zeros() as usize * STRIDE;
+                if let Some(found) = self.stored_around(input, t, from, until) {
+                    return Some(found);
                 }
+                hits &= hits - 1;
+            }
+            sample += BLOCK * STRIDE;
+        }
+        while sample < end {
+            if hit(sample)
+                && let Some(found) = self.stored_around(input, sample, from, until)
+            {
+                return Some(found);
             }
             sample += STRIDE;
         }
+        None
+    }
+
+    /// The leftmost stored form starting in `from..until` that may be sampled at `sample` (it
+    /// starts at most `STRIDE − 1` bytes before): `(start, end, owner)`.
+    fn stored_around(
+        &self,
+        input: &[u8],
+        sample: usize,
+        from: usize,
+        until: usize,
+    ) -> Option<(usize, usize, usize)> {
+        let first = sample.saturating_sub(STRIDE - 1).max(from);
+        for start in first..=sample.min(until.saturating_sub(1)) {
+            if !head_at(input, start).is_some_and(|head| has(&self.starts, start_hash(head))) {
+                continue;
+            }
+            let anchored = Input::new(input).span(start..input.len()).anchored(Anchored::Yes);
+            if let Some(found) = self.stored.find(anchored) {
+                return Some((start, found.end(), self.owner[found.pattern().as_usize()]));
+            }
+        }
+        None
     }
 
     /// Where a rule's prefix starts in `input` before `until`: `(start, rule)`, sorted by start

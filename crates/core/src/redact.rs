@@ -126,17 +126,42 @@ impl Scrubber {
     }
 
     /// Feed `chunk`; append what may be written now to `out`.
+    ///
+    /// A held tail is usually a few bytes (the start of a pattern): it is redacted with the first
+    /// [`Scrubber::JOIN`] bytes of the chunk, and the rest of the chunk on its own, without
+    /// copying it (a redactor's answer is the same wherever the stream is cut). Only when the
+    /// tail is still held after that (a long key waiting for its end) is the whole chunk joined.
     pub fn push(&mut self, chunk: &[u8], out: &mut Vec<u8>) {
         let redactor = current();
-        if self.held.is_empty() {
-            let used = redactor.redact(chunk, true, out);
-            self.held.extend_from_slice(&chunk[used..]);
-        } else {
-            self.held.extend_from_slice(chunk);
+        let mut rest = chunk;
+        if !self.held.is_empty() {
+            let join = rest.len().min(Self::JOIN.max(self.held.len()));
+            self.held.extend_from_slice(&rest[..join]);
             let used = redactor.redact(&self.held, true, out);
             self.held.drain(..used);
+            if self.held.len() > join {
+                // Still held from before this chunk: join all of it.
+                self.held.extend_from_slice(&rest[join..]);
+                let used = redactor.redact(&self.held, true, out);
+                self.held.drain(..used);
+                return;
+            }
+            if join == rest.len() {
+                return;
+            }
+            // What is held now is the end of the joined part: go on from there in the chunk.
+            rest = &rest[join - self.held.len()..];
+            self.held.clear();
         }
+        if rest.is_empty() {
+            return;
+        }
+        let used = redactor.redact(rest, true, out);
+        self.held.extend_from_slice(&rest[used..]);
     }
+
+    /// Bytes of a chunk redacted together with a held tail (see [`Scrubber::push`]).
+    const JOIN: usize = 4096;
 
     /// The end of the stream: append everything still held, redacted, to `out`.
     pub fn finish(&mut self, out: &mut Vec<u8>) {

@@ -7,8 +7,10 @@
 //! looked up in a bit set of the hashes of every pattern's first five 4-byte windows (any pattern
 //! of 8 bytes or more that starts in the text covers one sample with one of those windows). Only
 //! around a hit does an anchored Aho-Corasick automaton (leftmost-longest) look for a pattern
-//! starting there. The rules' prefixes are few and found by their own automaton (a SIMD
-//! prefilter). A stored form wins over a rule that starts at the same place or later.
+//! starting there. The rules' prefixes are few: each is found by its anchor, a rarer part of it
+//! (`_live_` of `sk_live_`, `-BEGIN ` of `-----BEGIN `), with a packed SIMD searcher (Teddy), once
+//! per call; text full of `sk_`, `gh` or `-----` then costs no more than other text. A stored form
+//! wins over a rule that starts at the same place or later.
 //!
 //! Streaming (`more == true`): a match that starts where every pattern would still fit in the input
 //! is final; from the first position whose rest is a proper prefix of a pattern (at most
@@ -18,7 +20,9 @@
 
 use std::collections::HashSet;
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, Anchored, Input, MatchKind, StartKind};
+use aho_corasick::{
+    AhoCorasick, AhoCorasickBuilder, Anchored, Input, MatchKind, Span, StartKind, packed,
+};
 use hands_core::redact::Redactor;
 
 use crate::forms;
@@ -30,6 +34,10 @@ const GRAM: usize = 4;
 const STRIDE: usize = forms::MIN_FORM - GRAM + 1;
 /// The bit set has `1 << BITS` bits (256 KiB: stays in the cache).
 const BITS: u32 = 21;
+/// Samples tested together, without a branch (their loads overlap).
+const BLOCK: usize = 8;
+/// Bytes a block of samples reads.
+const BLOCK_SPAN: usize = (BLOCK - 1) * STRIDE + GRAM;
 
 /// The redactor built from the stored values (see the module docs).
 #[derive(Debug)]
@@ -45,14 +53,35 @@ pub struct Engine {
     /// Hashes of every stored form's first 8 bytes: checked at each possible start around a
     /// sample the first filter let through, before the automaton runs.
     starts: Vec<u64>,
-    /// The rules' prefixes.
-    rules: AhoCorasick,
+    /// The rules' anchors.
+    anchors: Anchors,
+    /// The rules (indexes into [`RULES`]) of each anchor.
+    anchored: Vec<Vec<usize>>,
     /// Every pattern, sorted: a binary search tells whether a tail of the input could start one.
     sorted: Vec<Vec<u8>>,
     /// Hashes of the first 1 to 8 bytes of every pattern: most tails are no pattern's start, and
     /// are told so without the search.
     opens: Vec<u64>,
     longest: usize,
+}
+
+/// The searcher of the rules' anchors: Teddy where the processor has it, else an automaton.
+#[derive(Debug)]
+enum Anchors {
+    Packed(packed::Searcher),
+    Automaton(AhoCorasick),
+}
+
+impl Anchors {
+    /// The first anchor starting at `from` or later: `(start, anchor)`.
+    fn find(&self, input: &[u8], from: usize) -> Option<(usize, usize)> {
+        let span = Span { start: from, end: input.len() };
+        let found = match self {
+            Anchors::Packed(searcher) => searcher.find_in(input, span),
+            Anchors::Automaton(automaton) => automaton.find(Input::new(input).span(span)),
+        };
+        found.map(|m| (m.start(), m.pattern().as_usize()))
+    }
 }
 
 /// A step of the scan.
@@ -126,8 +155,7 @@ impl Engine {
         for form in &stored {
             for offset in 0..STRIDE {
                 if let Some(gram) = gram_at(form, offset) {
-                    let bit = gram_hash(gram);
-                    filter[bit / 64] |= 1 << (bit % 64);
+                    set(&mut filter, gram_hash(gram));
                 }
             }
             if let Some(head) = head_at(form, 0) {
@@ -136,8 +164,27 @@ impl Engine {
             }
         }
         let prefixes: Vec<&str> = RULES.iter().map(|r| r.prefix).collect();
-        let rules =
-            AhoCorasickBuilder::new().match_kind(MatchKind::LeftmostLongest).build(&prefixes)?;
+        let mut anchor_texts: Vec<&str> = Vec::new();
+        let mut anchored: Vec<Vec<usize>> = Vec::new();
+        for (index, rule) in RULES.iter().enumerate() {
+            let anchor = &rule.prefix[rule.anchor..];
+            match anchor_texts.iter().position(|a| *a == anchor) {
+                Some(at) => anchored[at].push(index),
+                None => {
+                    anchor_texts.push(anchor);
+                    anchored.push(vec![index]);
+                }
+            }
+        }
+        let anchors = match packed::Config::new()
+            .match_kind(packed::MatchKind::LeftmostFirst)
+            .builder()
+            .extend(&anchor_texts)
+            .build()
+        {
+            Some(searcher) => Anchors::Packed(searcher),
+            None => Anchors::Automaton(AhoCorasick::new(&anchor_texts)?),
+        };
         let mut sorted = stored.clone();
         sorted.extend(prefixes.iter().map(|p| p.as_bytes().to_vec()));
         sorted.sort_unstable();
@@ -153,7 +200,18 @@ impl Engine {
             .match_kind(MatchKind::LeftmostLongest)
             .start_kind(StartKind::Anchored)
             .build(&stored)?;
-        Ok(Self { stored, owner, replacements, filter, starts, rules, sorted, opens, longest })
+        Ok(Self {
+            stored,
+            owner,
+            replacements,
+            filter,
+            starts,
+            anchors,
+            anchored,
+            sorted,
+            opens,
+            longest,
+        })
     }
 
     /// The length of the longest pattern (a stored form or a rule prefix).
@@ -179,6 +237,21 @@ impl Engine {
             .unwrap_or(input.len())
     }
 
+    /// Which samples of the block at `sample` (`BLOCK` samples, `STRIDE` apart) may be a stored
+    /// form's, a bit each; all of them when the block runs past the input.
+    fn block_hits(&self, input: &[u8], sample: usize) -> u32 {
+        const ALL: u32 = (1 << BLOCK) - 1;
+        let Some(window) = input.get(sample..sample + BLOCK_SPAN) else { return ALL };
+        let Ok(window) = <&[u8; BLOCK_SPAN]>::try_from(window) else { return ALL };
+        let mut hits = 0;
+        for i in 0..BLOCK {
+            let at = i * STRIDE;
+            let bit = gram_hash([window[at], window[at + 1], window[at + 2], window[at + 3]]);
+            hits |= (((self.filter[bit / 64] >> (bit % 64)) & 1) as u32) << i;
+        }
+        hits
+    }
+
     /// The leftmost stored form starting in `from..until`: `(start, end, owner)`.
     fn next_stored(
         &self,
@@ -190,59 +263,105 @@ impl Engine {
         let end = (until + STRIDE - 1).min((input.len() + 1).saturating_sub(GRAM));
         let hit = |t: usize| gram_at(input, t).is_some_and(|g| has(&self.filter, gram_hash(g)));
         let mut sample = from;
-        loop {
-            // Most text has no hit: four samples a branch.
-            while sample + 3 * STRIDE < end
-                && !(hit(sample)
-                    | hit(sample + STRIDE)
-                    | hit(sample + 2 * STRIDE)
-                    | hit(sample + 3 * STRIDE))
-            {
-                sample += 4 * STRIDE;
-            }
-            if sample >= end {
-                return None;
-            }
-            if hit(sample) {
-                // A form sampled here starts at most STRIDE − 1 bytes before.
-                let first = sample.saturating_sub(STRIDE - 1).max(from);
-                for start in first..=sample.min(until.saturating_sub(1)) {
-                    if !head_at(input, start)
-                        .is_some_and(|head| has(&self.starts, start_hash(head)))
-                    {
-                        continue;
-                    }
-                    let anchored =
-                        Input::new(input).span(start..input.len()).anchored(Anchored::Yes);
-                    if let Some(found) = self.stored.find(anchored) {
-                        return Some((start, found.end(), self.owner[found.pattern().as_usize()]));
-                    }
+        // Most text has no hit: a block of samples a branch, then only the samples that hit.
+        while sample + (BLOCK - 1) * STRIDE < end {
+            let mut hits = self.block_hits(input, sample);
+            while hits != 0 {
+                let t = sample + hits.trailing_zeros() as usize * STRIDE;
+                if let Some(found) = self.stored_around(input, t, from, until) {
+                    return Some(found);
                 }
+                hits &= hits - 1;
+            }
+            sample += BLOCK * STRIDE;
+        }
+        while sample < end {
+            if hit(sample)
+                && let Some(found) = self.stored_around(input, sample, from, until)
+            {
+                return Some(found);
             }
             sample += STRIDE;
         }
+        None
     }
 
-    /// The next thing to do in `input[from..hold]`.
-    fn next(&self, input: &[u8], from: usize, hold: usize, more: bool) -> Option<Found> {
+    /// The leftmost stored form starting in `from..until` that may be sampled at `sample` (it
+    /// starts at most `STRIDE − 1` bytes before): `(start, end, owner)`.
+    fn stored_around(
+        &self,
+        input: &[u8],
+        sample: usize,
+        from: usize,
+        until: usize,
+    ) -> Option<(usize, usize, usize)> {
+        let first = sample.saturating_sub(STRIDE - 1).max(from);
+        for start in first..=sample.min(until.saturating_sub(1)) {
+            if !head_at(input, start).is_some_and(|head| has(&self.starts, start_hash(head))) {
+                continue;
+            }
+            let anchored = Input::new(input).span(start..input.len()).anchored(Anchored::Yes);
+            if let Some(found) = self.stored.find(anchored) {
+                return Some((start, found.end(), self.owner[found.pattern().as_usize()]));
+            }
+        }
+        None
+    }
+
+    /// Where a rule's prefix starts in `input` before `until`: `(start, rule)`, sorted by start
+    /// (at most one prefix starts at a place: none is a prefix of another).
+    fn rule_starts(&self, input: &[u8], until: usize) -> Vec<(usize, usize)> {
+        let max_anchor = RULES.iter().map(|r| r.anchor).max().unwrap_or(0);
+        let mut found = Vec::new();
+        let mut from = 0;
+        // Every anchor, overlapping ones too: the search goes on one byte after each.
+        while let Some((at, anchor)) = self.anchors.find(input, from) {
+            for &index in &self.anchored[anchor] {
+                let rule = &RULES[index];
+                let Some(start) = at.checked_sub(rule.anchor) else { continue };
+                if start < until && input[start..].starts_with(rule.prefix.as_bytes()) {
+                    found.push((start, index));
+                }
+            }
+            if at >= until + max_anchor {
+                break;
+            }
+            from = at + 1;
+        }
+        found.sort_unstable();
+        found
+    }
+
+    /// The next thing to do in `input[from..hold]`; `rules` from [`Engine::rule_starts`].
+    fn next(
+        &self,
+        input: &[u8],
+        from: usize,
+        hold: usize,
+        more: bool,
+        rules: &[(usize, usize)],
+    ) -> Option<Found> {
         let mut at = from;
+        let mut next_rule = rules.partition_point(|&(start, _)| start < at);
         while at < hold {
-            let rule = self.rules.find(Input::new(input).span(at..input.len()));
-            let rule = rule.filter(|r| r.start() < hold);
+            let rule = rules.get(next_rule).copied().filter(|&(start, _)| start < hold);
             // A stored form up to where the rule starts (it wins a tie).
-            let until = rule.map_or(hold, |r| r.start() + 1);
+            let until = rule.map_or(hold, |(start, _)| start + 1);
             if let Some((start, end, owner)) = self.next_stored(input, at, until) {
                 return Some(Found::Replace { start, end, with: self.replacements[owner].clone() });
             }
-            let found = rule?;
-            let rule = &RULES[found.pattern().as_usize()];
-            match rule.check(input, found.start(), more) {
+            let (start, index) = rule?;
+            let rule = &RULES[index];
+            match rule.check(input, start, more) {
                 Verdict::Key(end) => {
                     let with = format!("[redacted:{}]", rule.name).into_bytes();
-                    return Some(Found::Replace { start: found.start(), end, with });
+                    return Some(Found::Replace { start, end, with });
                 }
-                Verdict::Wait => return Some(Found::Hold(found.start())),
-                Verdict::No => at = found.start() + 1,
+                Verdict::Wait => return Some(Found::Hold(start)),
+                Verdict::No => {
+                    at = start + 1;
+                    next_rule += 1;
+                }
             }
         }
         None
@@ -252,8 +371,9 @@ impl Engine {
 impl Redactor for Engine {
     fn redact(&self, input: &[u8], more: bool, out: &mut Vec<u8>) -> usize {
         let hold = if more { self.open_tail(input) } else { input.len() };
+        let rules = self.rule_starts(input, hold);
         let mut done = 0;
-        while let Some(found) = self.next(input, done, hold, more) {
+        while let Some(found) = self.next(input, done, hold, more, &rules) {
             match found {
                 Found::Replace { start, end, with } => {
                     out.extend_from_slice(&input[done..start]);
@@ -272,6 +392,7 @@ impl Redactor for Engine {
     }
 
     fn finds(&self, input: &[u8]) -> bool {
-        self.next(input, 0, input.len(), false).is_some()
+        let rules = self.rule_starts(input, input.len());
+        self.next(input, 0, input.len(), false, &rules).is_some()
     }
 }

@@ -15,6 +15,10 @@ pub(crate) struct Rule {
     pub prefix: &'static str,
     /// The name in `[redacted:NAME]`.
     pub name: &'static str,
+    /// Where in the prefix its anchor starts: the rest of the prefix from here is what the
+    /// engine searches for, since it is rarer in ordinary text than the prefix's first bytes
+    /// (`sk_`, `---` and `gh` are common; `_live_`, `-BEGIN ` and `b_pat_` are not).
+    pub anchor: usize,
     shape: Shape,
 }
 
@@ -51,27 +55,34 @@ impl Class {
     }
 }
 
-const fn token(prefix: &'static str, name: &'static str, min: usize, class: Class) -> Rule {
-    Rule { prefix, name, shape: Shape::Token { min, class } }
+const fn token(
+    prefix: &'static str,
+    anchor: usize,
+    name: &'static str,
+    min: usize,
+    class: Class,
+) -> Rule {
+    Rule { prefix, name, anchor, shape: Shape::Token { min, class } }
 }
 
 /// Every rule.
 pub(crate) const RULES: &[Rule] = &[
-    token("sk_live_", "stripe_key", 16, Class::Alnum),
-    token("rk_live_", "stripe_key", 16, Class::Alnum),
+    token("sk_live_", 2, "stripe_key", 16, Class::Alnum),
+    token("rk_live_", 2, "stripe_key", 16, Class::Alnum),
     // A test key is still a key.
-    token("sk_test_", "stripe_key", 16, Class::Alnum),
-    token("rk_test_", "stripe_key", 16, Class::Alnum),
-    token("sk-ant-", "anthropic_key", 20, Class::Dashed),
-    token("sk-proj-", "openai_key", 20, Class::Dashed),
-    token("ghp_", "github_token", 30, Class::Alnum),
-    token("github_pat_", "github_token", 30, Class::Word),
+    token("sk_test_", 1, "stripe_key", 16, Class::Alnum),
+    token("rk_test_", 1, "stripe_key", 16, Class::Alnum),
+    token("sk-ant-", 1, "anthropic_key", 20, Class::Dashed),
+    token("sk-proj-", 1, "openai_key", 20, Class::Dashed),
+    token("ghp_", 0, "github_token", 30, Class::Alnum),
+    token("github_pat_", 5, "github_token", 30, Class::Word),
     Rule {
         prefix: "AKIA",
+        anchor: 0,
         name: "aws_access_key",
         shape: Shape::Exact { len: 16, class: Class::Upper },
     },
-    Rule { prefix: "-----BEGIN ", name: "private_key", shape: Shape::Pem },
+    Rule { prefix: "-----BEGIN ", anchor: 4, name: "private_key", shape: Shape::Pem },
 ];
 
 /// What a rule makes of the text at a prefix.

@@ -185,6 +185,35 @@ proptest! {
         prop_assert_eq!(out, clean(&text));
     }
 
+    /// Writes longer than the part a held tail is redacted with (4 KiB): a write cut inside a
+    /// value, then a long one with more values anywhere in it (across the 4 KiB mark too).
+    #[test]
+    fn long_writes_after_a_held_tail(
+        places in proptest::collection::vec(0usize..460, 1..6),
+        offsets in proptest::collection::vec(0usize..48, 1..4),
+        which in 0usize..3,
+    ) {
+        let b64 = base64::engine::general_purpose::STANDARD.encode(TOKEN);
+        let values = [TOKEN, "sk_live_51HxAbCdEfGhIjKlMnOpQrSt", b64.as_str()];
+        let mut lines = vec!["lorem ipsum dolor sit amet, consectetur\n".to_string(); 460];
+        for (i, &place) in places.iter().enumerate() {
+            lines[place] = format!("lorem {} amet\n", values[(which + i) % 3]);
+        }
+        let text = lines.concat();
+        let starts: Vec<usize> = text.match_indices("lorem ").map(|(at, _)| at + 6).collect();
+        let mut cuts: Vec<usize> = offsets
+            .iter()
+            .zip(&places)
+            .map(|(&off, &place)| (starts[place] + off).min(text.len()))
+            .collect();
+        cuts.sort_unstable();
+        let out = streamed(text.as_bytes(), &cuts);
+        for value in values {
+            prop_assert!(!out.contains(value));
+        }
+        prop_assert_eq!(out, clean(&text));
+    }
+
     /// Text without a secret comes out as it went in, however it is cut.
     #[test]
     fn ordinary_text_passes_unchanged(text in "[ -~\n]{0,300}", cut in 0usize..300) {

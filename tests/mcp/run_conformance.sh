@@ -153,10 +153,10 @@ inspector() { # expected-substring description args...
     # hands' schemas must draw no complaint: no `unknown format "uint64" ignored` (ajv, when a
     # result is checked against its output schema) and no schema-portability warning or error
     # (`Schema portability: 0 errors, 32 warnings across 9 tools` before the schemas were fixed).
-    if printf '%s' "$out" | grep -qE 'unknown format|^Warning: tool |Schema portability: ([1-9]|0 errors, [1-9])'; then
+    if grep -qE 'unknown format|^Warning: tool |Schema portability: ([1-9]|0 errors, [1-9])' <<<"$out"; then
       echo "the Inspector complains about hands' schemas:"
-    elif printf '%s' "$out" | grep -qF -- "$want"; then
-      PASSED+=("inspector:$what"); printf '%s\n' "$out" | head -c 1500; echo
+    elif grep -qF -- "$want" <<<"$out"; then
+      PASSED+=("inspector:$what"); printf '%s\n' "${out:0:1500}"
       return
     else
       echo "output lacks '$want':"
@@ -164,7 +164,7 @@ inspector() { # expected-substring description args...
   else
     echo "inspector exited non-zero:"
   fi
-  printf '%s\n' "$out" | head -c 4000
+  printf '%s\n' "${out:0:4000}"
   FAILED+=("inspector:$what")
 }
 inspector '"read_file"' "http tools/list" "$URL" --transport http --method tools/list

@@ -60,7 +60,11 @@ pub fn current() -> Arc<dyn Redactor> {
 
 /// `input` with its secrets replaced; borrowed when there are none.
 pub fn bytes(input: &[u8]) -> Cow<'_, [u8]> {
-    let redactor = current();
+    bytes_with(current().as_ref(), input)
+}
+
+/// [`bytes`] with a given engine (one lookup of the slot for many strings).
+pub fn bytes_with<'t>(redactor: &dyn Redactor, input: &'t [u8]) -> Cow<'t, [u8]> {
     if !redactor.finds(input) {
         return Cow::Borrowed(input);
     }
@@ -71,7 +75,12 @@ pub fn bytes(input: &[u8]) -> Cow<'_, [u8]> {
 
 /// `input` with its secrets replaced; borrowed when there are none.
 pub fn text(input: &str) -> Cow<'_, str> {
-    match bytes(input.as_bytes()) {
+    text_with(current().as_ref(), input)
+}
+
+/// [`text`] with a given engine.
+pub fn text_with<'t>(redactor: &dyn Redactor, input: &'t str) -> Cow<'t, str> {
+    match bytes_with(redactor, input.as_bytes()) {
         Cow::Borrowed(_) => Cow::Borrowed(input),
         // A replacement is ASCII and a match is cut where a value's bytes start and end, so the
         // result stays UTF-8 unless a value itself was cut mid-character; then lossily.
@@ -83,27 +92,34 @@ pub fn text(input: &str) -> Cow<'_, str> {
 
 /// Replace the secrets in every string of `value` (keys too), in place; true when one was found.
 pub fn json(value: &mut serde_json::Value) -> bool {
+    json_with(current().as_ref(), value)
+}
+
+/// [`json`] with a given engine (one lookup of the slot for the whole value).
+pub fn json_with(redactor: &dyn Redactor, value: &mut serde_json::Value) -> bool {
     use serde_json::Value;
     match value {
-        Value::String(s) => match text(s) {
+        Value::String(s) => match text_with(redactor, s) {
             Cow::Borrowed(_) => false,
             Cow::Owned(clean) => {
                 *s = clean;
                 true
             }
         },
-        Value::Array(items) => items.iter_mut().fold(false, |found, v| json(v) | found),
+        Value::Array(items) => {
+            items.iter_mut().fold(false, |found, v| json_with(redactor, v) | found)
+        }
         Value::Object(map) => {
             let dirty: Vec<String> =
-                map.keys().filter(|k| matches!(text(k), Cow::Owned(_))).cloned().collect();
+                map.keys().filter(|k| redactor.finds(k.as_bytes())).cloned().collect();
             let mut found = !dirty.is_empty();
             for key in dirty {
                 if let Some(v) = map.remove(&key) {
-                    map.insert(text(&key).into_owned(), v);
+                    map.insert(text_with(redactor, &key).into_owned(), v);
                 }
             }
             for v in map.values_mut() {
-                found |= json(v);
+                found |= json_with(redactor, v);
             }
             found
         }

@@ -6,8 +6,6 @@
 
 use std::borrow::Cow;
 
-use serde_json::Value;
-
 use super::{Middleware, Next, Request};
 use crate::redact::{self, Redactor};
 use crate::{Content, ToolError, ToolOutput};
@@ -43,7 +41,7 @@ fn output_with(redactor: &dyn Redactor, mut output: ToolOutput) -> ToolOutput {
         }
     }
     if let Some(structured) = &mut output.structured {
-        clean_json(redactor, structured);
+        redact::json_with(redactor, structured);
     }
     for notice in &mut output.notices {
         clean(redactor, &mut notice.text);
@@ -70,48 +68,11 @@ fn error_with(redactor: &dyn Redactor, err: ToolError) -> ToolError {
 
 /// Replace the secrets in `text` in place; untouched (no copy) when it has none.
 fn clean(redactor: &dyn Redactor, text: &mut String) -> bool {
-    if let Cow::Owned(clean) = replaced(redactor, text) {
+    if let Cow::Owned(clean) = redact::text_with(redactor, text) {
         *text = clean;
         return true;
     }
     false
-}
-
-fn replaced<'t>(redactor: &dyn Redactor, text: &'t str) -> Cow<'t, str> {
-    if !redactor.finds(text.as_bytes()) {
-        return Cow::Borrowed(text);
-    }
-    let mut out = Vec::with_capacity(text.len());
-    redactor.redact(text.as_bytes(), false, &mut out);
-    Cow::Owned(
-        String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into()),
-    )
-}
-
-/// [`redact::json`] with one engine for the whole value (one lookup of the slot per result, not
-/// per string).
-fn clean_json(redactor: &dyn Redactor, value: &mut Value) -> bool {
-    match value {
-        Value::String(s) => clean(redactor, s),
-        Value::Array(items) => {
-            items.iter_mut().fold(false, |found, v| clean_json(redactor, v) | found)
-        }
-        Value::Object(map) => {
-            let dirty: Vec<String> =
-                map.keys().filter(|k| redactor.finds(k.as_bytes())).cloned().collect();
-            let mut found = !dirty.is_empty();
-            for key in dirty {
-                if let Some(v) = map.remove(&key) {
-                    map.insert(replaced(redactor, &key).into_owned(), v);
-                }
-            }
-            for v in map.values_mut() {
-                found |= clean_json(redactor, v);
-            }
-            found
-        }
-        Value::Null | Value::Bool(_) | Value::Number(_) => false,
-    }
 }
 
 #[cfg(test)]

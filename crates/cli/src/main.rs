@@ -335,9 +335,23 @@ fn build_registry_with_mcp(
     subagent: bool,
 ) -> Result<(Registry, hands_mcp::McpClients)> {
     let config_json = serde_json::to_value(&loaded.settings).context("configuration to JSON")?;
-    // Conditions are read again on every Registry::refresh: a variable set since is seen.
-    let builder = Registry::builder(loaded.settings.core())
-        .conditions_with(move || Conditions::from_process(config_json.clone()));
+    // Conditions are read again on every Registry::refresh: a variable set since is seen, and so
+    // is a secret stored since (the store's change hook below refreshes the registry), so a tool
+    // offered "when its key exists" appears the moment the key is stored.
+    let store = secret_store();
+    let secrets_of = {
+        let store = store.clone();
+        let root = root.to_path_buf();
+        move || -> Vec<String> {
+            use hands_core::secret::SecretStore as _;
+            store.as_ref().map_or_else(Vec::new, |store| {
+                store.list(&root).into_iter().map(|secret| secret.name).collect()
+            })
+        }
+    };
+    let builder = Registry::builder(loaded.settings.core()).conditions_with(move || {
+        Conditions::from_process(config_json.clone()).with_secrets(secrets_of())
+    });
     let builder = hands_fs::register(builder, &loaded.settings.fs);
     let builder = hands_exec::register(builder, &loaded.settings.exec());
     // The session tools with their settings, and use_skill listing the project's skills too.
@@ -361,7 +375,7 @@ fn build_registry_with_mcp(
     let builder = hands_web::register(builder, &guard, &loaded.settings.web);
     // enable_stripe and connect_supabase: keys asked of the user, verified (Stripe through the
     // guard, the database under its address rule) and kept in the user's secret store.
-    let builder = match secret_store() {
+    let builder = match store.clone() {
         Some(store) => {
             let connect = hands_connect::ConnectConfig {
                 stripe: loaded.settings.stripe.clone(),
@@ -384,7 +398,16 @@ fn build_registry_with_mcp(
     let builder = mcp.register(builder);
     // Where the tools run, and with a proxy sandbox the process service that reaches its processes.
     let builder = hands_mcp::sandbox::register(builder, &loaded.settings.sandbox, &loaded.flags)?;
-    Ok((builder.build(), mcp))
+    let registry = builder.build();
+    if let Some(store) = store {
+        let refresher = registry.refresher();
+        store.on_change(move |_| {
+            if refresher.alive() {
+                refresher.refresh();
+            }
+        });
+    }
+    Ok((registry, mcp))
 }
 
 /// The user's secret store, opened once per process, so that the redaction engine and

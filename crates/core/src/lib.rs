@@ -51,7 +51,7 @@ pub use notice::{Notice, NoticeKind};
 pub use output::{Content, ToolOutput};
 pub use policy::{Family, Label, Modes, Policy};
 pub use process::ProcessService;
-pub use registry::{CallOptions, Registry, RegistryBuilder};
+pub use registry::{CallOptions, Refresher, Registry, RegistryBuilder};
 pub use sandbox::{LocalProvider, Sandbox, SandboxProvider};
 pub use schema::{output_schema_for, schema_for};
 pub use session::{Mode, Session};

@@ -9,7 +9,7 @@
 //! a change) swaps in a new snapshot and, when the list differs, bumps the version that
 //! [`Registry::subscribe`] hands out, so that front ends tell their clients.
 
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 
 use tokio::sync::watch;
 
@@ -215,6 +215,22 @@ fn collect(sources: &[Arc<dyn ToolSource>]) -> Vec<(&str, Vec<Arc<dyn DynTool>>)
     sources.iter().map(|source| (source.name(), source.tools())).collect()
 }
 
+/// Refreshes a [`Registry`] ([`Registry::refresh`]) while it lives; see [`Registry::refresher`].
+#[derive(Clone)]
+pub struct Refresher(Weak<Live>);
+
+impl Refresher {
+    /// [`Registry::refresh`] when the registry still exists: true when its list changed.
+    pub fn refresh(&self) -> bool {
+        self.0.upgrade().is_some_and(|live| live.check(Refresh::Config))
+    }
+
+    /// False once the registry is gone.
+    pub fn alive(&self) -> bool {
+        self.0.strong_count() > 0
+    }
+}
+
 /// The tool registry.
 pub struct Registry {
     live: Arc<Live>,
@@ -283,6 +299,13 @@ impl Registry {
     /// changed; subscribers hear of it either way.
     pub fn refresh(&self) -> bool {
         self.live.check(Refresh::Config)
+    }
+
+    /// A handle that refreshes this registry from elsewhere (a secret store's change hook) without
+    /// keeping it alive.
+    pub fn refresher(&self) -> Refresher {
+        let live: Weak<Live> = Arc::downgrade(&self.live);
+        Refresher(live)
     }
 
     /// The list's version: it grows by one each time the tool list changes.

@@ -8,7 +8,7 @@
 //! [`Changes`] handle it got in [`ToolSource::start`]. Built-ins and condition-gated tools are the
 //! first source, [`Builtins`]; their conditions are re-read on [`Refresh::Config`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, PoisonError, RwLock, Weak};
 
 use serde_json::Value;
@@ -75,24 +75,41 @@ impl Changes {
     }
 }
 
-/// What conditional registration can look at: the merged configuration and the environment.
+/// What conditional registration can look at: the merged configuration, the environment and the
+/// names (never the values) of the secrets stored for the project.
 #[derive(Debug, Clone, Default)]
 pub struct Conditions {
     /// The merged configuration, as JSON.
     pub config: Value,
     /// Environment variables.
     pub env: BTreeMap<String, String>,
+    /// Names of the secrets the user's store grants the project (its own and the global ones).
+    pub secrets: BTreeSet<String>,
 }
 
 impl Conditions {
-    /// From `config` and this process's environment.
+    /// From `config` and this process's environment, with no stored secret.
     pub fn from_process(config: Value) -> Self {
-        Self { config, env: std::env::vars().collect() }
+        Self { config, env: std::env::vars().collect(), secrets: BTreeSet::new() }
+    }
+
+    /// With the names of the secrets stored for the project.
+    #[must_use]
+    pub fn with_secrets(mut self, names: impl IntoIterator<Item = String>) -> Self {
+        self.secrets = names.into_iter().collect();
+        self
     }
 
     /// True when the variable is set and not empty.
     pub fn has_env(&self, name: &str) -> bool {
         self.env.get(name).is_some_and(|v| !v.is_empty())
+    }
+
+    /// True when a key called `name` exists: stored as a secret for the project, or set in the
+    /// environment. Tools offered "when their key exists" use this, so that storing the key makes
+    /// them appear (the front end refreshes the registry on every change of the store).
+    pub fn has_key(&self, name: &str) -> bool {
+        self.secrets.contains(name) || self.has_env(name)
     }
 }
 

@@ -114,14 +114,17 @@ fn conditional_registration_follows_env_and_config() {
     let conditions = Conditions {
         config: json!({"web": {"enabled": true}}),
         env: BTreeMap::from([("TAVILY_API_KEY".to_owned(), "k".to_owned())]),
+        secrets: ["FAL_KEY".to_owned()].into(),
     };
     let r = Registry::builder(CoreConfig::default())
         .conditions(conditions)
         .tool_if(|c| c.has_env("TAVILY_API_KEY"), Echo::new("web_search", true).0)
         .tool_if(|c| c.has_env("FIRECRAWL_API_KEY"), Echo::new("web_scrape", true).0)
         .tool_if(|c| c.config["web"]["enabled"] == json!(true), Echo::new("db_schema", true).0)
+        .tool_if(|c| c.has_key("FAL_KEY"), Echo::new("image_gen", true).0)
+        .tool_if(|c| c.has_env("FAL_KEY"), Echo::new("env_only", true).0)
         .build();
-    assert_eq!(names(&r, Mode::Build), ["web_search", "db_schema"]);
+    assert_eq!(names(&r, Mode::Build), ["web_search", "db_schema", "image_gen"]);
 }
 
 #[test]

@@ -373,6 +373,10 @@ fn build_registry_with_mcp(
     // The web tools, fetching through the egress guard built from the user's [net] settings.
     let guard = hands_net::Guard::new(&loaded.settings.net).context("the [net] settings")?;
     let builder = hands_web::register(builder, &guard, &loaded.settings.web);
+    // clone_site, when the preview's Chromium is found: the page loads with every request
+    // fetched through the same guard.
+    let builder =
+        hands_clone::register(builder, &guard, &loaded.settings.preview.chromium, root);
     // enable_stripe and connect_supabase: keys asked of the user, verified (Stripe through the
     // guard, the database under its address rule) and kept in the user's secret store.
     let builder = match store.clone() {

@@ -55,9 +55,13 @@ pub fn port_taken(port: u16) -> bool {
 /// and the token that cancels the start.
 #[derive(Clone, Copy)]
 pub struct Launch<'a> {
+    /// The session's supervisor, which owns the process.
     pub supervisor: &'a Arc<Supervisor>,
+    /// The project root (the process's working folder).
     pub root: &'a Path,
+    /// How long a stop waits before it kills.
     pub grace: Duration,
+    /// Cancels the start.
     pub cancel: &'a CancellationToken,
 }
 
@@ -257,7 +261,9 @@ pub fn describe(status: &Status) -> String {
 
 /// A started browser, answering on its DevTools pipe.
 pub struct Browser {
+    /// The supervised browser process.
     pub proc: Arc<Proc>,
+    /// Its throwaway profile folder, removed when dropped.
     pub profile: tempfile::TempDir,
     /// The connection over the pipe (only hands holds its ends).
     pub cdp: Arc<Cdp>,

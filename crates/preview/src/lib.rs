@@ -52,7 +52,7 @@ use hands_exec::ExecConfig;
 pub use approval::approval_detail;
 pub use collector::{Collector, ErrorKind, RuntimeError};
 pub use config::{BRICKS_DISCOVERY_FILE, Compat, DEFAULT_DISCOVERY_FILE, PreviewConfig};
-pub use launch::CHROMIUM_FLAGS;
+pub use launch::{Browser, CHROMIUM_FLAGS, Launch, LaunchError, start_browser};
 pub use lifecycle::Opened;
 pub use preview::{CloseReport, Preview, PreviewStatus, Settings, Stage};
 pub use static_server::StaticServer;

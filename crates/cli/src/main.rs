@@ -375,8 +375,7 @@ fn build_registry_with_mcp(
     let builder = hands_web::register(builder, &guard, &loaded.settings.web);
     // clone_site, when the preview's Chromium is found: the page loads with every request
     // fetched through the same guard.
-    let builder =
-        hands_clone::register(builder, &guard, &loaded.settings.preview.chromium, root);
+    let builder = hands_clone::register(builder, &guard, &loaded.settings.preview.chromium, root);
     // enable_stripe and connect_supabase: keys asked of the user, verified (Stripe through the
     // guard, the database under its address rule) and kept in the user's secret store.
     let builder = match store.clone() {

@@ -75,8 +75,12 @@ pub async fn capture(
 ) -> Result<Captured, ToolError> {
     let supervisor = Supervisor::of(ctx.session(), &ExecConfig::default());
     let cancel = ctx.cancel_token().clone();
-    let launch =
-        Launch { supervisor: &supervisor, root: ctx.root(), grace: Duration::from_secs(2), cancel: &cancel };
+    let launch = Launch {
+        supervisor: &supervisor,
+        root: ctx.root(),
+        grace: Duration::from_secs(2),
+        cancel: &cancel,
+    };
     let browser = start_browser(launch, chromium, "1280,800", Duration::from_secs(20))
         .await
         .map_err(|err| match err {
@@ -197,8 +201,7 @@ async fn drive(
     let html = format!("<!DOCTYPE html>\n{}", outer["outerHTML"].as_str().unwrap_or_default());
     let mut shot = json!({"format": "png"});
     if limits.full_page {
-        let metrics =
-            cdp.call("Page.getLayoutMetrics", json!({}), s).await.map_err(cdp_error)?;
+        let metrics = cdp.call("Page.getLayoutMetrics", json!({}), s).await.map_err(cdp_error)?;
         let size = &metrics["cssContentSize"];
         let width = size["width"].as_f64().unwrap_or(1280.0).clamp(1.0, 16_384.0);
         let height = size["height"].as_f64().unwrap_or(800.0).clamp(1.0, 16_384.0);
@@ -254,7 +257,11 @@ fn on_event(
         if let Some(reason) = over {
             record_blocked(&tally, &url, reason, false);
             let _ = cdp
-                .call("Fetch.failRequest", json!({"requestId": request_id, "errorReason": "BlockedByClient"}), s)
+                .call(
+                    "Fetch.failRequest",
+                    json!({"requestId": request_id, "errorReason": "BlockedByClient"}),
+                    s,
+                )
                 .await;
             return;
         }
@@ -265,18 +272,14 @@ fn on_event(
         let answer = if left == 0 {
             Err(format!("over max_bytes ({max_bytes})"))
         } else {
-            guard
-                .send(Request::get(url.clone()).max_bytes(left), &cancel)
-                .await
-                .map_err(|err| {
-                    let text = err.to_string();
-                    if text.contains("byte") && text.contains("limit") || text.contains("max_bytes")
-                    {
-                        format!("over max_bytes ({max_bytes}): {text}")
-                    } else {
-                        text
-                    }
-                })
+            guard.send(Request::get(url.clone()).max_bytes(left), &cancel).await.map_err(|err| {
+                let text = err.to_string();
+                if text.contains("byte") && text.contains("limit") || text.contains("max_bytes") {
+                    format!("over max_bytes ({max_bytes}): {text}")
+                } else {
+                    text
+                }
+            })
         };
         match answer {
             Ok(fetched) => {
@@ -295,8 +298,11 @@ fn on_event(
                     .filter(|(name, _)| {
                         !matches!(
                             name.to_ascii_lowercase().as_str(),
-                            "content-encoding" | "content-length" | "transfer-encoding"
-                                | "set-cookie" | "content-security-policy"
+                            "content-encoding"
+                                | "content-length"
+                                | "transfer-encoding"
+                                | "set-cookie"
+                                | "content-security-policy"
                         )
                     })
                     .map(|(name, value)| json!({"name": name, "value": value}))

@@ -112,9 +112,20 @@ pub fn font_families(css: &str, found: &mut BTreeSet<String>) {
             let family = family.trim().trim_matches(['"', '\'']).trim();
             let generic = matches!(
                 family.to_ascii_lowercase().as_str(),
-                "serif" | "sans-serif" | "monospace" | "cursive" | "fantasy" | "system-ui"
-                    | "inherit" | "initial" | "unset" | "ui-sans-serif" | "ui-serif"
-                    | "ui-monospace" | "emoji" | "math"
+                "serif"
+                    | "sans-serif"
+                    | "monospace"
+                    | "cursive"
+                    | "fantasy"
+                    | "system-ui"
+                    | "inherit"
+                    | "initial"
+                    | "unset"
+                    | "ui-sans-serif"
+                    | "ui-serif"
+                    | "ui-monospace"
+                    | "emoji"
+                    | "math"
             );
             if !family.is_empty() && !generic && !family.contains("var(") {
                 found.insert(family.to_owned());

@@ -29,10 +29,11 @@ pub fn from_html(html: &str) -> String {
                 let level = usize::from(name.as_bytes()[1] - b'0');
                 out.push_str(&format!("\n\n{} ", "#".repeat(level)));
             }
-            ("p" | "div" | "section" | "article" | "header" | "footer" | "main" | "nav"
-            | "ul" | "ol" | "table" | "tr" | "h1" | "h2" | "h3" | "h4" | "h5" | "h6", _) => {
-                out.push_str("\n\n")
-            }
+            (
+                "p" | "div" | "section" | "article" | "header" | "footer" | "main" | "nav" | "ul"
+                | "ol" | "table" | "tr" | "h1" | "h2" | "h3" | "h4" | "h5" | "h6",
+                _,
+            ) => out.push_str("\n\n"),
             ("br", _) => out.push('\n'),
             ("li", false) => out.push_str("\n- "),
             ("strong" | "b", _) => out.push_str("**"),

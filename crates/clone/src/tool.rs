@@ -9,7 +9,9 @@
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 
-use hands_core::{Annotations, Content, Context, Family, Label, Policy, Tool, ToolError, ToolOutput};
+use hands_core::{
+    Annotations, Content, Context, Family, Label, Policy, Tool, ToolError, ToolOutput,
+};
 use hands_fs::{FsConfig, RelPath, Workspace, atomic};
 use hands_net::Guard;
 use schemars::JsonSchema;
@@ -137,9 +139,9 @@ impl Tool for CloneSite {
             )));
         }
         let host = page.host_str().unwrap_or_default().to_owned();
-        self.guard.check_url(page.as_str()).map_err(|err| {
-            ToolError::model(format!("{err} Nothing was loaded or written."))
-        })?;
+        self.guard
+            .check_url(page.as_str())
+            .map_err(|err| ToolError::model(format!("{err} Nothing was loaded or written.")))?;
         let max_assets = match args.max_assets {
             Some(0) => return Err(ToolError::model("`max_assets` must be at least 1.")),
             Some(n) => n.min(10_000),
@@ -259,7 +261,9 @@ impl Tool for CloneSite {
         let structured = serde_json::to_value(&result)
             .map_err(|err| ToolError::Fatal(format!("a result did not serialize: {err}")))?;
         let mut output = ToolOutput::text(text).with_structured(structured);
-        output.content.push(Content::Image { data: captured.screenshot, mime_type: "image/png".into() });
+        output
+            .content
+            .push(Content::Image { data: captured.screenshot, mime_type: "image/png".into() });
         Ok(output)
     }
 }

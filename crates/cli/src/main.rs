@@ -4,6 +4,7 @@
 mod approve;
 mod call;
 mod chat;
+mod checkpoints;
 mod log;
 mod run;
 mod secret_prompt;
@@ -114,6 +115,11 @@ enum Command {
         #[command(subcommand)]
         action: secrets::Action,
     },
+    /// The project's checkpoints (one before and after each turn): list, diff, restore, gc.
+    Checkpoints {
+        #[command(subcommand)]
+        action: checkpoints::Action,
+    },
     /// Show the configuration.
     Config {
         #[command(subcommand)]
@@ -202,6 +208,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         hands_agent::host::roots::check_root(&root, &store_dir).map_err(anyhow::Error::msg)?;
     }
     match cli.command {
+        Command::Checkpoints { action } => checkpoints::run(&root, action),
         Command::Secrets { action } => {
             let store = secrets.context("cannot open the secret store")?;
             secrets::run(&store, &root, action)

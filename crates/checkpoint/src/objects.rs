@@ -1,0 +1,63 @@
+//! The object folder: each file content once, deflate-compressed, named by its sha256.
+//!
+//! An object is written to a temporary name and renamed into place, so a crash leaves either no
+//! object or a whole one; a reader checks the hash, so a damaged object is reported, never restored.
+
+use std::fs;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use flate2::Compression;
+use flate2::read::DeflateDecoder;
+use flate2::write::DeflateEncoder;
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, IoContext};
+
+/// sha256 of `bytes`, lower-case hex.
+pub(crate) fn hash(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut out = String::with_capacity(64);
+    for b in digest.iter() {
+        out.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
+        out.push(char::from(b"0123456789abcdef"[usize::from(b & 15)]));
+    }
+    out
+}
+
+/// The path of object `oid` under `objects`.
+pub(crate) fn path(objects: &Path, oid: &str) -> PathBuf {
+    let (a, b) = oid.split_at(oid.len().min(2));
+    objects.join(a).join(b)
+}
+
+/// Stores `bytes` (whose hash is `oid`) unless already there; returns the compressed size written.
+pub(crate) fn put(objects: &Path, oid: &str, bytes: &[u8]) -> Result<u64, Error> {
+    let dest = path(objects, oid);
+    if dest.exists() {
+        return Ok(0);
+    }
+    let dir = dest.parent().unwrap_or(objects);
+    fs::create_dir_all(dir).at(dir)?;
+    let tmp = dir.join(format!(".tmp-{}-{oid}", std::process::id()));
+    let mut enc = DeflateEncoder::new(Vec::with_capacity(bytes.len() / 2), Compression::fast());
+    enc.write_all(bytes).at(&tmp)?;
+    let packed = enc.finish().at(&tmp)?;
+    fs::write(&tmp, &packed).at(&tmp)?;
+    fs::rename(&tmp, &dest).at(&dest)?;
+    Ok(packed.len() as u64)
+}
+
+/// Reads object `oid` and checks its hash.
+pub(crate) fn get(objects: &Path, oid: &str) -> Result<Vec<u8>, Error> {
+    let src = path(objects, oid);
+    let packed = fs::read(&src).map_err(|_| Error::BadObject(oid.to_string()))?;
+    let mut out = Vec::new();
+    DeflateDecoder::new(&packed[..])
+        .read_to_end(&mut out)
+        .map_err(|_| Error::BadObject(oid.to_string()))?;
+    if hash(&out) != oid {
+        return Err(Error::BadObject(oid.to_string()));
+    }
+    Ok(out)
+}

@@ -1,5 +1,5 @@
-//! The tools of hands that connect a project to outside services: `enable_stripe` and
-//! `connect_supabase`.
+//! The tools of hands that connect a project to outside services: `enable_stripe`,
+//! `connect_supabase`, and `db_schema` (the linked database's live schema).
 //!
 //! Each asks the user for its keys out of band (the session's
 //! [`SecretAskerHandle`](hands_core::secret::SecretAskerHandle): the model never sees a value),
@@ -23,6 +23,7 @@
 mod ask;
 mod config;
 mod connect_supabase;
+mod db_schema;
 mod enable_stripe;
 pub mod files;
 pub mod postgres;
@@ -34,6 +35,7 @@ pub use connect_supabase::{
     ConnectSupabase, ConnectSupabaseArgs, DB_URL_NAME, Project, SERVICE_ROLE_NAME, SupabaseResult,
     check_anon_key, project,
 };
+pub use db_schema::{DbSchema, DbSchemaArgs, Include, SchemaResult};
 pub use enable_stripe::{
     EnableStripe, EnableStripeArgs, PUBLISHABLE_NAME, SECRET_NAME, StripeMode, StripeResult,
     check_key,
@@ -54,5 +56,6 @@ pub fn register(
 ) -> RegistryBuilder {
     builder
         .tool(EnableStripe::new(config.stripe.clone(), guard.clone(), Arc::clone(&store)))
-        .tool(ConnectSupabase::new(config.supabase.clone(), config.net.clone(), store))
+        .tool(ConnectSupabase::new(config.supabase.clone(), config.net.clone(), Arc::clone(&store)))
+        .tool(DbSchema::new(config.net.clone(), store))
 }

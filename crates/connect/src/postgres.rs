@@ -146,6 +146,30 @@ pub async fn version(
 }
 
 async fn query(url: &str, net: &hands_net::NetConfig) -> Result<String, DbError> {
+    let client = open(url, net).await?;
+    let row = client.query_one("select version()", &[]).await.map_err(|err| {
+        DbError::Connect(format!("the database did not answer `select version()`: {err}"))
+    })?;
+    row.try_get::<_, String>(0)
+        .map_err(|err| DbError::Connect(format!("`select version()` gave no text: {err}")))
+}
+
+/// Connect to the database `url` names under the guard's address rule, within [`TIMEOUT`]; the
+/// client's connection task runs on the current runtime until the client is dropped.
+pub async fn connect(
+    url: &str,
+    net: &hands_net::NetConfig,
+) -> Result<tokio_postgres::Client, DbError> {
+    match tokio::time::timeout(TIMEOUT, open(url, net)).await {
+        Ok(result) => result,
+        Err(_) => Err(DbError::Connect(format!(
+            "the database did not answer within {} s",
+            TIMEOUT.as_secs()
+        ))),
+    }
+}
+
+async fn open(url: &str, net: &hands_net::NetConfig) -> Result<tokio_postgres::Client, DbError> {
     let target = target(url)?;
     let (host, port) = (&target.host, target.port);
     let mut refused = None;
@@ -171,7 +195,10 @@ async fn query(url: &str, net: &hands_net::NetConfig) -> Result<String, DbError>
     }
 }
 
-async fn login(target: &Target, stream: tokio::net::TcpStream) -> Result<String, DbError> {
+async fn login(
+    target: &Target,
+    stream: tokio::net::TcpStream,
+) -> Result<tokio_postgres::Client, DbError> {
     let (host, port) = (&target.host, target.port);
     let failed = |err: tokio_postgres::Error| {
         if let Some(db) = err.as_db_error() {
@@ -223,8 +250,7 @@ async fn login(target: &Target, stream: tokio::net::TcpStream) -> Result<String,
         tokio::spawn(connection);
         client
     };
-    let row = client.query_one("select version()", &[]).await.map_err(failed)?;
-    row.try_get::<_, String>(0).map_err(failed)
+    Ok(client)
 }
 
 fn tls_config(verify: bool) -> Result<rustls::ClientConfig, DbError> {

@@ -28,6 +28,10 @@ pub enum Action {
         /// For every project.
         #[arg(long)]
         global: bool,
+        /// The only host a connector may send this secret to (e.g. api.example.com): a
+        /// repository's connector file cannot send it anywhere else.
+        #[arg(long, value_name = "HOST")]
+        host: Option<String>,
     },
     /// List the secrets granted to the project (its own and the global ones): name, scope and a
     /// masked hint, never the value.
@@ -56,11 +60,16 @@ pub enum Action {
 /// Run `action` on `store`; `root` is the project of `--root` (or the current directory).
 pub fn run(store: &Store, root: &Path, action: Action) -> Result<ExitCode> {
     match action {
-        Action::Set { name, project, global } => {
+        Action::Set { name, project, global, host } => {
             hands_secrets::check_name(&name)?;
+            let host = host.as_deref().map(hands_secrets::check_host).transpose()?;
             let scope = scope(root, project.as_deref(), global)?;
             let value = read_value(&name)?;
             let stored = store.put_in(&scope, &name, &value)?;
+            if let Some(host) = &host {
+                store.set_host_in(&scope, &name, Some(host))?;
+                term::out(&format!("{name} may be sent by connectors to {host} only\n"));
+            }
             term::out(&format!(
                 "stored {name} for {} ({})\n",
                 describe(&stored.scope),

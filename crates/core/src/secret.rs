@@ -130,4 +130,15 @@ pub trait SecretStore: Send + Sync {
     /// Delete the project's `name` (a global secret is the user's to delete, with
     /// `hands secrets rm`); true when there was one.
     fn delete(&self, root: &Path, name: &str) -> Result<bool, SecretError>;
+
+    /// The host recorded with `name` when it was stored for the project at `root`: the only host
+    /// a connector may send it to. `None` when none was recorded (or the store keeps none).
+    fn host(&self, _root: &Path, _name: &str) -> Option<String> {
+        None
+    }
+
+    /// Record `host` (or forget it, with `None`) for the stored secret `name` granted to `root`.
+    fn set_host(&self, _root: &Path, name: &str, _host: Option<&str>) -> Result<(), SecretError> {
+        Err(SecretError::Io(format!("this secret store cannot record a host for {name}")))
+    }
 }

@@ -1,4 +1,5 @@
-//! One scope's file: `{"root": "/canonical/root" | null, "secrets": {"NAME": "value"}}`, written
+//! One scope's file: `{"root": "/canonical/root" | null, "secrets": {"NAME": "value"},
+//! "hosts": {"NAME": "api.example.com"}}` (`hosts` optional), written
 //! atomically (a 0600 temp file in the same folder, fsync, rename, fsync of the folder): a crash
 //! leaves the old file or the new one, never half of one.
 
@@ -19,6 +20,9 @@ pub(crate) struct ScopeFile {
     /// Name → value.
     #[serde(default)]
     pub secrets: BTreeMap<String, String>,
+    /// Name → the one host its value may be sent to by a connector (absent in older files).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub hosts: BTreeMap<String, String>,
 }
 
 /// Make `dir` (and the folders above it that are missing) 0700; an existing `dir` is made 0700.

@@ -26,7 +26,9 @@ mod store;
 use std::sync::Arc;
 
 pub use engine::Engine;
-pub use store::{MIN_VALUE, Store, check_name, check_value, default_dir, hint, project_scope};
+pub use store::{
+    MIN_VALUE, Store, check_host, check_name, check_value, default_dir, hint, project_scope,
+};
 
 /// Make `store` the one children's environments use, install the engine built from it, and
 /// install a new engine whenever it changes.

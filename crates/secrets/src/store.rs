@@ -43,6 +43,10 @@ struct Cache {
     global: BTreeMap<String, String>,
     /// Canonical root → its secrets.
     projects: BTreeMap<String, BTreeMap<String, String>>,
+    /// Name → recorded host, of the global scope.
+    global_hosts: BTreeMap<String, String>,
+    /// Canonical root → name → recorded host.
+    project_hosts: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 /// The folder of the store: `$HANDS_SECRETS_DIR` (for tests and embedders), else `secrets` in
@@ -177,13 +181,17 @@ impl Store {
     fn load(&self, cache: &mut Cache, signature: Vec<(String, u64, i128, u64)>) {
         cache.global.clear();
         cache.projects.clear();
+        cache.global_hosts.clear();
+        cache.project_hosts.clear();
         for (name, ..) in &signature {
             let path = self.dir.join(name);
             match file::read(&path) {
-                Ok(Some(ScopeFile { root: None, secrets })) if name == GLOBAL => {
+                Ok(Some(ScopeFile { root: None, secrets, hosts })) if name == GLOBAL => {
                     cache.global = secrets;
+                    cache.global_hosts = hosts;
                 }
-                Ok(Some(ScopeFile { root: Some(root), secrets })) => {
+                Ok(Some(ScopeFile { root: Some(root), secrets, hosts })) => {
+                    cache.project_hosts.entry(root.clone()).or_default().extend(hosts);
                     cache.projects.entry(root).or_default().extend(secrets);
                 }
                 Ok(_) => {}
@@ -217,6 +225,21 @@ impl Store {
         scope: &SecretScope,
         change: impl FnOnce(&mut BTreeMap<String, String>) -> T,
     ) -> Result<T, SecretError> {
+        self.update_file(scope, |file| {
+            let result = change(&mut file.secrets);
+            // A host stays recorded only with its secret.
+            let secrets = &file.secrets;
+            file.hosts.retain(|name, _| secrets.contains_key(name));
+            result
+        })
+    }
+
+    /// Change `scope`'s whole file under the store's lock; then the hooks run.
+    fn update_file<T>(
+        &self,
+        scope: &SecretScope,
+        change: impl FnOnce(&mut ScopeFile) -> T,
+    ) -> Result<T, SecretError> {
         let io = |e: std::io::Error| SecretError::Io(format!("{}: {e}", self.dir.display()));
         file::private_dir(&self.dir).map_err(io)?;
         let lock = std::fs::OpenOptions::new()
@@ -235,7 +258,7 @@ impl Store {
         };
         let mut contents = file::read(&path).map_err(io)?.unwrap_or_default();
         contents.root = root;
-        let result = change(&mut contents.secrets);
+        let result = change(&mut contents);
         file::write(&path, &contents).map_err(io)?;
         drop(lock);
         // Our own change is seen now, whatever the clock's granularity.
@@ -258,6 +281,45 @@ impl Store {
             secrets.insert(name.to_string(), value.expose().to_string());
         })?;
         Ok(StoredSecret { name: name.into(), scope: scope.clone(), hint: hint(value.expose()) })
+    }
+
+    /// Record `host` as the only host a connector may send `name` of `scope` to (`None` forgets
+    /// it). The secret must be stored in that scope already.
+    pub fn set_host_in(
+        &self,
+        scope: &SecretScope,
+        name: &str,
+        host: Option<&str>,
+    ) -> Result<(), SecretError> {
+        check_name(name)?;
+        let host = host.map(check_host).transpose()?;
+        self.update_file(scope, |file| {
+            if !file.secrets.contains_key(name) {
+                return Err(SecretError::Io(format!(
+                    "there is no secret {name} in this scope to record a host for: store it first"
+                )));
+            }
+            match host {
+                Some(host) => file.hosts.insert(name.to_owned(), host),
+                None => file.hosts.remove(name),
+            };
+            Ok(())
+        })?
+    }
+
+    /// The host recorded with `name` as granted to the project at `root` (the project's own
+    /// secret's, else the global one's).
+    pub fn host_of(&self, root: &Path, name: &str) -> Option<String> {
+        let SecretScope::Project(key) = project_scope(root) else { return None };
+        self.with_cache(|cache| {
+            if cache.projects.get(&key).is_some_and(|own| own.contains_key(name)) {
+                return cache.project_hosts.get(&key).and_then(|h| h.get(name)).cloned();
+            }
+            if cache.global.contains_key(name) {
+                return cache.global_hosts.get(name).cloned();
+            }
+            None
+        })
     }
 
     /// Delete `name` from `scope`; true when it was there.
@@ -321,6 +383,26 @@ impl Store {
 
 const GLOBAL: &str = "global.json";
 
+/// A host as recorded with a secret: a DNS name or an address, lower-cased, without scheme, port,
+/// path or wildcard.
+pub fn check_host(host: &str) -> Result<String, SecretError> {
+    let host = host.trim().trim_end_matches('.').to_ascii_lowercase();
+    let ok = !host.is_empty()
+        && host.len() <= 253
+        && host
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'-' | b':' | b'[' | b']'))
+        && !host.starts_with('.')
+        && (host.starts_with('[') || !host.contains(':'));
+    if ok {
+        Ok(host)
+    } else {
+        Err(SecretError::Io(format!(
+            "`{host}` is not a host: give a bare name like api.example.com (no scheme, port or path)"
+        )))
+    }
+}
+
 impl SecretStore for Store {
     fn put(
         &self,
@@ -347,6 +429,22 @@ impl SecretStore for Store {
 
     fn delete(&self, root: &Path, name: &str) -> Result<bool, SecretError> {
         self.delete_in(&project_scope(root), name)
+    }
+
+    fn host(&self, root: &Path, name: &str) -> Option<String> {
+        self.host_of(root, name)
+    }
+
+    fn set_host(&self, root: &Path, name: &str, host: Option<&str>) -> Result<(), SecretError> {
+        let scope = project_scope(root);
+        let own = match &scope {
+            SecretScope::Project(key) => {
+                self.with_cache(|c| c.projects.get(key).is_some_and(|s| s.contains_key(name)))
+            }
+            SecretScope::Global => false,
+        };
+        let scope = if own { scope } else { SecretScope::Global };
+        self.set_host_in(&scope, name, host)
     }
 }
 

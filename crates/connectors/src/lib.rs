@@ -1,0 +1,52 @@
+//! Connectors of hands: a connector is `.hands/connectors/<name>.toml` (no secret in it: a base
+//! URL, how the stored secret is sent, allowed methods and path globs, named operations), and
+//! `connector_call` calls the connected service through the egress guard. The invariant: a
+//! secret is sent only to the host the user recorded with it when it was stored
+//! (`hands secrets set NAME --host HOST`), so a repository's connector file cannot redirect a
+//! key.
+//!
+//! Offered when the project has at least one connector file (see [`register`]).
+
+mod call;
+pub mod config;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use call::{CallArgs, CallResult, ConnectorCall, Header, MAX_RESPONSE_BYTES, check_path};
+pub use config::{Auth, AuthKind, Connector, ConnectorFile, Operation};
+
+use hands_core::RegistryBuilder;
+use hands_core::config::Approval;
+use hands_core::secret::SecretStore;
+use hands_net::{Guard, NetConfig, NetError};
+
+/// The names of the connectors of the project at `root` (sorted).
+pub fn list(root: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(root.join(config::DIR)) else { return Vec::new() };
+    let mut names: Vec<String> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter_map(|n| n.strip_suffix(".toml").map(str::to_owned))
+        .filter(|n| config::check_name(n).is_ok())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Register connector_call, offered while the project at `root` has a connector file (checked
+/// whenever the registry refreshes). It sends through a guard built from `net` that follows no
+/// redirect, takes keys from `store`, and asks the user before any method but GET under
+/// `approval = "ask"`.
+pub fn register(
+    builder: RegistryBuilder,
+    net: &NetConfig,
+    store: Arc<dyn SecretStore>,
+    approval: Approval,
+    root: &Path,
+) -> Result<RegistryBuilder, NetError> {
+    let guard = Guard::new(&NetConfig { max_redirects: 0, ..net.clone() })?;
+    let root: PathBuf = root.to_path_buf();
+    Ok(builder
+        .tool_if(move |_| !list(&root).is_empty(), ConnectorCall::new(guard, store, approval)))
+}

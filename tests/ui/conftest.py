@@ -14,7 +14,12 @@ import pytest
 E2E = Path(__file__).resolve().parents[1] / "e2e"
 sys.path.insert(0, str(E2E))
 
-from conftest import hands_bin, project, setup  # noqa: E402,F401  (the e2e fixtures)
+import importlib.util  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location("e2e_conftest", E2E / "conftest.py")
+_e2e = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_e2e)
+hands_bin, project, setup = _e2e.hands_bin, _e2e.project, _e2e.setup  # the e2e fixtures
 
 CHROMIUM = os.environ.get("HANDS_UI_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",

@@ -81,6 +81,10 @@ enum Command {
         /// The mode new sessions start in.
         #[arg(long, default_value = "build")]
         mode: Mode,
+        /// Open the web UI in the browser once listening ($BROWSER, else xdg-open/open). The
+        /// token is not put in the URL: the page asks for it.
+        #[arg(long)]
+        open: bool,
     },
     /// Run the agent on one task: the model's text on stdout, one line per tool call on stderr.
     /// Exit 0 when the turn completed, 1 when it failed or ran out of steps, 130 when aborted
@@ -248,7 +252,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             };
             serve::stdio(registry, &root, mode, subagent)
         }
-        Command::Serve { listen, token, mode } => {
+        Command::Serve { listen, token, mode, open } => {
             stop_leftovers();
             let registry = build_registry_with_mcp(&loaded, &root, true)?.0;
             let mut config = loaded.settings.server.clone();
@@ -260,7 +264,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 provider: serve::provider(&loaded.settings.model)?,
                 agent: loaded.settings.agent.clone(),
             };
-            serve::http(registry, &root, mode, listen, &config, setup)
+            serve::http(registry, &root, mode, listen, &config, setup, open)
         }
         Command::Run { task, mode, resume, session_id } => {
             stop_leftovers();

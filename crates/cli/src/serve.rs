@@ -57,6 +57,7 @@ pub fn http(
     listen: SocketAddr,
     config: &ServerConfig,
     setup: HostSetup,
+    open: bool,
 ) -> Result<ExitCode> {
     let registry = Arc::new(registry);
     let factory = ServerFactory::new(Arc::clone(&registry), root, mode);
@@ -68,8 +69,36 @@ pub fn http(
     run(async move {
         let parts = HostParts { store, registry, provider: setup.provider, config: setup.agent };
         let host = Host::open(parts).await.context("cannot open the session host")?;
-        hands_server::serve(host, factory, listen, &config).await.map_err(anyhow::Error::from)
+        let ready = move |addr: std::net::SocketAddr| {
+            if open {
+                open_browser(&format!("http://{addr}/"));
+            }
+        };
+        hands_server::serve_with(host, factory, listen, &config, ready)
+            .await
+            .map_err(anyhow::Error::from)
     })
+}
+
+/// Start the user's browser on `url` without waiting for it; a failure is only reported.
+fn open_browser(url: &str) {
+    let program =
+        std::env::var("BROWSER").ok().filter(|b| !b.trim().is_empty()).unwrap_or_else(|| {
+            if cfg!(target_os = "macos") { "open".to_owned() } else { "xdg-open".to_owned() }
+        });
+    let spawned = std::process::Command::new(&program)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    match spawned {
+        // Reap it in the background so it does not linger as a zombie.
+        Ok(mut child) => {
+            std::thread::spawn(move || child.wait());
+        }
+        Err(e) => eprintln!("hands: cannot open a browser with {program}: {e}; open {url}"),
+    }
 }
 
 /// What spawn_subagent runs on for an MCP connection: the client's sampling when it offers it,

@@ -33,6 +33,7 @@ mod secrets;
 mod sessions;
 mod state;
 pub mod token;
+pub mod ui;
 mod vibe;
 
 use std::net::SocketAddr;
@@ -64,7 +65,10 @@ pub fn router(
     let api = routes::api(host, config.max_body_bytes, shutdown.clone())
         .layer(CatchPanicLayer::custom(error::panic_response));
     let api = hands_mcp::guarded(api, &guard).layer(axum::middleware::from_fn(error::json_errors));
-    hands_mcp::router(mcp_factory, &guard, shutdown).merge(api).fallback(no_route)
+    // The page must load without the token (it asks for it); the Host/Origin checks still apply.
+    let ui =
+        hands_mcp::guarded(ui::routes(), &hands_mcp::ServerConfig { token: None, ..guard.clone() });
+    hands_mcp::router(mcp_factory, &guard, shutdown).merge(api).merge(ui).fallback(no_route)
 }
 
 async fn no_route(request: Request) -> ApiError {
@@ -97,6 +101,18 @@ pub async fn serve(
     listen: SocketAddr,
     config: &ServerConfig,
 ) -> Result<(), ServeError> {
+    serve_with(host, mcp_factory, listen, config, |_| {}).await
+}
+
+/// [`serve`], calling `on_ready` with the bound address once the listener accepts (`hands serve
+/// --open` opens the browser there).
+pub async fn serve_with(
+    host: Arc<Host>,
+    mcp_factory: Arc<ServerFactory>,
+    listen: SocketAddr,
+    config: &ServerConfig,
+    on_ready: impl FnOnce(SocketAddr),
+) -> Result<(), ServeError> {
     let mut config = config.clone();
     config.token = config.token.filter(|t| !t.is_empty());
     // Open to other machines, the token must be one the user chose and handed out on purpose.
@@ -127,10 +143,14 @@ pub async fn serve(
     };
     mcp_factory.secret_pages().set_base(&format!("http://{page_host}"));
     // Scripts and tests read this line to learn the port (with --listen 127.0.0.1:0).
-    eprintln!("hands: serving MCP at http://{local}/mcp and the session API at http://{local}/v1");
+    eprintln!(
+        "hands: serving MCP at http://{local}/mcp, the session API at http://{local}/v1 and the \
+         web UI at http://{page_host}/"
+    );
     if let Some(stored) = &stored {
         eprintln!("{}", token::usage_hint(stored, &format!("http://{local}")));
     }
+    on_ready(page_host);
     let stop = shutdown.clone();
     tokio::spawn(async move {
         hands_mcp::shutdown_signal().await;

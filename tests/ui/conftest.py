@@ -1,0 +1,69 @@
+"""Fixtures of the browser suite: the e2e suite's `hands serve` + scripted model (`setup`,
+`project`, `hands_bin` come from tests/e2e/conftest.py) and a Playwright page in Debian's Chromium
+(no browser download) that records every request it makes."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+E2E = Path(__file__).resolve().parents[1] / "e2e"
+sys.path.insert(0, str(E2E))
+
+import importlib.util  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location("e2e_conftest", E2E / "conftest.py")
+_e2e = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_e2e)
+hands_bin, project, setup = _e2e.hands_bin, _e2e.project, _e2e.setup  # the e2e fixtures
+
+CHROMIUM = os.environ.get("HANDS_UI_CHROMIUM", "/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).is_file():
+        if os.environ.get("CI"):
+            pytest.fail(f"no Chromium at {CHROMIUM}")
+        pytest.skip(f"no Chromium at {CHROMIUM}")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        yield b
+        b.close()
+
+
+class Page:
+    """A page plus the list of every URL it requested."""
+
+    def __init__(self, page, base: str) -> None:
+        self.page = page
+        self.base = base
+        self.requests: list[str] = []
+        self.dialogs: list[str] = []
+        page.on("request", lambda r: self.requests.append(r.url))
+        page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
+
+    def foreign(self) -> list[str]:
+        return [u for u in self.requests if not (u.startswith(self.base) or u.startswith("data:"))]
+
+
+@pytest.fixture
+def open_page(browser) -> Iterator:
+    contexts = []
+
+    def make(base: str) -> Page:
+        ctx = browser.new_context()
+        contexts.append(ctx)
+        return Page(ctx.new_page(), base)
+
+    yield make
+    for ctx in contexts:
+        ctx.close()

@@ -387,6 +387,11 @@ fn build_registry_with_mcp(
     // clone_site, when the preview's Chromium is found: the page loads with every request
     // fetched through the same guard.
     let builder = hands_clone::register(builder, &guard, &loaded.settings.preview.chromium, root);
+    // web_search, when a search key is stored or set (or SearXNG is configured).
+    let search_secrets =
+        store.clone().map(|s| s as std::sync::Arc<dyn hands_core::secret::SecretStore>);
+    let builder =
+        hands_web::register_search(builder, &guard, &loaded.settings.web_search, search_secrets);
     // enable_stripe and connect_supabase: keys asked of the user, verified (Stripe through the
     // guard, the database under its address rule) and kept in the user's secret store.
     let builder = match store.clone() {
@@ -396,7 +401,17 @@ fn build_registry_with_mcp(
                 supabase: loaded.settings.supabase.clone(),
                 net: loaded.settings.net.clone(),
             };
-            hands_connect::register(builder, &connect, &guard, store)
+            let builder = hands_connect::register(builder, &connect, &guard, store.clone());
+            // connector_call, when the project has a connector file: a secret goes only to the
+            // host recorded with it.
+            hands_connectors::register(
+                builder,
+                &loaded.settings.net,
+                store,
+                loaded.settings.approval,
+                root,
+            )
+            .context("the [net] settings")?
         }
         None => builder,
     };

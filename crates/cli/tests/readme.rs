@@ -51,7 +51,7 @@ fn tools_markdown() -> String {
     std::fs::write(
         home.join(".config/hands/config.toml"),
         format!(
-            "[model]\nmodel = \"test-model\"\n\n[mcp_servers.inner]\ncommand = {:?}\nargs = [\"mcp\", \"--root\", {:?}]\nenv = {{ HOME = {:?} }}\n",
+            "[model]\nmodel = \"test-model\"\n\n[web_search]\nprovider = \"searxng\"\nbase_url = \"http://127.0.0.1:9\"\n\n[mcp_servers.inner]\ncommand = {:?}\nargs = [\"mcp\", \"--root\", {:?}]\nenv = {{ HOME = {:?} }}\n",
             bin.display().to_string(),
             root.display().to_string(),
             // The inner hands must not read this configuration (it would start itself again).

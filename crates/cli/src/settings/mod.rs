@@ -72,6 +72,8 @@ pub struct Settings {
     pub net: hands_net::NetConfig,
     /// `[web]`: the limits of the web tools (download_to_repo).
     pub web: hands_web::WebConfig,
+    /// `[web_search]`: web_search's provider and base URL (the user's only).
+    pub web_search: hands_web::SearchConfig,
     /// `[stripe]`: where enable_stripe verifies a key (the user's only).
     pub stripe: hands_connect::StripeConfig,
     /// `[supabase]`: the hosts connect_supabase accepts besides `*.supabase.co` (the user's only).
@@ -103,6 +105,7 @@ impl Default for Settings {
             ask_user: AskUserConfig::default(),
             net: hands_net::NetConfig::default(),
             web: hands_web::WebConfig::default(),
+            web_search: hands_web::SearchConfig::default(),
             stripe: hands_connect::StripeConfig::default(),
             supabase: hands_connect::SupabaseConfig::default(),
         }

@@ -39,6 +39,7 @@ pub(super) const USER_ONLY: &[&str] = &[
     // External services' addresses: a repository must not redirect a key (issue 13).
     "stripe",
     "supabase",
+    "web_search",
 ];
 
 /// The most a project's `.hands/config.toml` may set each limit to (time limits in milliseconds,

@@ -1,5 +1,6 @@
 //! clone_site against a fixture site served on 127.0.0.1 by the test, in the real Chromium.
 //! Without Chromium the test fails under CI (`CI=true`) and skips loudly elsewhere.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
 

@@ -203,13 +203,13 @@ impl Tool for DbSchema {
     async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {
         let schema = args.schema.unwrap_or_else(|| "public".to_owned());
         for (what, name) in [("schema", Some(&schema)), ("table", args.table.as_ref())] {
-            if let Some(name) = name {
-                if name.is_empty() || name.len() > MAX_NAME || name.contains('\0') {
-                    return Err(ToolError::model(format!(
-                        "`{what}` must be a name of 1 to {MAX_NAME} bytes without NUL; \
-                         call {TOOL} without it to list every table"
-                    )));
-                }
+            if let Some(name) = name
+                && (name.is_empty() || name.len() > MAX_NAME || name.contains('\0'))
+            {
+                return Err(ToolError::model(format!(
+                    "`{what}` must be a name of 1 to {MAX_NAME} bytes without NUL; \
+                     call {TOOL} without it to list every table"
+                )));
             }
         }
         let url = self
@@ -231,13 +231,13 @@ impl Tool for DbSchema {
                 return Err(ToolError::model("db_schema was stopped (timeout or abort)"));
             }
         };
-        if let Some(table) = &args.table {
-            if result.tables.is_empty() {
-                return Err(ToolError::model(format!(
-                    "no table `{table}` in schema `{schema}`; call {TOOL} without `table` to \
-                     list them, or with `schema: \"*\"` to search every schema"
-                )));
-            }
+        if let Some(table) = &args.table
+            && result.tables.is_empty()
+        {
+            return Err(ToolError::model(format!(
+                "no table `{table}` in schema `{schema}`; call {TOOL} without `table` to \
+                 list them, or with `schema: \"*\"` to search every schema"
+            )));
         }
         Ok(ToolOutput::text(text(&result)).with_structured(
             serde_json::to_value(&result)

@@ -28,6 +28,9 @@ use hands_core::{
 };
 use serde_json::Value;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use crate::elide;
 use crate::model::{
     Block, Message, ModelRequest, ModelResponse, Provider, ProviderError, ResultPart, Role,
@@ -174,6 +177,8 @@ pub struct Turn<'a> {
     pub call_prefix: Option<String>,
     /// Where progress goes.
     pub observer: &'a dyn Observer,
+    /// Where the turn's checkpoints go (none: no checkpoint).
+    pub checkpoints: Option<Arc<hands_checkpoint::Store>>,
 }
 
 /// What the user is told when the model provider fails.
@@ -339,6 +344,35 @@ impl Turn<'_> {
 
     /// Run the turn: `user` is appended to `messages`, and so is everything that follows.
     pub async fn run(&self, messages: &mut Vec<Message>, user: Message) -> Outcome {
+        // A checkpoint before the turn's first call of a tool that is not read-only, and one at
+        // its end when there was one: the project's changes are undoable turn by turn.
+        let mutated = AtomicBool::new(false);
+        let outcome = self.steps(messages, user, &mutated).await;
+        if mutated.load(Ordering::Relaxed) {
+            self.checkpoint("after").await;
+        }
+        outcome
+    }
+
+    /// Snapshot the project's working tree into the checkpoint store, when there is one. A
+    /// failure is logged, never fails the turn.
+    async fn checkpoint(&self, when: &str) {
+        let Some(store) = self.checkpoints.clone() else { return };
+        let session = self.session.id().to_owned();
+        let label = format!("{when} turn {}", self.turn_id);
+        match tokio::task::spawn_blocking(move || store.snapshot(&session, 0, &label)).await {
+            Ok(Ok(checkpoint)) => tracing::debug!(id = checkpoint.id, "checkpoint taken"),
+            Ok(Err(err)) => tracing::warn!(%err, "no checkpoint of this turn"),
+            Err(err) => tracing::warn!(%err, "the checkpoint task failed"),
+        }
+    }
+
+    async fn steps(
+        &self,
+        messages: &mut Vec<Message>,
+        user: Message,
+        mutated: &AtomicBool,
+    ) -> Outcome {
         let mut saved = messages.len();
         messages.push(user);
         let mut steps = 0;
@@ -413,6 +447,10 @@ impl Turn<'_> {
             }
             if uses.is_empty() {
                 return outcome(EndReason::Completed, last_text, None, steps, usage);
+            }
+            if !mutated.load(Ordering::Relaxed) && uses.iter().any(|u| !self.parallel(u)) {
+                self.checkpoint("before").await;
+                mutated.store(true, Ordering::Relaxed);
             }
             let outputs = self.run_calls(&uses).await;
             messages.push(Message {

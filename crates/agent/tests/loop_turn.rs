@@ -48,6 +48,7 @@ async fn run(
         scope: ToolScope::Mode,
         call_prefix: None,
         observer: notes,
+        checkpoints: None,
     };
     within(60, turn.run(messages, Message::user(text))).await
 }
@@ -240,6 +241,7 @@ async fn abort_mid_bash_stops_the_process_and_keeps_the_transcript_valid() {
         scope: ToolScope::Mode,
         call_prefix: None,
         observer: &notes,
+        checkpoints: None,
     };
     assert_eq!(turn.run(&mut next, Message::user("again")).await.reason, EndReason::Completed);
 }

@@ -77,9 +77,26 @@ pub fn run(setup: Setup, start: Start, task: String) -> Result<ExitCode> {
                 1
             }
         };
+        if let Some(line) = turn_changes(&agent.preview.0, &agent.id) {
+            term::errln(&line);
+        }
         term::errln(&format!("resume with: hands run --resume {} \"…\"", agent.id));
         Ok(ExitCode::from(code))
     })
+}
+
+/// What the turn just run changed in the project, from its two checkpoints (before its first
+/// change, at its end): "3 files changed, +42 −7; undo with hands checkpoints restore N". `None`
+/// when the turn changed nothing or there are no checkpoints.
+fn turn_changes(root: &std::path::Path, session: &str) -> Option<String> {
+    let store = hands_checkpoint::Store::open_for(root).ok()?;
+    let list = store.list().ok()?;
+    let mut mine = list.iter().rev().filter(|c| c.session == session);
+    let after = mine.next().filter(|c| c.label.starts_with("after turn "))?;
+    let before = mine.next().filter(|c| c.label.starts_with("before turn "))?;
+    let changes = hands_checkpoint::diff(&store, before, after).ok()?;
+    let summary = hands_checkpoint::Summary::of(&changes);
+    Some(format!("{summary}; undo with hands checkpoints restore {}", before.id))
 }
 
 /// Run `work` on a runtime of its own, then shut it down without waiting for a stuck task.

@@ -56,8 +56,10 @@ fn tools_lists_the_fs_and_process_tools_and_plan_mode_the_read_only_ones() {
             "use_skill",
             "secrets",
             "download_to_repo",
+            "clone_site",
             "enable_stripe",
-            "connect_supabase"
+            "connect_supabase",
+            "db_schema"
         ]
     );
     let read = &v["tools"][0];
@@ -70,7 +72,16 @@ fn tools_lists_the_fs_and_process_tools_and_plan_mode_the_read_only_ones() {
         out.stdout.lines().map(|l| l.split_whitespace().next().unwrap()).collect();
     assert_eq!(
         names,
-        ["read_file", "list_files", "glob", "grep", "exit_plan_mode", "ask_user", "use_skill"]
+        [
+            "read_file",
+            "list_files",
+            "glob",
+            "grep",
+            "exit_plan_mode",
+            "ask_user",
+            "use_skill",
+            "db_schema"
+        ]
     );
 }
 

@@ -186,6 +186,8 @@ const EXERCISED: &[&str] = &[
     "download_to_repo",
     "enable_stripe",
     "connect_supabase",
+    "db_schema",
+    "clone_site",
 ];
 
 #[test]
@@ -457,6 +459,37 @@ fn download_to_repo_structured_result_validates() {
     assert!(text.contains(s["sha256"].as_str().unwrap()), "{text}");
 }
 
+/// An HTML page for every request on 127.0.0.1, each connection on its own thread and closed
+/// after its answer (a browser keeps several open).
+fn html_page(body: &'static str) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\
+                     Connection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = stream.write_all(head.as_bytes());
+                let _ = stream.write_all(body.as_bytes());
+            });
+        }
+    });
+    url
+}
+
 /// One HTTP answer to every request on 127.0.0.1 (a fake Stripe's `GET /v1/account`).
 fn answering(body: &'static str) -> String {
     use std::io::{Read, Write};
@@ -517,4 +550,30 @@ fn connect_tools_structured_results_validate() {
     let (text, s) = checked(&schemas, "connect_supabase", &p.call("connect_supabase", &args));
     holds("connect_supabase", &s, &["abcdefghijklmnopqrst", "PostgreSQL", "SUPABASE_DB_URL"]);
     assert!(!text.contains(postgres::PASSWORD) && !s.to_string().contains(postgres::PASSWORD));
+
+    // db_schema reads the database connect_supabase linked: PostgreSQL's own catalog schema.
+    let (text, s) = checked(
+        &schemas,
+        "db_schema",
+        &p.call("db_schema", &json!({"schema": "information_schema"})),
+    );
+    holds("db_schema", &s, &["information_schema", "sql_features"]);
+    assert!(!text.contains(postgres::PASSWORD) && !s.to_string().contains(postgres::PASSWORD));
+}
+
+/// clone_site in the real Chromium against a page served on 127.0.0.1.
+#[test]
+fn clone_site_structured_result_validates() {
+    if !std::path::Path::new("/usr/bin/chromium").exists() {
+        assert!(std::env::var_os("CI").is_none(), "clone_site needs /usr/bin/chromium on CI");
+        eprintln!("SKIPPED: /usr/bin/chromium is not installed");
+        return;
+    }
+    let mut p = Project::new();
+    let page = html_page("<!doctype html><title>Result page</title><h1>Cloned heading</h1>");
+    p.settings.push(r#"net.allow_hosts=["127.0.0.1"]"#.into());
+    let schemas = p.output_schemas();
+    let (_, s) = checked(&schemas, "clone_site", &p.call("clone_site", &json!({"url": page})));
+    holds("clone_site", &s, &[".hands/clones/127.0.0.1"]);
+    assert!(p.root.join(".hands/clones/127.0.0.1/index.html").exists());
 }

@@ -877,3 +877,69 @@ fn on_a_terminal_a_secret_is_asked_without_echo_and_kept_out_of_everything_else(
         all_text(&requests[1])
     );
 }
+
+/// A turn that edits a file, makes a folder with bash and deletes a file leaves a checkpoint
+/// before its first change and one at its end; `hands checkpoints restore` of the first gives the
+/// tree back as it was, and restoring the undo point it names returns to the turn's result.
+#[test]
+fn a_turn_is_checkpointed_and_restored_and_the_restore_undone() {
+    if !python() {
+        return;
+    }
+    let world = World::new();
+    std::fs::write(world.root.join("greeting.txt"), "hello\n").unwrap();
+    std::fs::write(world.root.join("old.txt"), "to be deleted\n").unwrap();
+    let model = Model::start(
+        "anthropic",
+        world.dir(),
+        &json!([
+            {"tool_calls": [{"id": "e1", "name": "edit_file",
+                "input": {"path": "greeting.txt", "old_string": "hello", "new_string": "goodbye"}}]},
+            {"tool_calls": [{"id": "b1", "name": "bash",
+                "input": {"command": "mkdir -p new/dir && echo made > new/dir/x && rm old.txt"}}]},
+            {"text": "Done."},
+        ]),
+    );
+    world.user_config(&format!("approval = \"auto\"\n{}", model.config()));
+    let out = output(world.hands().args(["run", "change things"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(std::fs::read_to_string(world.root.join("greeting.txt")).unwrap(), "goodbye\n");
+    assert!(world.root.join("new/dir/x").exists() && !world.root.join("old.txt").exists());
+    assert!(
+        out.stderr.contains("3 files changed, +2 \u{2212}2; undo with hands checkpoints restore "),
+        "the run ends with what it changed:\n{}",
+        out.stderr
+    );
+
+    let out = output(world.hands().args(["checkpoints", "list", "--json"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let list: Value = serde_json::from_str(&out.stdout).unwrap();
+    let labels: Vec<&str> =
+        list.as_array().unwrap().iter().map(|c| c["label"].as_str().unwrap()).collect();
+    assert_eq!(labels.len(), 2, "a checkpoint before and one after the turn: {labels:?}");
+    assert!(
+        labels[0].starts_with("before turn ") && labels[1].starts_with("after turn "),
+        "{labels:?}"
+    );
+    let before = list[0]["id"].as_u64().unwrap();
+
+    let out = output(world.hands().args(["checkpoints", "diff", &list[1]["id"].to_string()]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    for path in ["greeting.txt", "new/dir/x", "old.txt"] {
+        assert!(out.stdout.contains(path), "the turn's diff names {path}:\n{}", out.stdout);
+    }
+
+    let out = output(world.hands().args(["checkpoints", "restore", &before.to_string()]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(std::fs::read_to_string(world.root.join("greeting.txt")).unwrap(), "hello\n");
+    assert_eq!(std::fs::read_to_string(world.root.join("old.txt")).unwrap(), "to be deleted\n");
+    assert!(!world.root.join("new/dir/x").exists(), "the file bash made is gone");
+    let undo = out.stdout.rsplit("undo with hands checkpoints restore ").next().unwrap();
+    let undo = undo.split_whitespace().next().unwrap().to_owned();
+
+    let out = output(world.hands().args(["checkpoints", "restore", &undo]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(std::fs::read_to_string(world.root.join("greeting.txt")).unwrap(), "goodbye\n");
+    assert_eq!(std::fs::read_to_string(world.root.join("new/dir/x")).unwrap(), "made\n");
+    assert!(!world.root.join("old.txt").exists());
+}

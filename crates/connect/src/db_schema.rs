@@ -57,7 +57,7 @@ pub struct Column {
     /// False when NOT NULL.
     pub nullable: bool,
     /// Its default expression, if any.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<String>,
 }
 
@@ -84,10 +84,10 @@ pub struct RlsPolicy {
     /// False for a RESTRICTIVE policy.
     pub permissive: bool,
     /// Its USING expression.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub using: Option<String>,
     /// Its WITH CHECK expression.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub with_check: Option<String>,
 }
 

@@ -96,7 +96,7 @@ impl std::fmt::Debug for ConnectorCall {
 }
 
 impl ConnectorCall {
-    /// Sending through `guard` (whose redirects are already refused, see [`crate::register`]),
+    /// Sending through `guard` (whose redirects are already refused when the tool is registered),
     /// with keys from `store`; non-GET calls ask the user under `approval`.
     pub fn new(guard: Guard, store: Arc<dyn SecretStore>, approval: Approval) -> Self {
         Self { guard, store, approval }
@@ -376,7 +376,7 @@ impl ConnectorCall {
             None => Err(ToolError::model(format!(
                 "refused: the secret {name} has no host recorded with it, so connector {} may \
                  not send it anywhere; nothing was sent. The user records one with `hands \
-                 secrets set {name} --host {host}` or `hands connectors add`.",
+                 secrets set {name} --host {host}`.",
                 connector.name
             ))),
         }
@@ -435,10 +435,10 @@ fn load(ctx: &Context, name: &str) -> Result<Connector, ToolError> {
     let text = match ws.dir().read_to_string(&rel) {
         Ok(text) => text,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-            let known = crate::list(ctx.root());
+            let known = crate::config::list(ctx.root());
             return Err(ToolError::model(format!(
                 "there is no connector {name} ({rel} does not exist). Connectors here: {}. The \
-                 user adds one with `hands connectors add`.",
+                 user adds one as .hands/connectors/<name>.toml.",
                 if known.is_empty() { "none".to_owned() } else { known.join(", ") }
             )));
         }

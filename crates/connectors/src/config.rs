@@ -19,6 +19,7 @@
 //! ```
 
 use std::collections::BTreeSet;
+use std::path::Path;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
@@ -215,4 +216,17 @@ impl Connector {
 pub fn is_token(name: &str) -> bool {
     !name.is_empty()
         && name.bytes().all(|c| c.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&c))
+}
+
+/// The names of the connectors of the project at `root` (sorted).
+pub fn list(root: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(root.join(DIR)) else { return Vec::new() };
+    let mut names: Vec<String> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter_map(|n| n.strip_suffix(".toml").map(str::to_owned))
+        .filter(|n| check_name(n).is_ok())
+        .collect();
+    names.sort();
+    names
 }

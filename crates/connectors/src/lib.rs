@@ -14,25 +14,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use call::{CallArgs, CallResult, ConnectorCall, Header, MAX_RESPONSE_BYTES, check_path};
-pub use config::{Auth, AuthKind, Connector, ConnectorFile, Operation};
+pub use config::{Auth, AuthKind, Connector, ConnectorFile, Operation, list};
 
 use hands_core::RegistryBuilder;
 use hands_core::config::Approval;
 use hands_core::secret::SecretStore;
 use hands_net::{Guard, NetConfig, NetError};
-
-/// The names of the connectors of the project at `root` (sorted).
-pub fn list(root: &Path) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(root.join(config::DIR)) else { return Vec::new() };
-    let mut names: Vec<String> = entries
-        .filter_map(Result::ok)
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter_map(|n| n.strip_suffix(".toml").map(str::to_owned))
-        .filter(|n| config::check_name(n).is_ok())
-        .collect();
-    names.sort();
-    names
-}
 
 /// Register connector_call, offered while the project at `root` has a connector file (checked
 /// whenever the registry refreshes). It sends through a guard built from `net` that follows no

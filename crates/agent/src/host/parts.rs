@@ -26,6 +26,23 @@ pub struct HostParts {
     pub config: AgentConfig,
 }
 
+impl HostParts {
+    /// The checkpoint store of the project at `root`, when `[agent] checkpoints` is on and the
+    /// store opens (a failure is logged: the turn runs without checkpoints).
+    pub fn checkpoints(&self, root: &std::path::Path) -> Option<Arc<hands_checkpoint::Store>> {
+        if !self.config.checkpoints {
+            return None;
+        }
+        match hands_checkpoint::Store::open_for(root) {
+            Ok(store) => Some(Arc::new(store)),
+            Err(err) => {
+                tracing::warn!(%err, "no checkpoints for this project");
+                None
+            }
+        }
+    }
+}
+
 /// A session to create.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NewSession {

@@ -292,6 +292,7 @@ impl TurnTask {
             scope: ToolScope::Mode,
             call_prefix: None,
             observer: &recorder,
+            checkpoints: self.parts.checkpoints(session.root()),
         };
         let mut conversation = self.live.conversation().await;
         let outcome = turn.run(&mut conversation, Message::user(self.text.clone())).await;

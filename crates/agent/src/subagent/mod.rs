@@ -176,6 +176,7 @@ impl Tool for SpawnSubagent {
             scope: ToolScope::Only(tools(&env.registry)),
             call_prefix: Some(format!("{}.", ctx.call_id())),
             observer: &observer,
+            checkpoints: None,
         };
         let mut messages = Vec::new();
         let outcome = turn.run(&mut messages, Message::user(args.prompt)).await;

@@ -438,6 +438,8 @@ class Hands:
         self.log_path = home / "serve.log"
         self.proc: subprocess.Popen | None = None
         self.port = 0
+        # Where the next start listens; a test that restarts on the same port sets it.
+        self.listen = "127.0.0.1:0"
         self.client: httpx.Client | None = None
         self.streams: list[EventStream] = []
 
@@ -463,7 +465,7 @@ class Hands:
         offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                [str(self.binary), "--root", str(self.root), "serve", "--listen", "127.0.0.1:0", "--token", self.token],
+                [str(self.binary), "--root", str(self.root), "serve", "--listen", self.listen, "--token", self.token],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=self.env(), cwd=self.root,
             )
 

@@ -72,6 +72,8 @@ export const api = {
   list: () => call<{ sessions: SessionInfo[] }>("GET", "/v1/sessions"),
   get: (id: string) => call<SessionInfo>("GET", `/v1/sessions/${encodeURIComponent(id)}`),
   create: (root: string, mode: string) => call<SessionInfo>("POST", "/v1/sessions", { root, mode }),
+  update: (id: string, body: { title?: string; mode?: string }) =>
+    call<SessionInfo>("PATCH", `/v1/sessions/${encodeURIComponent(id)}`, body),
   remove: (id: string) => call<void>("DELETE", `/v1/sessions/${encodeURIComponent(id)}`),
   send: (id: string, text: string) => call<{ turn_id: string }>("POST", `/v1/sessions/${encodeURIComponent(id)}/messages`, { text }),
   abort: (id: string) => call<void>("POST", `/v1/sessions/${encodeURIComponent(id)}/abort`),
@@ -82,6 +84,11 @@ export const api = {
   secret: (id: string, request: string, body: { value: string } | { decline: true }) =>
     call<unknown>("POST", `/v1/sessions/${encodeURIComponent(id)}/secrets/${encodeURIComponent(request)}`, body),
   processes: (id: string) => call<{ processes: ProcessRow[] }>("GET", `/v1/sessions/${encodeURIComponent(id)}/processes`),
+  processOutput: (id: string, pid: string, lines = 200) =>
+    call<{ process_id: string; output: string }>(
+      "GET",
+      `/v1/sessions/${encodeURIComponent(id)}/processes/${encodeURIComponent(pid)}/output?lines=${lines}`,
+    ),
   stopProcess: (id: string, pid: string) =>
     call<unknown>("POST", `/v1/sessions/${encodeURIComponent(id)}/processes/${encodeURIComponent(pid)}/stop`),
   tool: (id: string, name: string, args: Record<string, unknown>) =>

@@ -20,14 +20,20 @@ interface Conversation {
   mode?: string;
   running: boolean;
   lastId: number;
+  /// Events folded, and how many arrived with an id that did not follow the previous one (shown
+  /// as data attributes of the log, so that tests can compare them with the stored events).
+  count: number;
+  gaps: number;
 }
 
-const empty = (): Conversation => ({ items: [], todos: [], running: false, lastId: 0 });
+const empty = (): Conversation => ({ items: [], todos: [], running: false, lastId: 0, count: 0, gaps: 0 });
 
 /// Folds one event into the conversation (mutating a copy of the list's tail only).
 function apply(c: Conversation, e: HandsEvent): Conversation {
   const items = c.items;
   const k = String(e.id);
+  if (e.id !== c.lastId + 1) c.gaps++;
+  c.count++;
   c.lastId = e.id;
   switch (e.type) {
     case "turn_started":
@@ -125,6 +131,8 @@ function ago(ms: number): string {
 
 function Login({ onDone, failed }: { onDone: () => void; failed: boolean }) {
   const [value, setValue] = useState("");
+  const field = useRef<HTMLInputElement>(null);
+  useEffect(() => field.current?.focus(), []);
   return (
     <main class="login">
       <form
@@ -138,7 +146,7 @@ function Login({ onDone, failed }: { onDone: () => void; failed: boolean }) {
         <p>This server requires a token. <code>hands serve</code> printed where it is kept.</p>
         {failed && <p class="error" role="alert">That token was not accepted.</p>}
         <label for="token">Token</label>
-        <input id="token" type="password" autocomplete="off" value={value} onInput={(e) => setValue((e.target as HTMLInputElement).value)} autofocus />
+        <input id="token" ref={field} type="password" autocomplete="off" value={value} onInput={(e) => setValue((e.target as HTMLInputElement).value)} autofocus />
         <button type="submit">Sign in</button>
       </form>
     </main>
@@ -343,10 +351,42 @@ function Processes({ session }: { session: string }) {
             )}
             {p.detail && <pre>{p.detail}</pre>}
             {p.status === "running" && <button onClick={() => api.stopProcess(session, p.id)}>Stop</button>}
+            <Tail session={session} process={p.id} name={p.name} running={p.status === "running"} />
           </li>
         ))}
       </ul>
     </section>
+  );
+}
+
+/// A process's last lines, re-read every second while open and the process runs.
+function Tail({ session, process, name, running }: { session: string; process: string; name: string; running: boolean }) {
+  const [open, setOpen] = useState(false);
+  const [text, setText] = useState("");
+  const box = useRef<HTMLPreElement>(null);
+  useEffect(() => {
+    if (!open) return;
+    let live = true;
+    const load = () =>
+      api
+        .processOutput(session, process)
+        .then((r) => live && setText(r.output))
+        .catch((e) => live && setText(`(output unavailable: ${e.message})`));
+    load();
+    const t = running ? setInterval(load, 1000) : 0;
+    return () => {
+      live = false;
+      if (t) clearInterval(t);
+    };
+  }, [open, running, session, process]);
+  useEffect(() => {
+    if (box.current) box.current.scrollTop = box.current.scrollHeight;
+  }, [text]);
+  return (
+    <details class="tail" onToggle={(e) => setOpen((e.currentTarget as HTMLDetailsElement).open)}>
+      <summary>Output of {name}</summary>
+      <pre ref={box} class="bash" tabIndex={0} aria-label={`Output of ${name}`}>{text}</pre>
+    </details>
   );
 }
 
@@ -373,6 +413,8 @@ function SessionView({ id, onError }: { id: string; onError: (m: string) => void
   const [info, setInfo] = useState<SessionInfo | null>(null);
   const [results, setResults] = useState<Record<string, any>>({});
   const [draft, setDraft] = useState("");
+  const [renaming, setRenaming] = useState(false);
+  const [title, setTitle] = useState("");
   const list = useRef<HTMLDivElement>(null);
   const pinned = useRef(true);
 
@@ -431,11 +473,52 @@ function SessionView({ id, onError }: { id: string; onError: (m: string) => void
   return (
     <div class="session" onKeyDown={(e) => { if (e.key === "Escape" && c.running) { e.preventDefault(); abort(); } }}>
       <header>
-        <h1>{info?.title || info?.root || id}</h1>
+        {renaming ? (
+          <form
+            class="rename"
+            onSubmit={async (ev) => {
+              ev.preventDefault();
+              try {
+                setInfo(await api.update(id, { title: title.trim() }));
+                setRenaming(false);
+              } catch (e: any) {
+                onError(e.message);
+              }
+            }}
+          >
+            <label for="title" class="visually-hidden">Session title</label>
+            <input id="title" value={title} maxLength={200} required autofocus onInput={(e) => setTitle((e.target as HTMLInputElement).value)}
+              onKeyDown={(e) => { if (e.key === "Escape") { e.stopPropagation(); setRenaming(false); } }} />
+            <button type="submit">Save</button>
+            <button type="button" onClick={() => setRenaming(false)}>Cancel</button>
+          </form>
+        ) : (
+          <>
+            <h1>{info?.title || info?.root || id}</h1>
+            <button class="small" onClick={() => { setTitle(info?.title || ""); setRenaming(true); }}>Rename</button>
+          </>
+        )}
         <span class={`stream ${state}`} role="status" data-state={state}>
           {state === "live" ? "live" : state === "reconnecting" ? "reconnecting…" : state}
         </span>
-        <span class="mode" aria-label="Mode">mode: <strong>{mode}</strong></span>
+        <label class="mode">
+          Mode{" "}
+          <select
+            value={mode}
+            disabled={c.running}
+            onChange={async (e) => {
+              const next = (e.target as HTMLSelectElement).value;
+              try {
+                setInfo(await api.update(id, { mode: next }));
+              } catch (err: any) {
+                onError(err.message);
+              }
+            }}
+          >
+            <option value="build">build</option>
+            <option value="plan">plan</option>
+          </select>
+        </label>
       </header>
       <div class="body">
         <div
@@ -444,6 +527,9 @@ function SessionView({ id, onError }: { id: string; onError: (m: string) => void
           role="log"
           aria-live="polite"
           aria-label="Conversation"
+          data-events={c.count}
+          data-last-event={c.lastId}
+          data-gaps={c.gaps}
           tabIndex={0}
           onScroll={(e) => {
             const el = e.currentTarget;

@@ -15,6 +15,8 @@ pub enum Verb {
     Get,
     /// POST.
     Post,
+    /// PATCH.
+    Patch,
     /// DELETE.
     Delete,
 }
@@ -25,6 +27,7 @@ impl Verb {
         match self {
             Self::Get => "get",
             Self::Post => "post",
+            Self::Patch => "patch",
             Self::Delete => "delete",
         }
     }
@@ -33,6 +36,7 @@ impl Verb {
         match self {
             Self::Get => MethodFilter::GET,
             Self::Post => MethodFilter::POST,
+            Self::Patch => MethodFilter::PATCH,
             Self::Delete => MethodFilter::DELETE,
         }
     }

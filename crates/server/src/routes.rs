@@ -17,8 +17,9 @@ pub use crate::operation::{Operation, Param, Payload, SchemaFn, Verb};
 pub use crate::state::AppState;
 
 use crate::schemas::{
-    Aborted, Answer, Answered, CallTool, CreateSession, Decision, PostMessage, SecretAnswer,
-    SecretReceipt, SessionListDoc, TranscriptDoc, TurnAccepted, VibeAnswer,
+    Aborted, Answer, Answered, CallTool, CreateSession, Decision, PostMessage, ProcessOutput,
+    SecretAnswer, SecretReceipt, SessionListDoc, TranscriptDoc, TurnAccepted, UpdateSession,
+    VibeAnswer,
 };
 use crate::{docs, events, openapi, secrets, sessions, vibe};
 
@@ -26,6 +27,13 @@ use crate::{docs, events, openapi, secrets, sessions, vibe};
 fn any_object(_: &mut SchemaGenerator) -> Schema {
     schemars::json_schema!({ "type": "object" })
 }
+
+const OUTPUT_PARAMS: &[Param] = &[Param {
+    location: "query",
+    name: "lines",
+    description: "How many of the last lines to return (default 100; 1 to 2,000, larger values \
+                  are capped).",
+}];
 
 const EVENT_PARAMS: &[Param] = &[
     Param {
@@ -43,7 +51,7 @@ const EVENT_PARAMS: &[Param] = &[
 
 /// Every operation of `/v1` and `/vibe`.
 pub fn operations() -> Vec<Operation> {
-    use Verb::{Delete, Get, Post};
+    use Verb::{Delete, Get, Patch, Post};
     vec![
         Operation::new(Post, "/v1/sessions", "createSession", sessions::create)
             .doc("Create a session", "A session works on one project root, in build or plan mode.")
@@ -56,6 +64,15 @@ pub fn operations() -> Vec<Operation> {
         Operation::new(Get, "/v1/sessions/{id}", "getSession", sessions::get)
             .doc("Get a session", "A stored session is loaded (resumed) by this.")
             .returns::<docs::SessionInfo>(200),
+        Operation::new(Patch, "/v1/sessions/{id}", "updateSession", sessions::update)
+            .doc(
+                "Rename a session or switch its mode",
+                "`title` renames it; `mode` switches between build and plan (announced as \
+                 `mode_changed`; 409 while a turn runs).",
+            )
+            .body::<UpdateSession>()
+            .returns::<docs::SessionInfo>(200)
+            .errors(&[409]),
         Operation::new(Delete, "/v1/sessions/{id}", "deleteSession", sessions::delete)
             .doc("Delete a session", "Aborts its turn, stops its processes, deletes its records.")
             .returns_with(204, Payload::Empty),
@@ -132,6 +149,19 @@ pub fn operations() -> Vec<Operation> {
         Operation::new(Get, "/v1/sessions/{id}/processes", "listProcesses", sessions::processes)
             .doc("The session's background processes", "")
             .returns::<docs::ProcessList>(200),
+        Operation::new(
+            Get,
+            "/v1/sessions/{id}/processes/{process_id}/output",
+            "processOutput",
+            sessions::process_output,
+        )
+        .doc(
+            "The last lines a background process printed",
+            "For a live tail: `lines` (default 100, at most 2,000) of its output as it is now; \
+             the model's read cursor does not move. 404 for an unknown process.",
+        )
+        .returns::<ProcessOutput>(200)
+        .params(OUTPUT_PARAMS),
         Operation::new(
             Post,
             "/v1/sessions/{id}/processes/{process_id}/stop",

@@ -69,6 +69,19 @@ pub struct CreateSession {
     pub id: Option<String>,
 }
 
+/// `PATCH /v1/sessions/{id}`: rename and/or switch mode.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateSession {
+    /// A new title (1 to 200 characters).
+    #[serde(default)]
+    #[schemars(length(min = 1, max = 200))]
+    pub title: Option<String>,
+    /// `build` or `plan`; 409 while a turn runs.
+    #[serde(default)]
+    pub mode: Option<SessionMode>,
+}
+
 /// `POST /v1/sessions/{id}/messages`.
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -238,4 +251,13 @@ mod tests {
         let err = serde_json::from_str::<Decision>(r#"{"approve":"yes"}"#).unwrap_err();
         assert!(err.to_string().contains("invalid type"), "{err}");
     }
+}
+
+/// `GET /v1/sessions/{id}/processes/{process_id}/output`.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct ProcessOutput {
+    /// The process.
+    pub process_id: String,
+    /// Its last lines of output (stdout and stderr as it printed them), redacted.
+    pub output: String,
 }

@@ -12,8 +12,8 @@ use serde_json::Value;
 use crate::body::JsonBody;
 use crate::error::ApiError;
 use crate::schemas::{
-    Answer, CallTool, CreateSession, Decision, PostMessage, SessionList, Transcript, TurnAccepted,
-    valid_id,
+    Answer, CallTool, CreateSession, Decision, PostMessage, ProcessOutput, SessionList, Transcript,
+    TurnAccepted, UpdateSession, valid_id,
 };
 use crate::state::AppState;
 
@@ -66,6 +66,19 @@ pub async fn get(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     Ok(Json(state.host.get_session(&id).await?).into_response())
+}
+
+/// `PATCH /v1/sessions/{id}` → the session, renamed and/or in its new mode.
+pub async fn update(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<UpdateSession>,
+) -> Result<Response, ApiError> {
+    if body.title.is_none() && body.mode.is_none() {
+        return Err(ApiError::bad_request("nothing to change: send `title`, `mode` or both"));
+    }
+    let info = state.host.update_session(&id, body.title, body.mode.map(Into::into)).await?;
+    Ok(Json(info).into_response())
 }
 
 /// `DELETE /v1/sessions/{id}` → 204.
@@ -154,4 +167,23 @@ pub async fn stop_process(
     Path((id, process_id)): Path<(String, String)>,
 ) -> Result<Json<ProcessStopped>, ApiError> {
     Ok(Json(state.host.stop_process(&id, &process_id).await?))
+}
+
+/// `?lines=N` of a process's output.
+#[derive(Debug, serde::Deserialize)]
+pub struct OutputQuery {
+    /// How many of the last lines (default 100, at most 2,000).
+    #[serde(default)]
+    pub lines: Option<u64>,
+}
+
+/// `GET /v1/sessions/{id}/processes/{process_id}/output?lines=N`.
+pub async fn process_output(
+    State(state): State<AppState>,
+    Path((id, process_id)): Path<(String, String)>,
+    axum::extract::Query(query): axum::extract::Query<OutputQuery>,
+) -> Result<Json<ProcessOutput>, ApiError> {
+    let lines = query.lines.unwrap_or(100).clamp(1, 2_000) as usize;
+    let output = state.host.process_output(&id, &process_id, lines).await?;
+    Ok(Json(ProcessOutput { process_id, output }))
 }

@@ -145,6 +145,43 @@ impl Host {
         Ok(self.info(&live))
     }
 
+    /// Rename a session and/or switch its mode. A mode switch is refused (`Conflict`) while a
+    /// turn runs, and announced with `mode_changed` like a switch by a tool; a title is 1 to
+    /// 200 characters after trimming.
+    pub async fn update_session(
+        &self,
+        id: &str,
+        title: Option<String>,
+        mode: Option<Mode>,
+    ) -> HostResult<SessionInfo> {
+        let title = match title.map(|t| t.trim().to_owned()) {
+            Some(t) if t.is_empty() || t.chars().count() > 200 => {
+                return Err(HostError::BadRequest(
+                    "title must be 1 to 200 characters (not only spaces)".into(),
+                ));
+            }
+            other => other,
+        };
+        let live = self.live(id).await?;
+        if let Some(mode) = mode
+            && mode != live.session().mode()
+        {
+            if let Some(turn) = live.running() {
+                return Err(HostError::Conflict(format!(
+                    "turn {turn} is running in session {id}: switch the mode when it has ended,                      or abort it first"
+                )));
+            }
+            live.session().set_mode(mode);
+            live.sync().await;
+        }
+        if let Some(title) = title {
+            self.parts.store.update_session(id, None, Some(&title)).await?;
+            live.set_title(title);
+            live.touch();
+        }
+        Ok(self.info(&live))
+    }
+
     /// All sessions (stored ones included), most recent first.
     pub async fn list_sessions(&self) -> HostResult<Vec<SessionInfo>> {
         let records = self.parts.store.list_sessions().await?;
@@ -548,6 +585,25 @@ impl Host {
         Ok(match self.processes() {
             Some(processes) => processes.list(live.session()).await,
             None => ProcessList::default(),
+        })
+    }
+
+    /// The last `lines` lines a background process printed (the model's read cursor does not
+    /// move), for front ends that tail it.
+    pub async fn process_output(
+        &self,
+        id: &str,
+        process_id: &str,
+        lines: usize,
+    ) -> HostResult<String> {
+        let live = self.live(id).await?;
+        let Some(processes) = self.processes() else {
+            return Err(HostError::BadRequest(
+                "background processes are off (background_processes = false)".into(),
+            ));
+        };
+        processes.output(live.session(), process_id, lines).await.map_err(|err| match err {
+            ProcessError::NotFound(message) => HostError::NotFound(message),
         })
     }
 

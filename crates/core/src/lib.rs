@@ -22,6 +22,7 @@ pub mod ask;
 mod call;
 pub mod config;
 mod context;
+pub mod document;
 pub mod env;
 mod error;
 mod future;

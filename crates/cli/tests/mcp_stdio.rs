@@ -509,6 +509,105 @@ fn stdout_shared_with_stderr_still_answers() {
     assert!(!session.stdin_left_nonblocking, "stdin's pipe left non-blocking");
 }
 
+/// Which standard streams a socket-stdio session gives hands.
+#[derive(Clone, Copy, PartialEq)]
+enum Sockets {
+    /// A socket pair for stdin and another for stdout, as Node's child_process makes them (Claude
+    /// Code, the Inspector).
+    Two,
+    /// One socket for both (`hands mcp <&3 >&3`).
+    One,
+}
+
+/// The names of the threads of process `pid`.
+fn thread_names(pid: u32) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .map(|name| name.trim().to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// `hands mcp` over sockets: the handshake, a list and three calls answered in order; the names
+/// of hands' threads while it serves; stdin's socket given back blocking; exit on close.
+fn socket_session(sockets: Sockets) -> Vec<String> {
+    use std::io::{BufRead, BufReader, Write};
+    use std::os::unix::net::UnixStream;
+    use std::process::{Command, Stdio};
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("a.txt"), "socket hello\n").unwrap();
+    let (ours_in, theirs_in) = UnixStream::pair().unwrap();
+    let (ours_out, theirs_out) = match sockets {
+        Sockets::Two => UnixStream::pair().unwrap(),
+        Sockets::One => (ours_in.try_clone().unwrap(), theirs_in.try_clone().unwrap()),
+    };
+    let kept = theirs_in.try_clone().unwrap(); // to read its flags after hands is gone
+    let stderr = std::fs::File::create(tmp.path().join("stderr")).unwrap();
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("hands"))
+        .args(["mcp", "--root"])
+        .arg(tmp.path())
+        .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs_in)))
+        .stdout(Stdio::from(std::os::fd::OwnedFd::from(theirs_out)))
+        .stderr(stderr)
+        .spawn()
+        .unwrap();
+    ours_out.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut writer = ours_in.try_clone().unwrap();
+    let mut lines = BufReader::new(ours_out.try_clone().unwrap()).lines();
+    let mut messages = handshake_and_list();
+    for id in 3..6 {
+        messages.push(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "read_file", "arguments": {"path": "a.txt"}}}));
+    }
+    let mut answers = Vec::new();
+    for message in &messages {
+        writeln!(writer, "{message}").unwrap();
+        if message.get("id").is_some() {
+            let line = lines.next().unwrap().unwrap();
+            answers.push(serde_json::from_str::<Value>(&line).unwrap());
+        }
+    }
+    let threads = thread_names(child.id());
+    assert_eq!(answers[0]["result"]["serverInfo"]["name"], "hands", "{answers:?}");
+    assert!(answers[1]["result"]["tools"].as_array().is_some_and(|t| !t.is_empty()));
+    for (n, answer) in answers[2..].iter().enumerate() {
+        assert_eq!(answer["id"], n + 3, "{answer}");
+        assert!(answer["result"]["content"][0]["text"].as_str().unwrap().contains("socket hello"));
+    }
+    writer.shutdown(std::net::Shutdown::Write).unwrap();
+    drop((writer, ours_in, lines, ours_out));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(20) {
+            child.kill().unwrap();
+            panic!("hands mcp did not exit when its socket closed");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}: {}", std::fs::read_to_string(tmp.path().join("stderr")).unwrap());
+    assert!(!nonblocking(&kept), "stdin's socket left non-blocking");
+    threads
+}
+
+/// A client that hands hands socket pairs (Node's child_process does) is served by the reactor
+/// like one with pipes: no blocking-pool thread reads stdin or writes stdout (it used to, a
+/// thread hand-off per message each way), and the socket is given back blocking.
+#[test]
+fn socket_pairs_in_and_out_are_served_by_the_reactor() {
+    for sockets in [Sockets::Two, Sockets::One] {
+        let threads = socket_session(sockets);
+        assert!(
+            !threads.iter().any(|name| name.starts_with("tokio-runtime")),
+            "a blocking-pool thread serves the socket: {threads:?}"
+        );
+    }
+}
+
 /// A client that declares elicitation and answers every approval question the same way.
 #[derive(Clone)]
 struct Asker {

@@ -65,11 +65,12 @@ struct Streams {
 }
 
 impl Streams {
-    /// Each of stdin and stdout is, on its own, a non-blocking pipe driven by the runtime's reactor
-    /// when it is a pipe (as under a client that spawned hands; stdout only when stderr is not the
-    /// same pipe), else tokio's stream in blocking mode. tokio's stdin/stdout go through the
-    /// blocking thread pool, a thread hand-off per message each way; the pipes save both on every
-    /// round trip.
+    /// Each of stdin and stdout is, on its own, driven by the runtime's reactor when it is a pipe
+    /// or a stream socket (a client that spawned hands gives it one or the other: Rust's, Go's and
+    /// Python's process APIs make pipes, Node's makes socket pairs — Claude Code, the Inspector);
+    /// stdout only when stderr is not the same file. Otherwise tokio's stream in blocking mode.
+    /// tokio's stdin/stdout go through the blocking thread pool, a thread hand-off per message
+    /// each way; the reactor saves both on every round trip.
     ///
     /// O_NONBLOCK belongs to the open file description, which the client (or a shell) shares: it
     /// is set only on a side that is driven by the reactor, cleared on a side that is read or
@@ -77,29 +78,61 @@ impl Streams {
     /// ended the connection), and both are put back as they were when the connection ends.
     fn open() -> Self {
         let mut restore = Vec::new();
-        let input: Input = match reactor_pipe(std::io::stdin().as_fd(), Side::Read, &mut restore)
-            .map(tokio::net::unix::pipe::Receiver::from_file)
-        {
-            Some(Ok(receiver)) => Box::new(receiver),
-            _ => {
-                blocking(std::io::stdin().as_fd(), &mut restore);
-                Box::new(tokio::io::stdin())
-            }
+        let (stdin, stdout) = (std::io::stdin(), std::io::stdout());
+        let shared_with_stderr = same_file(stdout.as_fd(), std::io::stderr().as_fd());
+        // One socket for both (`<&3 >&3`) shares its O_NONBLOCK: both sides by the reactor, or
+        // neither.
+        let stdin_reactor = !(shared_with_stderr && same_file(stdin.as_fd(), stdout.as_fd()));
+        let reactor = match stdin_reactor {
+            true => reactor_stream(stdin.as_fd(), Side::Read, &mut restore),
+            false => None,
         };
-        let shared_with_stderr = same_file(std::io::stdout().as_fd(), std::io::stderr().as_fd());
-        let pipe = match shared_with_stderr {
+        let input: Input = match reactor {
+            Some(Reactor::Pipe(file)) => match tokio::net::unix::pipe::Receiver::from_file(file) {
+                Ok(receiver) => Box::new(receiver),
+                Err(_) => blocking_stdin(&mut restore),
+            },
+            Some(Reactor::Socket(socket)) => match tokio::net::UnixStream::from_std(socket) {
+                Ok(stream) => Box::new(stream),
+                Err(_) => blocking_stdin(&mut restore),
+            },
+            None => blocking_stdin(&mut restore),
+        };
+        let reactor = match shared_with_stderr {
             true => None,
-            false => reactor_pipe(std::io::stdout().as_fd(), Side::Write, &mut restore),
+            false => reactor_stream(stdout.as_fd(), Side::Write, &mut restore),
         };
-        let output: Output = match pipe.map(tokio::net::unix::pipe::Sender::from_file) {
-            Some(Ok(sender)) => Box::new(sender),
-            _ => {
-                blocking(std::io::stdout().as_fd(), &mut restore);
-                Box::new(tokio::io::stdout())
-            }
+        let output: Output = match reactor {
+            Some(Reactor::Pipe(file)) => match tokio::net::unix::pipe::Sender::from_file(file) {
+                Ok(sender) => Box::new(sender),
+                Err(_) => blocking_stdout(&mut restore),
+            },
+            Some(Reactor::Socket(socket)) => match tokio::net::UnixStream::from_std(socket) {
+                Ok(stream) => Box::new(stream),
+                Err(_) => blocking_stdout(&mut restore),
+            },
+            None => blocking_stdout(&mut restore),
         };
         Self { input, output, restore }
     }
+}
+
+fn blocking_stdin(restore: &mut Vec<RestoreFlags>) -> Input {
+    blocking(std::io::stdin().as_fd(), restore);
+    Box::new(tokio::io::stdin())
+}
+
+fn blocking_stdout(restore: &mut Vec<RestoreFlags>) -> Output {
+    blocking(std::io::stdout().as_fd(), restore);
+    Box::new(tokio::io::stdout())
+}
+
+/// A standard stream the reactor can drive.
+enum Reactor {
+    /// A pipe (the reactor sets O_NONBLOCK).
+    Pipe(File),
+    /// A stream socket, already non-blocking.
+    Socket(std::os::unix::net::UnixStream),
 }
 
 #[derive(Clone, Copy)]
@@ -108,14 +141,32 @@ enum Side {
     Write,
 }
 
-/// A copy of `fd` for the reactor when it is a pipe open for `side`, its flags saved in `restore`
-/// first (the reactor sets O_NONBLOCK).
-fn reactor_pipe(fd: BorrowedFd<'_>, side: Side, restore: &mut Vec<RestoreFlags>) -> Option<File> {
+/// A copy of `fd` for the reactor when it is a pipe open for `side` or a stream socket, its
+/// flags saved in `restore` first (the reactor needs O_NONBLOCK).
+fn reactor_stream(
+    fd: BorrowedFd<'_>,
+    side: Side,
+    restore: &mut Vec<RestoreFlags>,
+) -> Option<Reactor> {
     let file = File::from(fd.try_clone_to_owned().ok()?);
-    if !file.metadata().ok()?.file_type().is_fifo() {
+    let kind = file.metadata().ok()?.file_type();
+    let flags = fcntl_getfl(&file).ok()?;
+    if kind.is_socket() {
+        // Any stream socket reads and writes as a Unix one does (a datagram socket would cut
+        // messages at its packet boundaries).
+        let stream =
+            rustix::net::sockopt::socket_type(&file).ok()? == rustix::net::SocketType::STREAM;
+        if !stream {
+            return None;
+        }
+        restore.push(RestoreFlags { fd: file.try_clone().ok()?.into(), flags });
+        let socket = std::os::unix::net::UnixStream::from(OwnedFd::from(file));
+        socket.set_nonblocking(true).ok()?;
+        return Some(Reactor::Socket(socket));
+    }
+    if !kind.is_fifo() {
         return None;
     }
-    let flags = fcntl_getfl(&file).ok()?;
     let mode = flags & OFlags::RWMODE;
     let usable = match side {
         Side::Read => mode == OFlags::RDONLY || mode == OFlags::RDWR,
@@ -125,7 +176,7 @@ fn reactor_pipe(fd: BorrowedFd<'_>, side: Side, restore: &mut Vec<RestoreFlags>)
         return None;
     }
     restore.push(RestoreFlags { fd: file.try_clone().ok()?.into(), flags });
-    Some(file)
+    Some(Reactor::Pipe(file))
 }
 
 /// Make `fd` blocking for tokio's stdio (saving its flags in `restore` when that changes them).

@@ -73,7 +73,7 @@ pub fn note(tool: Option<&str>) -> String {
              if you need it]"
         ),
         None => format!(
-            "{NOTE_PREFIX}: this tool result was removed from the conversation; call read_file/grep/… \
+            "{NOTE_PREFIX}: this tool result was removed from the conversation; make the call \
              again if you need it]"
         ),
     }

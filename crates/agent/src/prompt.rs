@@ -11,7 +11,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use hands_core::Mode;
+use hands_core::{Family, Mode, ToolSpec};
 
 /// The instruction files looked for, relative to the root, in the order they are included.
 pub const INSTRUCTION_FILES: &[&str] = &["AGENTS.md", "CLAUDE.md", ".hands/instructions.md"];
@@ -52,8 +52,8 @@ pub fn read_instructions(root: &Path) -> Vec<Instructions> {
         let mut text = String::from_utf8_lossy(&bytes).into_owned();
         if cut {
             text.push_str(&format!(
-                "\n[… {path} is longer than {} KiB; the rest was not included — read it with \
-                 read_file if you need it]",
+                "\n[… {path} is longer than {} KiB; the rest was not included — read the file \
+                 itself if you need it]",
                 INSTRUCTIONS_MAX_BYTES / 1024
             ));
         }
@@ -106,8 +106,9 @@ impl SystemPrompt {
         Self { root: root.to_owned(), instructions: load_instructions(root.to_owned()).await }
     }
 
-    /// The prompt text in `mode`.
-    pub fn render(&self, mode: Mode) -> String {
+    /// The prompt text in `mode`, with `tools` the tools offered now: their guidelines
+    /// ([`Policy::guideline`](hands_core::Policy::guideline)) and which of them only read.
+    pub fn render(&self, mode: Mode, tools: &[ToolSpec]) -> String {
         let mut out = String::with_capacity(2048);
         out.push_str(
             "You are hands, a coding agent. You work in one project on the user's machine through \
@@ -115,16 +116,31 @@ impl SystemPrompt {
              user's request is done, then answer briefly with what you did and what is left.\n\n\
              Guidelines:\n\
              - Read the relevant code before you change it; make the smallest change that does the \
-             job and keep the project's style.\n\
-             - Prefer edit_file for changes to existing files; write_file for new files.\n\
-             - Check your work: run the project's build, tests or linters with bash when there are \
-             any.\n\
-             - Calls that only read (read_file, grep, glob, list_files) may be made together in one \
-             step; they run in parallel.\n\
-             - Tool results may end with [notice] lines (a background process finished): take them \
-             into account.\n\
-             - When something is unclear and you cannot find out yourself, ask the user (ask_user) \
-             instead of guessing.\n",
+             job and keep the project's style.\n",
+        );
+        for line in tools.iter().filter_map(|tool| tool.policy.guideline) {
+            out.push_str("- ");
+            out.push_str(line);
+            out.push('\n');
+        }
+        let readers: Vec<&str> = tools
+            .iter()
+            .filter(|tool| {
+                tool.annotations.read_only
+                    && matches!(tool.policy.family, Family::Files | Family::Search)
+            })
+            .map(|tool| tool.name.as_str())
+            .collect();
+        if !readers.is_empty() {
+            out.push_str(&format!(
+                "- Calls that only read ({}) may be made together in one step; they run in \
+                 parallel.\n",
+                readers.join(", ")
+            ));
+        }
+        out.push_str(
+            "- Tool results may end with [notice] lines (a background process finished): take them \
+             into account.\n",
         );
         out.push_str(&format!(
             "\nThe project root is {}. Every path is relative to it; nothing outside it can be read or \
@@ -175,14 +191,14 @@ mod tests {
             root: dir.path().to_owned(),
             instructions: read_instructions(dir.path()),
         };
-        let build = prompt.render(Mode::Build);
+        let build = prompt.render(Mode::Build, &[]);
         assert!(build.contains(&dir.path().display().to_string()));
         assert!(build.contains("Mode: build"));
         let agents = build.find("run make test").unwrap();
         let claude = build.find("use tabs").unwrap();
         let hands = build.find("be brief").unwrap();
         assert!(agents < claude && claude < hands);
-        assert!(prompt.render(Mode::Plan).contains("Mode: plan"));
+        assert!(prompt.render(Mode::Plan, &[]).contains("Mode: plan"));
     }
 
     #[test]

@@ -90,7 +90,7 @@ async fn a_project_skill_returns_its_body_and_lists_its_other_files() {
     );
     assert!(!text.contains("license: MIT") && !text.contains("---"), "front matter leaked: {text}");
     assert!(
-        text.contains("read them with read_file as `.hands/skills/release-notes/<file>`"),
+        text.contains("read them as `.hands/skills/release-notes/<file>`"),
         "{text}"
     );
     assert!(text.ends_with("\n- scripts/log.sh\n- template.md"), "{text}");
@@ -135,7 +135,7 @@ async fn user_skill_files_are_listed_with_a_note_that_they_are_outside_the_proje
     skill(&f.user.join("deploy"), "deploy", "Deploy", "Run deploy.sh");
     write(&f.user.join("deploy/deploy.sh"), "echo\n");
     let text = f.call(json!({"name": "deploy"})).await.joined_text();
-    assert!(text.contains("outside the project, so read_file cannot open them"), "{text}");
+    assert!(text.contains("outside the project, so the file tools cannot open them"), "{text}");
     assert!(text.ends_with("- deploy.sh"), "{text}");
 }
 

@@ -155,6 +155,11 @@ pub struct Policy {
     /// overrides it); `None`: `timeouts.default_ms`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
+    /// A line the agent's system prompt adds to its guidelines while the tool is offered (how to
+    /// use it well beside the others: "Prefer edit_file for changes to existing files"), so that
+    /// the prompt names only tools that exist and no crate names another's tools.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guideline: Option<&'static str>,
 }
 
 impl Policy {
@@ -172,6 +177,7 @@ impl Policy {
             on_host: false,
             needs_model: false,
             timeout_ms: None,
+            guideline: None,
         }
     }
 
@@ -238,6 +244,14 @@ impl Policy {
     #[must_use]
     pub fn timeout_ms(mut self, ms: u64) -> Self {
         self.timeout_ms = Some(ms);
+        self
+    }
+
+    /// The line the agent's system prompt adds while the tool is offered: see
+    /// [`Policy::guideline`].
+    #[must_use]
+    pub fn guideline(mut self, line: &'static str) -> Self {
+        self.guideline = Some(line);
         self
     }
 

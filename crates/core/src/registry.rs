@@ -41,9 +41,18 @@ pub struct RegistryBuilder {
     sources: Vec<Arc<dyn ToolSource>>,
     layers: Vec<Layer>,
     services: Services,
+    spill_hint: &'static str,
 }
 
 impl RegistryBuilder {
+    /// How truncation's marker tells the model to read a spilled output, in the words of the
+    /// crate whose tools read files (`read it with read_file and offset/limit, or grep it`).
+    #[must_use]
+    pub fn spill_hint(mut self, hint: &'static str) -> Self {
+        self.spill_hint = hint;
+        self
+    }
+
     /// Install a service for front ends (e.g. `Arc<dyn ProcessService>`); one per type.
     #[must_use]
     pub fn service<T: Clone + Send + Sync + 'static>(mut self, service: T) -> Self {
@@ -141,7 +150,12 @@ impl RegistryBuilder {
     /// Finish, or say which built-in names collide. Within the built-ins a later tool with the
     /// same name replaces an earlier one; an alias may not collide with any name or alias.
     pub fn try_build(self) -> Result<Registry, RegistryError> {
-        let chain = middleware::chain(&self.config, Arc::clone(&self.provider), &self.layers);
+        let chain = middleware::chain(
+            &self.config,
+            Arc::clone(&self.provider),
+            &self.layers,
+            self.spill_hint,
+        );
         let builtins: Arc<dyn ToolSource> = Arc::new(Builtins::new(self.tools, self.conditions));
         let mut sources = vec![builtins];
         sources.extend(self.sources);
@@ -250,6 +264,7 @@ impl Registry {
             sources: Vec::new(),
             layers: Vec::new(),
             services: Services::default(),
+            spill_hint: middleware::truncate::DEFAULT_SPILL_HINT,
         }
     }
 

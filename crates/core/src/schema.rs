@@ -43,8 +43,8 @@ pub fn with_full_output(mut schema: Value) -> Value {
             serde_json::json!({
                 "type": "string",
                 "description": "Set when this result was cut to fit the size limit: the file \
-                    (relative to the project root) with the full text result; read it with \
-                    read_file and offset/limit, or grep it."
+                    (relative to the project root) with the full text result; read it in parts \
+                    (offset and limit)."
             })
         });
     }

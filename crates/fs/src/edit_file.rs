@@ -81,6 +81,7 @@ impl Tool for EditFile {
             .label(Label::Key { key: "path" })
             .family(Family::Files)
             .timeout_ms(30_000)
+            .guideline("Prefer edit_file for changes to existing files; write_file for new files.")
     }
 
     fn output_schema(&self) -> Option<serde_json::Value> {

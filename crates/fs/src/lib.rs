@@ -41,6 +41,7 @@ use hands_core::RegistryBuilder;
 /// Register the six fs tools with `config`.
 pub fn register(builder: RegistryBuilder, config: &FsConfig) -> RegistryBuilder {
     builder
+        .spill_hint("read it with read_file and offset/limit, or grep it")
         .tool(ReadFile::new(config.clone()))
         .tool(WriteFile::new(config.clone()))
         .tool(EditFile::new(config.clone()))

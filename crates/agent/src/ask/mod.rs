@@ -74,6 +74,10 @@ impl Tool for AskUser {
             .label(Label::Key { key: "question" })
             .family(Family::Session)
             .on_host()
+            .guideline(
+                "When something is unclear and you cannot find out yourself, ask the user \
+                 (ask_user) instead of guessing.",
+            )
             // ask_user waits up to its own `ask_user.timeout_ms` (10 min) for the user; the
             // registry's limit is the backstop, with a margin so that ask_user's clearer message
             // comes first.

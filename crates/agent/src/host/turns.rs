@@ -275,7 +275,8 @@ impl TurnTask {
     async fn turn(&self) -> turn::Outcome {
         let session = self.live.session();
         let prompt = SystemPrompt::load(session.root()).await;
-        let render = |mode: Mode| prompt.render(mode);
+        let registry = &self.parts.registry;
+        let render = |mode: Mode| prompt.render(mode, &registry.list(mode));
         let recorder = TurnRecorder::new(
             Arc::clone(&self.live),
             Arc::clone(&self.parts.store),

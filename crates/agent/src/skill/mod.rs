@@ -150,11 +150,12 @@ fn respond(
         let (files, more) = skill.files();
         if !files.is_empty() {
             let how = match skill.origin {
-                Origin::Project => "read them with read_file as `{folder}/<file>` when the \
-                                    instructions refer to them"
+                Origin::Project => "read them as `{folder}/<file>` when the instructions \
+                                    refer to them"
                     .replace("{folder}", &skill.shown),
-                Origin::User => "outside the project, so read_file cannot open them; use bash \
-                                 (e.g. `cat`) when the instructions refer to them"
+                Origin::User => "outside the project, so the file tools cannot open them; read \
+                                 them with a command (e.g. `cat`) when the instructions refer to \
+                                 them"
                     .to_owned(),
             };
             let _ = write!(text, "\n\nOther files of this skill, in {}/ ({how}):", skill.shown);

@@ -156,7 +156,7 @@ impl Tool for SpawnSubagent {
             return Err(ToolError::model(
                 "spawn_subagent needs a model, and this session has none (no [model] is configured, \
                  or the MCP client does not offer sampling). Do the research yourself with \
-                 read_file, grep and glob.",
+                 the read-only tools.",
             ));
         };
         let names = tools(&env.registry);

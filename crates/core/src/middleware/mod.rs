@@ -91,6 +91,7 @@ pub fn chain(
     config: &CoreConfig,
     provider: Arc<dyn SandboxProvider>,
     layers: &[Layer],
+    spill_hint: &'static str,
 ) -> Vec<Arc<dyn DynMiddleware>> {
     let at = |place: Place| {
         layers.iter().filter(move |(p, _)| *p == place).map(|(_, layer)| Arc::clone(layer))
@@ -101,7 +102,7 @@ pub fn chain(
     chain.extend(at(Place::Outermost));
     for step in Step::ALL {
         chain.extend(at(Place::Before(step)));
-        if let Some(standard) = standard(step, config, &provider) {
+        if let Some(standard) = standard(step, config, &provider, spill_hint) {
             chain.push(standard);
         }
         chain.extend(at(Place::After(step)));
@@ -115,13 +116,16 @@ fn standard(
     step: Step,
     config: &CoreConfig,
     provider: &Arc<dyn SandboxProvider>,
+    spill_hint: &'static str,
 ) -> Option<Arc<dyn DynMiddleware>> {
     Some(match step {
         Step::Approve => Arc::new(approve::Approve::new(config.approval)),
         Step::Timeout => Arc::new(timeout::Timeout::new(config.timeouts.clone())),
         Step::Dedup if !config.dedup => return None,
         Step::Dedup => Arc::new(dedup::Dedup),
-        Step::Truncate => Arc::new(truncate::Truncate::new(config.output.max_bytes)),
+        Step::Truncate => {
+            Arc::new(truncate::Truncate::new(config.output.max_bytes).with_hint(spill_hint))
+        }
         Step::Redact => Arc::new(redact::Redact),
         Step::Recover => {
             Arc::new(recover::Recover::new(config.recovery.clone(), Arc::clone(provider)))

@@ -1,7 +1,9 @@
 //! Caps the text the model sees. Over `max_bytes`, the text blocks are replaced by one block with the
 //! head and the tail (cut on UTF-8 boundaries) around the marker `… [truncated, N more bytes]`, and
 //! the full text is written to `.hands/outputs/<call-id>.txt` (a folder that ignores itself through
-//! its own `.gitignore`) so that read_file can page through it. Images are never truncated.
+//! its own `.gitignore`) so that the model can page through it; how, the marker says in words the
+//! file tools' crate gives ([`RegistryBuilder::spill_hint`](crate::RegistryBuilder::spill_hint)).
+//! Images are never truncated.
 
 use std::io::Write;
 
@@ -17,16 +19,27 @@ use crate::{Content, Context, ToolError, ToolOutput};
 /// Folder (relative to the root) where full outputs are kept.
 pub const OUTPUTS_DIR: &str = ".hands/outputs";
 
+/// How the marker tells the model to read a spilled output when no file tool says better.
+pub const DEFAULT_SPILL_HINT: &str = "read it in parts (offset and limit)";
+
 /// The truncation middleware.
 #[derive(Debug, Clone, Copy)]
 pub struct Truncate {
     max_bytes: usize,
+    hint: &'static str,
 }
 
 impl Truncate {
     /// Cap text at `max_bytes` per result.
     pub fn new(max_bytes: usize) -> Self {
-        Self { max_bytes }
+        Self { max_bytes, hint: DEFAULT_SPILL_HINT }
+    }
+
+    /// How the marker says to read the spilled output (`read it with … and offset/limit`).
+    #[must_use]
+    pub fn with_hint(mut self, hint: &'static str) -> Self {
+        self.hint = hint;
+        self
     }
 }
 
@@ -38,11 +51,11 @@ impl Middleware for Truncate {
     ) -> Result<ToolOutput, ToolError> {
         let ctx = req.ctx.clone();
         let output = next.run(req).await?;
-        Ok(apply(&ctx, output, self.max_bytes))
+        Ok(apply(&ctx, output, self.max_bytes, self.hint))
     }
 }
 
-fn apply(ctx: &Context, mut output: ToolOutput, max_bytes: usize) -> ToolOutput {
+fn apply(ctx: &Context, mut output: ToolOutput, max_bytes: usize, hint: &str) -> ToolOutput {
     let text_len: usize = output
         .content
         .iter()
@@ -60,11 +73,7 @@ fn apply(ctx: &Context, mut output: ToolOutput, max_bytes: usize) -> ToolOutput 
     let spilled = spill(ctx, &full);
     if text_len > max_bytes {
         let saved = match &spilled {
-            Ok(path) => format!(
-                "\nThe full output ({} bytes) is in {path}; read it with read_file and \
-                 offset/limit, or grep it.",
-                full.len()
-            ),
+            Ok(path) => format!("\nThe full output ({} bytes) is in {path}; {hint}.", full.len()),
             Err(err) => format!("\nThe full output could not be saved ({err})."),
         };
         // The note counts against the cap too: the model never sees more than `max_bytes`.

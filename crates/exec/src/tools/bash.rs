@@ -96,6 +96,10 @@ impl Tool for Bash {
         Policy::from_annotations(self.annotations())
             .label(Label::Key { key: "command" })
             .family(Family::Processes)
+            .guideline(
+                "Check your work: run the project's build, tests or linters with bash when there \
+                 are any.",
+            )
             // bash enforces its own `timeout` (at most 600 s); this is only the backstop.
             .timeout_ms(610_000)
     }

@@ -23,6 +23,10 @@ use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand};
 use hands_core::{Conditions, Mode, Registry};
 
+/// mimalloc instead of glibc's malloc: see the dependency's comment in Cargo.toml.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// hands — the tool runtime for coding agents.
 #[derive(Debug, Parser)]
 #[command(name = "hands", version, about, propagate_version = true)]

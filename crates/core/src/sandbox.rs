@@ -32,6 +32,12 @@ pub trait SandboxProvider: Send + Sync {
         &'a self,
         project: &'a str,
     ) -> BoxFuture<'a, Result<Arc<dyn Sandbox>, ToolError>>;
+
+    /// Whether its sandboxes can be lost ([`ToolError::SandboxGone`]): when not, the registry's
+    /// recovery step is skipped. Default: they can.
+    fn can_lose(&self) -> bool {
+        true
+    }
 }
 
 /// Tools run in this process, confined to the root by the tools themselves.
@@ -57,7 +63,11 @@ impl Sandbox for LocalSandbox {
 
 impl SandboxProvider for LocalProvider {
     fn get<'a>(&'a self, _project: &'a str) -> BoxFuture<'a, Result<Arc<dyn Sandbox>, ToolError>> {
-        Box::pin(async { Ok(Arc::new(LocalSandbox) as Arc<dyn Sandbox>) })
+        // One sandbox for the process: no allocation per call.
+        static LOCAL: std::sync::LazyLock<Arc<dyn Sandbox>> =
+            std::sync::LazyLock::new(|| Arc::new(LocalSandbox));
+        let sandbox = Arc::clone(&LOCAL);
+        Box::pin(async move { Ok(sandbox) })
     }
 
     fn get_or_create<'a>(
@@ -65,5 +75,9 @@ impl SandboxProvider for LocalProvider {
         project: &'a str,
     ) -> BoxFuture<'a, Result<Arc<dyn Sandbox>, ToolError>> {
         self.get(project)
+    }
+
+    fn can_lose(&self) -> bool {
+        false
     }
 }

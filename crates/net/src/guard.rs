@@ -9,7 +9,7 @@
 //! and stopped at the cap. Every wait is bounded by the timeouts and the call's token.
 
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use hands_core::CancellationToken;
@@ -143,16 +143,43 @@ pub struct Fetched {
 }
 
 /// The egress guard. Cheap to clone (one shared client and configuration).
+///
+/// The HTTP client is built on the first fetch, not with the guard: building it reads the
+/// system's certificate store (hundreds of files), which every `hands` start would pay (an MCP
+/// server's start-up to its first answer) though most sessions never fetch.
 #[derive(Debug, Clone)]
 pub struct Guard {
-    client: reqwest::Client,
+    client: Arc<OnceLock<Result<reqwest::Client, String>>>,
     config: Arc<NetConfig>,
+    proxy: Option<Url>,
 }
 
 impl Guard {
-    /// A guard with `config`.
+    /// A guard with `config`; a bad `[net] proxy` is an error now, not at the first fetch.
     pub fn new(config: &NetConfig) -> Result<Self, NetError> {
-        let config = Arc::new(config.clone());
+        let proxy = match &config.proxy {
+            None => None,
+            Some(proxy) => {
+                let parsed = Url::parse(proxy)
+                    .map_err(|err| NetError::Config(format!("proxy {proxy:?}: {err}")))?;
+                reqwest::Proxy::all(parsed.as_str())
+                    .map_err(|err| NetError::Config(format!("proxy: {err}")))?;
+                Some(parsed)
+            }
+        };
+        Ok(Self { client: Arc::default(), config: Arc::new(config.clone()), proxy })
+    }
+
+    /// The shared client, built on first use.
+    fn client(&self) -> Result<&reqwest::Client, NetError> {
+        self.client
+            .get_or_init(|| self.build_client().map_err(|err| err.to_string()))
+            .as_ref()
+            .map_err(|message| NetError::Config(message.clone()))
+    }
+
+    fn build_client(&self) -> Result<reqwest::Client, NetError> {
+        let config = &self.config;
         let mut proxy_host = None;
         let mut builder = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
@@ -161,11 +188,9 @@ impl Guard {
             .connect_timeout(Duration::from_millis(config.connect_timeout_ms))
             .read_timeout(Duration::from_millis(config.read_timeout_ms))
             .user_agent(concat!("hands/", env!("CARGO_PKG_VERSION")));
-        builder = match &config.proxy {
+        builder = match &self.proxy {
             None => builder.no_proxy(),
-            Some(proxy) => {
-                let parsed = Url::parse(proxy)
-                    .map_err(|err| NetError::Config(format!("proxy {proxy:?}: {err}")))?;
+            Some(parsed) => {
                 proxy_host = parsed.host_str().map(str::to_owned);
                 let proxy = reqwest::Proxy::all(parsed.as_str())
                     .map_err(|err| NetError::Config(format!("proxy: {err}")))?;
@@ -173,11 +198,10 @@ impl Guard {
             }
         };
         let resolver = GuardResolver { config: config.clone(), proxy_host };
-        let client = builder
+        builder
             .dns_resolver(resolver)
             .build()
-            .map_err(|err| NetError::Config(format!("the HTTP client: {}", chain(&err))))?;
-        Ok(Self { client, config })
+            .map_err(|err| NetError::Config(format!("the HTTP client: {}", chain(&err))))
     }
 
     /// The settings the guard applies.
@@ -218,7 +242,7 @@ impl Guard {
         let read_timeout = Duration::from_millis(self.config.read_timeout_ms);
         let wait = Duration::from_millis(self.config.connect_timeout_ms) + read_timeout;
         loop {
-            let mut builder = self.client.request(method.to_reqwest(), url.clone());
+            let mut builder = self.client()?.request(method.to_reqwest(), url.clone());
             for (name, value) in &headers {
                 builder = builder.header(name.as_str(), value.as_str());
             }

@@ -28,7 +28,7 @@ impl Middleware for Approve {
         req: Request<'a>,
         next: Next<'a>,
     ) -> Result<ToolOutput, ToolError> {
-        if self.policy == Approval::Auto || !req.tool.spec().needs_approval {
+        if !self.applies(&req) {
             return next.run(req).await;
         }
         let session = req.ctx.session();
@@ -65,5 +65,9 @@ impl Middleware for Approve {
                 ),
             })),
         }
+    }
+
+    fn applies(&self, req: &Request<'_>) -> bool {
+        self.policy == Approval::Ask && req.tool.spec().needs_approval
     }
 }

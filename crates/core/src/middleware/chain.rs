@@ -46,6 +46,15 @@ pub trait Middleware: Send + Sync + 'static {
         req: Request<'a>,
         next: Next<'a>,
     ) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send + 'a;
+
+    /// Whether this step has anything to do for `req`; when it has not, the chain passes the call
+    /// straight to the next step (no future of this step is made). Default: always. Approval
+    /// under `auto`, de-duplication outside a turn and recovery with a sandbox that cannot be
+    /// lost say no, which keeps the hot path of a small read short.
+    fn applies(&self, req: &Request<'_>) -> bool {
+        let _ = req;
+        true
+    }
 }
 
 /// The object-safe form of [`Middleware`] that the chain stores. Every `Middleware` is one; write
@@ -57,6 +66,9 @@ pub trait DynMiddleware: Send + Sync {
         req: Request<'a>,
         next: Next<'a>,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
+
+    /// [`Middleware::applies`].
+    fn applies_dyn(&self, req: &Request<'_>) -> bool;
 }
 
 impl<M: Middleware> DynMiddleware for M {
@@ -66,6 +78,10 @@ impl<M: Middleware> DynMiddleware for M {
         next: Next<'a>,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(self.handle(req, next))
+    }
+
+    fn applies_dyn(&self, req: &Request<'_>) -> bool {
+        self.applies(req)
     }
 }
 
@@ -88,11 +104,15 @@ impl<'a> Next<'a> {
         Self { rest: chain, endpoint }
     }
 
-    /// Pass `req` on.
+    /// Pass `req` on, to the first of the remaining steps that applies to it.
     pub fn run(self, req: Request<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        match self.rest.split_first() {
-            Some((first, rest)) => first.handle_dyn(req, Next { rest, endpoint: self.endpoint }),
-            None => self.endpoint.invoke(req),
+        let mut rest = self.rest;
+        while let Some((first, after)) = rest.split_first() {
+            if first.applies_dyn(&req) {
+                return first.handle_dyn(req, Next { rest: after, endpoint: self.endpoint });
+            }
+            rest = after;
         }
+        self.endpoint.invoke(req)
     }
 }

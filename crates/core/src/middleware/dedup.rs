@@ -168,6 +168,12 @@ impl Middleware for Dedup {
         }
         result
     }
+
+    /// A call that changes things (it clears the cache), or a cacheable read within a turn.
+    fn applies(&self, req: &Request<'_>) -> bool {
+        let spec = req.tool.spec();
+        !spec.annotations.read_only || (req.call.turn.is_some() && spec.cacheable)
+    }
 }
 
 #[cfg(test)]

@@ -100,4 +100,9 @@ impl Middleware for Recover {
             other => other,
         }
     }
+
+    /// Only where a sandbox can be lost (not the local one).
+    fn applies(&self, _req: &Request<'_>) -> bool {
+        self.provider.can_lose()
+    }
 }

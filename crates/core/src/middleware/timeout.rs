@@ -3,6 +3,7 @@
 //! then has `grace_ms` to return what it has, which is kept in the error result. An abort of the
 //! session fires the same token and answers with an "aborted" result.
 
+use std::task::Poll;
 use std::time::Duration;
 
 use super::{Middleware, Next, Request};
@@ -33,25 +34,38 @@ impl Middleware for Timeout {
         req: Request<'a>,
         next: Next<'a>,
     ) -> Result<ToolOutput, ToolError> {
-        let limit = self.config.for_tool(&req.call.name, req.tool.spec().policy.timeout_ms);
+        let call = req.call;
+        let own_limit = req.tool.spec().policy.timeout_ms;
         let token = req.ctx.cancel_token().clone();
-        let aborted = req.ctx.cancel_token().clone();
-        let tool = req.call.name.clone();
+        let started = tokio::time::Instant::now();
         let mut work = next.run(req);
-        // `biased`: the work is polled first, so a call that finishes at its first poll (a small
-        // read) never registers the timer; a timer registered into an empty wheel wakes the
-        // runtime's driver through its eventfd (a write and an extra epoll_wait).
+        // The work is polled once before any timer exists: a call that finishes at its first
+        // poll (a small read) costs neither the timer nor the select. A timer registered into an
+        // empty wheel would also wake the runtime's driver through its eventfd (a write and an
+        // extra epoll_wait).
+        let first = std::future::poll_fn(|cx| Poll::Ready(work.as_mut().poll(cx))).await;
+        let tool = call.name.as_str();
+        if let Poll::Ready(result) = first {
+            // A tool that noticed the abort and returned early still answers "aborted".
+            if token.is_cancelled() {
+                return Ok(with_partial(
+                    format!("{tool} was aborted before it finished."),
+                    Some(result),
+                ));
+            }
+            return result;
+        }
+        let limit = self.config.for_tool(tool, own_limit);
         let stop = tokio::select! {
             biased;
             result = &mut work => {
-                // A tool that noticed the abort and returned early still answers "aborted".
-                if aborted.is_cancelled() {
+                if token.is_cancelled() {
                     return Ok(with_partial(format!("{tool} was aborted before it finished."), Some(result)));
                 }
                 return result;
             }
-            () = tokio::time::sleep(limit) => Stop::TimedOut(limit),
-            () = aborted.cancelled() => Stop::Aborted,
+            () = tokio::time::sleep_until(started + limit) => Stop::TimedOut(limit),
+            () = token.cancelled() => Stop::Aborted,
         };
         token.cancel();
         let grace = Duration::from_millis(self.config.grace_ms);

@@ -98,7 +98,8 @@ mod tests {
     fn secret_files_hide_env_keys_and_git_at_any_depth() {
         let hidden = Hidden::secret_files();
         assert_eq!(hidden.patterns().len(), SECRET_FILES.len());
-        for path in [".env", ".env.local", "a/.ENV.production", "k.pem", "x/y/id.key", ".git/config"]
+        for path in
+            [".env", ".env.local", "a/.ENV.production", "k.pem", "x/y/id.key", ".git/config"]
         {
             assert!(hidden.hides(Path::new(path)), "{path}");
         }

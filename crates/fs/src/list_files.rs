@@ -161,8 +161,15 @@ impl Tree<'_> {
                 continue;
             };
             let level = frame.level;
-            if self.hidden.is_some_and(|h| h.hides_name(&entry.name)) {
-                continue;
+            // A hidden name is not shown, nor a symlink whose target names one.
+            if let Some(hidden) = self.hidden {
+                let target = match &entry.kind {
+                    Kind::Link(target) => hidden.hides(std::path::Path::new(target)),
+                    _ => false,
+                };
+                if target || hidden.hides_name(&entry.name) {
+                    continue;
+                }
             }
             if let Some(sub) = self.show(&frame.dir, &entry, level, depth) {
                 stack.push(sub);

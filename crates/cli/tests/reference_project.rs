@@ -110,7 +110,10 @@ fn only_the_users_reference_projects_are_offered_and_results_are_redacted() {
     assert_eq!(code, 0, "{out}");
     assert!(!out.contains(SECRET) && !out.contains(".env"), "{out}");
     let (_, out) = setup.call(r#"{"project": "shop", "op": "read", "path": "src/deploy.txt"}"#);
-    assert!(!out.contains("MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun"), "{out}");
+    assert!(
+        !out.contains("MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun"),
+        "{out}"
+    );
     assert!(out.contains("[redacted:"), "{out}");
     let (code, out) = setup.call(r#"{"project": "shop", "op": "read", "path": ".env"}"#);
     assert_eq!(code, 1, "{out}");

@@ -606,9 +606,15 @@ fn add_dependency_structured_result_validates() {
     };
     write("ws/Cargo.toml", "[workspace]\nmembers = [\"app\", \"helper\"]\nresolver = \"2\"\n");
     write("ws/.cargo/config.toml", "[net]\noffline = true\n");
-    write("ws/app/Cargo.toml", "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n");
+    write(
+        "ws/app/Cargo.toml",
+        "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    );
     write("ws/app/src/main.rs", "fn main() {}\n");
-    write("ws/helper/Cargo.toml", "[package]\nname = \"helper\"\nversion = \"0.2.0\"\nedition = \"2021\"\n");
+    write(
+        "ws/helper/Cargo.toml",
+        "[package]\nname = \"helper\"\nversion = \"0.2.0\"\nedition = \"2021\"\n",
+    );
     write("ws/helper/src/lib.rs", "");
     let schemas = p.output_schemas();
     let args = json!({"packages": ["helper"], "path": "ws/app"});

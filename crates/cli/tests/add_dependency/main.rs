@@ -458,3 +458,136 @@ fn pip_installs_from_a_local_index_and_pins_it() {
     let _ = server.kill();
     let _ = server.wait();
 }
+
+/// `hands mcp` driven over stdio, one JSON-RPC line at a time (enough for tools/call).
+struct Mcp {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<String>,
+    next: u64,
+}
+
+impl Mcp {
+    fn start(setup: &Setup, root: &Path) -> Self {
+        let mut command = StdCommand::new(assert_cmd::cargo::cargo_bin("hands"));
+        let cache = setup.tmp.path().join("cache");
+        command
+            .env("HOME", setup.tmp.path().join("home"))
+            .env("XDG_STATE_HOME", setup.tmp.path().join("state"))
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("HANDS_APPROVAL")
+            .env("PATH", path_with(&setup.bin))
+            .env("npm_config_cache", cache.join("npm"))
+            .args(["-c", "deps.timeout_ms=150000", "mcp", "--root"])
+            .arg(root)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let mut child = command.spawn().unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead as _;
+            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut mcp = Self { child, stdin, lines, next: 0 };
+        let init = json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                          "clientInfo": {"name": "add-dependency-test", "version": "0"}});
+        mcp.request("initialize", init);
+        mcp.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        mcp
+    }
+
+    fn send(&mut self, message: &Value) {
+        use std::io::Write as _;
+        writeln!(self.stdin, "{message}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let id = self.next;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let deadline = Instant::now() + Duration::from_secs(240);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self.lines.recv_timeout(left).expect("hands mcp answered in time");
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == id {
+                return message["result"].clone();
+            }
+        }
+    }
+
+    fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        self.request("tools/call", json!({"name": tool, "arguments": arguments}))
+    }
+}
+
+impl Drop for Mcp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_running_dev_server_is_judged() {
+    let Some(bin) = tools_bin() else { return };
+    let vite = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/preview/fixtures/vite-app/node_modules/.bin/vite");
+    if !vite.exists() {
+        assert!(std::env::var_os("CI").is_none(), "tests/preview/fixtures/vite-app needs npm ci");
+        eprintln!(
+            "\n*** SKIPPED: tests/preview/fixtures/vite-app/node_modules is not installed ***\n"
+        );
+        return;
+    }
+    let setup = Setup::new(bin);
+    let registry = Verdaccio::start(&setup.bin, &setup.dir("registry"));
+    registry.publish("hands-left", "1.2.0", json!({}));
+    let manifest = json!({"name": "web", "version": "1.0.0", "private": true,
+                          "scripts": {"dev": "node server.js"}});
+    let project = setup.js_project("web", manifest, &registry.url());
+    std::fs::write(project.join("index.html"), "<h1>web</h1>\n").unwrap();
+    let port = registry::free_port();
+    std::fs::write(
+        project.join("server.js"),
+        format!(
+            "require('http').createServer((q, s) => s.end('ok')).listen({port}, '127.0.0.1', \
+             () => console.log('listening on http://127.0.0.1:{port}'));\n"
+        ),
+    )
+    .unwrap();
+    let mut mcp = Mcp::start(&setup, &project);
+    let node = mcp.call("spawn_process", json!({"command": "npm run dev", "type": "daemon"}));
+    assert_eq!(node["structuredContent"]["status"], "running", "{node:#}");
+    let vite_port = registry::free_port();
+    let command = format!("{} --port {vite_port} --strictPort --host 127.0.0.1", vite.display());
+    let started = mcp.call("spawn_process", json!({"command": command, "type": "daemon"}));
+    assert_eq!(started["structuredContent"]["status"], "running", "{started:#}");
+
+    let result = mcp.call("add_dependency", json!({"packages": ["hands-left"]}));
+    assert_eq!(result["isError"], false, "{result:#}");
+    let servers = result["structuredContent"]["dev_servers"].as_array().unwrap().clone();
+    assert_eq!(servers.len(), 2, "{result:#}");
+    let node = servers.iter().find(|s| s["command"] == "npm run dev").unwrap();
+    assert_eq!(
+        (node["picks_up"].as_bool(), node["needs_restart"].as_bool()),
+        (Some(false), Some(true))
+    );
+    assert!(node["note"].as_str().unwrap().contains("stop_process"), "{node}");
+    let vite = servers.iter().find(|s| s["command"].as_str().unwrap().contains("vite")).unwrap();
+    assert_eq!(
+        (vite["picks_up"].as_bool(), vite["needs_restart"].as_bool()),
+        (Some(true), Some(false))
+    );
+    assert!(vite["note"].as_str().unwrap().contains("re-optimises"), "{vite}");
+    let text = text(&result);
+    assert!(text.contains("offer the user to restart it"), "{text}");
+}

@@ -46,7 +46,8 @@ impl Setup {
         dir
     }
 
-    fn command(&self, root: &Path, args: &Value, flags: &[&str]) -> StdCommand {
+    /// `hands` with this test's HOME, state folder, PATH and caches.
+    fn hands(&self) -> StdCommand {
         let mut command = StdCommand::new(assert_cmd::cargo::cargo_bin("hands"));
         let cache = self.tmp.path().join("cache");
         command
@@ -63,7 +64,13 @@ impl Setup {
             .env("RUSTUP_HOME", real_home(".rustup", "RUSTUP_HOME"))
             .env("CARGO_HOME", real_home(".cargo", "CARGO_HOME"))
             // The tool's own limit, under the test's: a hang is reported, not cut off.
-            .args(["-c", "deps.timeout_ms=150000"])
+            .args(["-c", "deps.timeout_ms=150000"]);
+        command
+    }
+
+    fn command(&self, root: &Path, args: &Value, flags: &[&str]) -> StdCommand {
+        let mut command = self.hands();
+        command
             .args(flags)
             .args(["call", "add_dependency"])
             .arg(args.to_string())
@@ -469,16 +476,9 @@ struct Mcp {
 
 impl Mcp {
     fn start(setup: &Setup, root: &Path) -> Self {
-        let mut command = StdCommand::new(assert_cmd::cargo::cargo_bin("hands"));
-        let cache = setup.tmp.path().join("cache");
+        let mut command = setup.hands();
         command
-            .env("HOME", setup.tmp.path().join("home"))
-            .env("XDG_STATE_HOME", setup.tmp.path().join("state"))
-            .env_remove("XDG_CONFIG_HOME")
-            .env_remove("HANDS_APPROVAL")
-            .env("PATH", path_with(&setup.bin))
-            .env("npm_config_cache", cache.join("npm"))
-            .args(["-c", "deps.timeout_ms=150000", "mcp", "--root"])
+            .args(["mcp", "--root"])
             .arg(root)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -590,4 +590,18 @@ fn a_running_dev_server_is_judged() {
     assert!(vite["note"].as_str().unwrap().contains("re-optimises"), "{vite}");
     let text = text(&result);
     assert!(text.contains("offer the user to restart it"), "{text}");
+}
+
+#[test]
+fn under_ask_nothing_runs_without_the_users_yes() {
+    let setup = Setup::new(PathBuf::from("/nonexistent"));
+    let project =
+        setup.js_project("app", json!({"name": "app", "version": "1.0.0"}), "http://127.0.0.1:9/");
+    let mut command = setup.command(&project, &json!({"packages": ["left-pad"]}), &[]);
+    command.env("HANDS_APPROVAL", "ask");
+    let out = Command::from_std(command).timeout(Duration::from_secs(60)).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(text(&result).contains("needs the user's approval"), "{result:#}");
+    assert!(!project.join("node_modules").exists() && !project.join("package-lock.json").exists());
 }

@@ -382,6 +382,17 @@ fn build_registry_with_mcp(
         }
         Err(_) => builder,
     };
+    // add_dependency, seeing the session's dev servers through the process service.
+    let exec = loaded.settings.exec();
+    let processes =
+        exec.background_processes.then(|| hands_exec::ExecProcesses::service(exec.clone()));
+    let builder = hands_deps::register(builder, &loaded.settings.deps, &exec, processes);
+    // reference_project, when the user's configuration names another project to read.
+    let builder = hands_reference::register(
+        builder,
+        &loaded.settings.reference_projects,
+        &loaded.settings.fs,
+    );
     // The preview tools, when the project has a preview (configured or detected).
     let builder =
         hands_preview::register(builder, &loaded.settings.preview, &loaded.settings.exec(), root);

@@ -1,7 +1,8 @@
 //! The README cannot drift from what hands is:
 //! - its tool tables (and docs/tools.md's) are what `hands tools --markdown` prints for a project that offers every tool
 //!   (a static site: the preview tools; a model: spawn_subagent; an MCP server: mcp_list and
-//!   mcp_call), each between its `<!-- tools:KEY -->` markers;
+//!   mcp_call; a reference project: reference_project), each between its `<!-- tools:KEY -->`
+//!   markers;
 //! - its Layout table lists the workspace's members with each crate's package name and the
 //!   `description` of its Cargo.toml;
 //! - no tracked file points at documents outside the repository.
@@ -51,7 +52,7 @@ fn tools_markdown() -> String {
     std::fs::write(
         home.join(".config/hands/config.toml"),
         format!(
-            "[model]\nmodel = \"test-model\"\n\n[web_search]\nprovider = \"searxng\"\nbase_url = \"http://127.0.0.1:9\"\n\n[mcp_servers.inner]\ncommand = {:?}\nargs = [\"mcp\", \"--root\", {:?}]\nenv = {{ HOME = {:?} }}\n",
+            "[model]\nmodel = \"test-model\"\n\n[web_search]\nprovider = \"searxng\"\nbase_url = \"http://127.0.0.1:9\"\n\n[mcp_servers.inner]\ncommand = {:?}\nargs = [\"mcp\", \"--root\", {:?}]\nenv = {{ HOME = {:?} }}\n\n[reference_projects]\nshop = \"/nonexistent/shop\"\n",
             bin.display().to_string(),
             root.display().to_string(),
             // The inner hands must not read this configuration (it would start itself again).

@@ -19,6 +19,19 @@ use serde_json::{Value, json};
 #[path = "../../connect/tests/common/postgres.rs"]
 mod postgres;
 
+/// Where rustup and cargo keep their state for the real user (the tests change HOME).
+fn rustup_home() -> PathBuf {
+    std::env::var_os("RUSTUP_HOME").map_or_else(|| real_home().join(".rustup"), PathBuf::from)
+}
+
+fn cargo_home() -> PathBuf {
+    std::env::var_os("CARGO_HOME").map_or_else(|| real_home().join(".cargo"), PathBuf::from)
+}
+
+fn real_home() -> PathBuf {
+    PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+}
+
 struct Project {
     _tmp: tempfile::TempDir,
     root: PathBuf,
@@ -60,6 +73,9 @@ impl Project {
     fn hands(&self) -> Command {
         let mut cmd = Command::cargo_bin("hands").unwrap();
         cmd.env("HOME", self.home())
+            // cargo (add_dependency's) is rustup's proxy, which finds its toolchains from HOME.
+            .env("RUSTUP_HOME", rustup_home())
+            .env("CARGO_HOME", cargo_home())
             .env_remove("XDG_CONFIG_HOME")
             .env_remove("HANDS_APPROVAL")
             // The user's secret store, in the test's folder.
@@ -188,6 +204,7 @@ const EXERCISED: &[&str] = &[
     "connect_supabase",
     "db_schema",
     "clone_site",
+    "add_dependency",
 ];
 
 #[test]
@@ -576,4 +593,32 @@ fn clone_site_structured_result_validates() {
     let (_, s) = checked(&schemas, "clone_site", &p.call("clone_site", &json!({"url": page})));
     holds("clone_site", &s, &[".hands/clones/127.0.0.1"]);
     assert!(p.root.join(".hands/clones/127.0.0.1/index.html").exists());
+}
+
+/// add_dependency with cargo, offline: a workspace member added as a path dependency.
+#[test]
+fn add_dependency_structured_result_validates() {
+    let p = Project::new();
+    let write = |path: &str, text: &str| {
+        let path = p.root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write("ws/Cargo.toml", "[workspace]\nmembers = [\"app\", \"helper\"]\nresolver = \"2\"\n");
+    write("ws/.cargo/config.toml", "[net]\noffline = true\n");
+    write(
+        "ws/app/Cargo.toml",
+        "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    );
+    write("ws/app/src/main.rs", "fn main() {}\n");
+    write(
+        "ws/helper/Cargo.toml",
+        "[package]\nname = \"helper\"\nversion = \"0.2.0\"\nedition = \"2021\"\n",
+    );
+    write("ws/helper/src/lib.rs", "");
+    let schemas = p.output_schemas();
+    let args = json!({"packages": ["helper"], "path": "ws/app"});
+    let (text, s) = checked(&schemas, "add_dependency", &p.call("add_dependency", &args));
+    holds("add_dependency", &s, &["cargo", "helper", "0.2.0", "ws/Cargo.lock"]);
+    assert!(text.contains("+ helper 0.2.0"), "{text}");
 }

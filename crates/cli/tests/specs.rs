@@ -10,7 +10,16 @@ fn registry() -> Registry {
     let builder = hands_exec::register(builder, &Default::default());
     // No skill folders, so that use_skill's description does not depend on this machine's.
     let skills = hands_agent::UseSkill::discover(None, None);
-    hands_agent::register_with(builder, &Default::default(), skills).build()
+    let builder = hands_agent::register_with(builder, &Default::default(), skills);
+    project_tools(builder).build()
+}
+
+/// add_dependency, and reference_project over one reference project (its description lists it).
+fn project_tools(builder: hands_core::RegistryBuilder) -> hands_core::RegistryBuilder {
+    let builder = hands_deps::register(builder, &Default::default(), &Default::default(), None);
+    let mut projects = std::collections::BTreeMap::new();
+    projects.insert("shop".to_owned(), std::path::PathBuf::from("/nonexistent/shop"));
+    hands_reference::register(builder, &projects, &Default::default())
 }
 
 /// The JSON type names a value satisfies.
@@ -140,6 +149,7 @@ fn full_registry(root: &std::path::Path) -> Registry {
     let skills = hands_agent::UseSkill::discover(None, None);
     let builder = hands_agent::register_with(builder, &Default::default(), skills);
     let builder = hands_agent::subagent::register(builder, true);
+    let builder = project_tools(builder);
     hands_preview::register(builder, &Default::default(), &Default::default(), root).build()
 }
 
@@ -237,6 +247,7 @@ fn policies_give_the_plan_mode_and_sub_agent_lists() {
             "ask_user",
             "use_skill",
             "spawn_subagent",
+            "reference_project",
             "read_runtime_errors"
         ]
     );
@@ -245,7 +256,15 @@ fn policies_give_the_plan_mode_and_sub_agent_lists() {
     assert!(build.contains(&"enter_plan_mode".to_owned()), "{build:?}");
     assert_eq!(
         hands_agent::subagent::tools(&registry),
-        ["read_file", "list_files", "glob", "grep", "use_skill", "read_runtime_errors"]
+        [
+            "read_file",
+            "list_files",
+            "glob",
+            "grep",
+            "use_skill",
+            "reference_project",
+            "read_runtime_errors"
+        ]
     );
     for (alias, name) in [("read", "read_file"), ("write", "write_file"), ("edit", "edit_file")] {
         assert_eq!(registry.get(alias).unwrap().spec().name, name);

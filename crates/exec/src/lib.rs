@@ -35,7 +35,7 @@ pub use kill::StopReport;
 pub use reap::zombie_children;
 pub use record::{LeftoverReport, Record, reap_leftovers, records_dir};
 pub use shared::Exit;
-pub use supervisor::{Kind, Proc, Snapshot, SpawnSpec, Status, Supervisor};
+pub use supervisor::{Argv, Kind, Proc, Snapshot, SpawnSpec, Status, Supervisor};
 pub use tools::bash::{self, Bash};
 pub use tools::processes::{ListProcesses, ProcessOutput, StopProcess};
 pub use tools::spawn_process::SpawnProcess;

@@ -1,5 +1,5 @@
-//! Starting a child: `<shell> -c <command>` (or `<shell> <script>`) in its own session and process
-//! group, stdin on /dev/null, stdout and stderr on one pipe, hands' environment without its
+//! Starting a child: `<shell> -c <command>` (or `<shell> <script>`, or a program's argv without a
+//! shell) in its own session and process group, stdin on /dev/null, stdout and stderr on one pipe, hands' environment without its
 //! credentials, the non-interactive environment and the hands markers.
 //!
 //! This is the one module of the crate that allows unsafe code. std offers no way to start a child
@@ -22,6 +22,18 @@ pub(crate) enum Program<'a> {
     Inline(&'a str),
     /// `<shell> <script file>`, for commands too long for one exec argument.
     Script(&'a Path),
+    /// A program and its arguments, no shell: `argv[0]` is looked up on PATH.
+    Argv(&'a [String]),
+}
+
+/// What a child gets on top of the filtered environment.
+pub(crate) struct ChildVars<'a> {
+    /// The project whose granted secrets the child gets.
+    pub project: &'a Path,
+    /// hands' markers.
+    pub markers: &'a [(&'a str, String)],
+    /// Variables the caller sets (`CI=1`); they win over everything but the markers.
+    pub extra: &'a [(String, String)],
 }
 
 /// A started child and the read end of its output pipe.
@@ -42,12 +54,15 @@ fn c_string(bytes: &[u8]) -> io::Result<CString> {
 /// `NAME=value` for every variable of hands' environment that children of the project at `root`
 /// may see ([`hands_core::env::ChildEnv::vars_for`]: no credentials, no stored secret but those
 /// granted to that project) and that is not overridden, then the overrides.
-fn environment(root: &Path, markers: &[(&str, String)]) -> io::Result<Vec<CString>> {
-    let overrides: Vec<(OsString, OsString)> = ENV
-        .iter()
-        .map(|(k, v)| (OsString::from(k), OsString::from(v)))
-        .chain(markers.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))))
-        .collect();
+fn environment(vars: &ChildVars<'_>) -> io::Result<Vec<CString>> {
+    let mut overrides: Vec<(OsString, OsString)> = Vec::new();
+    let pairs = ENV.iter().map(|(k, v)| (*k, *v));
+    let pairs = pairs.chain(vars.extra.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let pairs = pairs.chain(vars.markers.iter().map(|(k, v)| (*k, v.as_str())));
+    for (k, v) in pairs {
+        overrides.retain(|(o, _)| o.as_os_str() != OsStr::new(k));
+        overrides.push((OsString::from(k), OsString::from(v)));
+    }
     let mut env = Vec::new();
     let pair = |k: &OsStr, v: &OsStr| {
         let mut bytes = k.as_bytes().to_vec();
@@ -55,7 +70,7 @@ fn environment(root: &Path, markers: &[(&str, String)]) -> io::Result<Vec<CStrin
         bytes.extend_from_slice(v.as_bytes());
         c_string(&bytes)
     };
-    for (k, v) in hands_core::env::ChildEnv::vars_for(root) {
+    for (k, v) in hands_core::env::ChildEnv::vars_for(vars.project) {
         if !overrides.iter().any(|(o, _)| *o == k) {
             env.push(pair(&k, &v)?);
         }
@@ -71,12 +86,12 @@ fn check(rc: libc::c_int) -> io::Result<()> {
     if rc == 0 { Ok(()) } else { Err(io::Error::from_raw_os_error(rc)) }
 }
 
-/// Start the child. The markers are `(name, value)` pairs added to the environment.
+/// Start the child in `cwd` with `vars` added to its environment.
 pub(crate) fn start(
     shell: &str,
     program: Program<'_>,
     cwd: &Path,
-    markers: &[(&str, String)],
+    vars: &ChildVars<'_>,
 ) -> io::Result<Started> {
     let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
     // A large pipe lets a fast writer run ahead of the drain thread; failure only costs speed.
@@ -88,9 +103,14 @@ pub(crate) fn start(
             vec![shell_c.clone(), c"-c".to_owned(), c_string(command.as_bytes())?]
         }
         Program::Script(path) => vec![shell_c.clone(), c_string(path.as_os_str().as_bytes())?],
+        Program::Argv(argv) => {
+            argv.iter().map(|a| c_string(a.as_bytes())).collect::<io::Result<_>>()?
+        }
     };
-    // A child starts in its project's root (`SpawnSpec::cwd`): the secrets granted there.
-    let env = environment(cwd, markers)?;
+    let Some(file_c) = args.first().cloned() else {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "an empty argv"));
+    };
+    let env = environment(vars)?;
     let cwd_c = c_string(cwd.as_os_str().as_bytes())?;
     let mut argv: Vec<*mut libc::c_char> = args.iter().map(|a| a.as_ptr().cast_mut()).collect();
     argv.push(std::ptr::null_mut());
@@ -98,7 +118,7 @@ pub(crate) fn start(
     envp.push(std::ptr::null_mut());
 
     let mut pid: libc::pid_t = 0;
-    // SAFETY: every pointer handed to libc points into `args`, `env`, `cwd_c`, `argv` and `envp`,
+    // SAFETY: every pointer handed to libc points into `args`, `file_c`, `env`, `cwd_c`, `argv` and `envp`,
     // which live until the end of this function; `actions` and `attr` are initialised by their
     // `_init` functions before any other use and destroyed exactly once below, whatever happens
     // in between; `sigset_t`s are plain data initialised by `sigemptyset`.
@@ -137,7 +157,7 @@ pub(crate) fn start(
             check(libc::posix_spawnattr_setflags(&mut attr, flags as libc::c_short))?;
             check(libc::posix_spawnp(
                 &mut pid,
-                shell_c.as_ptr(),
+                file_c.as_ptr(),
                 &actions,
                 &attr,
                 argv.as_ptr(),

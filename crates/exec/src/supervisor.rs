@@ -60,6 +60,19 @@ pub struct SpawnSpec {
     pub log: bool,
 }
 
+/// A program started without a shell (a package manager with arguments it was given): no word of
+/// it is interpreted, `argv[0]` is looked up on PATH.
+#[derive(Debug, Clone)]
+pub struct Argv {
+    /// The program and its arguments.
+    pub argv: Vec<String>,
+    /// Variables set on top of the child's environment (`CI=1`).
+    pub env: Vec<(String, String)>,
+    /// The project whose granted secrets the child gets: its root, where `SpawnSpec::cwd` may be
+    /// a sub-project.
+    pub project: PathBuf,
+}
+
 /// Where a process is in its life.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "state", rename_all = "kebab-case")]
@@ -341,6 +354,23 @@ impl Supervisor {
 
     /// Start a process. Must be called within a tokio runtime.
     pub fn spawn(&self, spec: SpawnSpec) -> std::io::Result<Arc<Proc>> {
+        self.start(spec, None)
+    }
+
+    /// Start `argv` without a shell, supervised like any process (its own session and process
+    /// group, the markers, the whole tree stopped by [`Proc::stop`]); `spec.command` is only how
+    /// it is shown. Must be called within a tokio runtime.
+    pub fn spawn_argv(&self, spec: SpawnSpec, argv: &Argv) -> std::io::Result<Arc<Proc>> {
+        if argv.argv.is_empty() || argv.argv.iter().any(|a| a.contains('\0')) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "the argv is empty or contains a NUL byte",
+            ));
+        }
+        self.start(spec, Some(argv))
+    }
+
+    fn start(&self, spec: SpawnSpec, argv: Option<&Argv>) -> std::io::Result<Arc<Proc>> {
         if self.is_closed.load(Ordering::SeqCst) || self.closed.is_cancelled() {
             return Err(std::io::Error::other("the session has ended"));
         }
@@ -364,14 +394,22 @@ impl Supervisor {
             (procfs::SESSION_VAR, self.session.clone()),
             (procfs::PROCESS_VAR, marker.clone()),
         ];
-        let script = if spec.command.len() > INLINE_COMMAND_MAX {
+        let script = if argv.is_none() && spec.command.len() > INLINE_COMMAND_MAX {
             Some(Script::write(&spec.command)?)
         } else {
             None
         };
-        let program = match &script {
-            Some(s) => spawn::Program::Script(&s.0),
-            None => spawn::Program::Inline(&spec.command),
+        let program = match (argv, &script) {
+            (Some(argv), _) => spawn::Program::Argv(&argv.argv),
+            (None, Some(s)) => spawn::Program::Script(&s.0),
+            (None, None) => spawn::Program::Inline(&spec.command),
+        };
+        // A shell command starts in its project's root (`SpawnSpec::cwd`): the secrets granted
+        // there.
+        let vars = spawn::ChildVars {
+            project: argv.map_or(spec.cwd.as_path(), |a| a.project.as_path()),
+            markers: &markers,
+            extra: argv.map_or(&[], |a| a.env.as_slice()),
         };
         let (log, log_path) = if spec.log {
             // Through a handle on the root, never following a symlinked `.hands/processes`.
@@ -385,7 +423,7 @@ impl Supervisor {
         let started = {
             // Held across the fork so that the orphan reaper never sees the child untracked.
             let mut guard = tracked::tracked();
-            let started = spawn::start(&self.config.bash.shell, program, &spec.cwd, &markers)?;
+            let started = spawn::start(&self.config.bash.shell, program, &spec.cwd, &vars)?;
             tracked::track(&mut guard, started.pid as i32);
             started
         };

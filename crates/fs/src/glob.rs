@@ -123,7 +123,11 @@ fn run(ctx: &Context, config: &FsConfig, args: &GlobArgs) -> Result<ToolOutput, 
     let limit = args.limit.unwrap_or(config.glob_limit).max(1);
     let root = ws.root().to_path_buf();
     let base = root.join(start.as_path());
-    let spec = WalkSpec { start: start.clone(), include_ignored: args.include_ignored };
+    let spec = WalkSpec {
+        start: start.clone(),
+        include_ignored: args.include_ignored,
+        hidden: ws.hidden().cloned(),
+    };
     let (states, skipped) = walk::run_spec(
         &root,
         &spec,

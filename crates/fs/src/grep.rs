@@ -438,7 +438,7 @@ fn search_tree(
 ) -> (Vec<ThreadHits>, Vec<String>) {
     let root = ws.root().to_path_buf();
     let base = root.join(start.as_path());
-    let spec = WalkSpec { start: start.clone(), include_ignored };
+    let spec = WalkSpec { start: start.clone(), include_ignored, hidden: ws.hidden().cloned() };
     let progress = FilesProgress::new(ctx);
     walk::run_spec(
         &root,

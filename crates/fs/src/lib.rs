@@ -18,6 +18,7 @@ mod edit_file;
 mod escape;
 mod glob;
 mod grep;
+mod hidden;
 mod ledger;
 mod list_files;
 mod placeholders;
@@ -28,11 +29,12 @@ mod write_file;
 
 pub use config::FsConfig;
 pub use edit_file::EditFile;
-pub use glob::Glob;
-pub use grep::Grep;
+pub use glob::{Glob, GlobArgs};
+pub use grep::{Grep, GrepArgs, OutputMode};
+pub use hidden::{Hidden, SECRET_FILES};
 pub use ledger::Ledger;
-pub use list_files::ListFiles;
-pub use read_file::ReadFile;
+pub use list_files::{ListFiles, ListFilesArgs};
+pub use read_file::{ReadFile, ReadFileArgs};
 pub use workspace::{RelPath, Workspace};
 pub use write_file::WriteFile;
 

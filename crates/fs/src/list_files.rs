@@ -80,6 +80,7 @@ const COUNT_CAP: usize = 10_000;
 
 struct Tree<'a> {
     config: &'a FsConfig,
+    hidden: Option<&'a crate::Hidden>,
     ctx: &'a Context,
     lines: Vec<String>,
     omitted: usize,
@@ -111,7 +112,8 @@ fn run(ctx: &Context, config: &FsConfig, args: &ListFilesArgs) -> Result<ToolOut
     let dir = ws.dir().open_dir(rel.for_open()).map_err(|e| ws.io_error("listed", &rel, &e))?;
     let asked = args.depth.unwrap_or(config.list_depth).max(1);
     let depth = asked.min(MAX_DEPTH);
-    let mut tree = Tree { config, ctx, lines: Vec::new(), omitted: 0 };
+    let hidden = ws.hidden().map(|h| h.as_ref());
+    let mut tree = Tree { config, hidden, ctx, lines: Vec::new(), omitted: 0 };
     tree.lines.push(format!("{}/", crate::escape::escape_name(&rel.display())));
     tree.walk(dir, depth).map_err(|e| ws.io_error("listed", &rel, &e))?;
     if ctx.is_cancelled() {
@@ -159,6 +161,16 @@ impl Tree<'_> {
                 continue;
             };
             let level = frame.level;
+            // A hidden name is not shown, nor a symlink whose target names one.
+            if let Some(hidden) = self.hidden {
+                let target = match &entry.kind {
+                    Kind::Link(target) => hidden.hides(std::path::Path::new(target)),
+                    _ => false,
+                };
+                if target || hidden.hides_name(&entry.name) {
+                    continue;
+                }
+            }
             if let Some(sub) = self.show(&frame.dir, &entry, level, depth) {
                 stack.push(sub);
             }

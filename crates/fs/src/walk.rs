@@ -129,6 +129,8 @@ pub(crate) struct WalkSpec {
     pub start: RelPath,
     /// Also walk what .gitignore/.ignore exclude.
     pub include_ignored: bool,
+    /// Names never entered or visited (the workspace's [`crate::Hidden`] rules).
+    pub hidden: Option<Arc<crate::Hidden>>,
 }
 
 /// The number of walker threads for `config`.
@@ -170,7 +172,11 @@ where
     let pruned = !spec.start.is_root() && !saw_start.load(Ordering::Relaxed);
     if pruned && !spec.include_ignored && !excluded && !cancel.is_cancelled() {
         let base = root.join(spec.start.as_path());
-        let here = WalkSpec { start: RelPath::default(), include_ignored: false };
+        let here = WalkSpec {
+            start: RelPath::default(),
+            include_ignored: false,
+            hidden: spec.hidden.clone(),
+        };
         let walk = builder(&base, &base, &here, config, &saw_start, &skipped);
         states.extend(run(&walk, cancel, &init, &visit));
     }
@@ -311,9 +317,13 @@ fn builder(
     let start = spec.start.clone();
     let saw_start = Arc::clone(saw_start);
     let skipped = Arc::clone(skipped);
+    let hidden = spec.hidden.clone();
     builder.filter_entry(move |entry| {
         if entry.depth() == 0 {
             return true;
+        }
+        if hidden.as_ref().is_some_and(|h| h.hides_name(entry.file_name())) {
+            return false;
         }
         let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
         if is_dir && is_excluded(&excluded, entry.file_name()) {

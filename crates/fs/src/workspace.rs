@@ -24,6 +24,8 @@ pub struct Workspace {
     identity: (u64, u64),
     /// When the root path was last checked to still name that directory.
     checked: Arc<std::sync::Mutex<std::time::Instant>>,
+    /// Names never read, listed or searched here (none in an ordinary session).
+    hidden: Option<Arc<crate::Hidden>>,
 }
 
 /// How often [`Workspace::of`] checks that the root path still names the held directory.
@@ -99,7 +101,20 @@ impl Workspace {
             dir: Arc::new(dir),
             identity: (held.dev(), held.ino()),
             checked: Arc::new(std::sync::Mutex::new(std::time::Instant::now())),
+            hidden: None,
         })
+    }
+
+    /// The same workspace hiding what `hidden` names (see [`crate::Hidden`]).
+    #[must_use]
+    pub fn with_hidden(mut self, hidden: Option<Arc<crate::Hidden>>) -> Self {
+        self.hidden = hidden;
+        self
+    }
+
+    /// What this workspace hides, if anything.
+    pub fn hidden(&self) -> Option<&Arc<crate::Hidden>> {
+        self.hidden.as_ref()
     }
 
     /// The workspace of the call's session, opened once per session and reused while its handle
@@ -114,7 +129,7 @@ impl Workspace {
         {
             return Ok(ws.clone());
         }
-        let ws = Self::for_root(ctx.root())?;
+        let ws = Self::for_root(ctx.root())?.with_hidden(crate::Hidden::of(ctx.session()));
         *slot = Some(ws.clone());
         Ok(ws)
     }
@@ -190,6 +205,14 @@ impl Workspace {
                     }
                 }
                 Component::RootDir | Component::Prefix(_) => return Err(self.outside(field, path)),
+            }
+        }
+        if let Some(hidden) = &self.hidden {
+            // The path as written, and where its symlinks lead (inside the root: a link that
+            // leads outside fails the open later, with its own error).
+            let target = self.dir.canonicalize(RelPath(out.clone()).for_open()).ok();
+            if hidden.hides(&out) || target.is_some_and(|t| hidden.hides(&t)) {
+                return Err(hidden.refusal(path));
             }
         }
         Ok(RelPath(out))

@@ -78,6 +78,11 @@ pub struct Settings {
     pub stripe: hands_connect::StripeConfig,
     /// `[supabase]`: the hosts connect_supabase accepts besides `*.supabase.co` (the user's only).
     pub supabase: hands_connect::SupabaseConfig,
+    /// `[deps]`: add_dependency's time limit.
+    pub deps: hands_deps::DepsConfig,
+    /// `[reference_projects]`: other projects of the user that reference_project reads, name →
+    /// root (the user's only).
+    pub reference_projects: BTreeMap<String, PathBuf>,
 }
 
 impl Default for Settings {
@@ -108,6 +113,8 @@ impl Default for Settings {
             web_search: hands_web::SearchConfig::default(),
             stripe: hands_connect::StripeConfig::default(),
             supabase: hands_connect::SupabaseConfig::default(),
+            deps: hands_deps::DepsConfig::default(),
+            reference_projects: BTreeMap::new(),
         }
     }
 }

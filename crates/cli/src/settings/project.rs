@@ -40,6 +40,8 @@ pub(super) const USER_ONLY: &[&str] = &[
     "stripe",
     "supabase",
     "web_search",
+    // Folders outside the project the model may read: a repository must not add one.
+    "reference_projects",
 ];
 
 /// The most a project's `.hands/config.toml` may set each limit to (time limits in milliseconds,
@@ -65,6 +67,7 @@ const PROJECT_MAXIMA: &[(&str, Option<u64>)] = &[
     ("processes.ready_timeout_ms", Some(120_000)),
     ("processes.long_run_timeout_ms", Some(3_600_000)),
     ("preview.build_timeout_ms", Some(600_000)),
+    ("deps.timeout_ms", Some(1_800_000)),
     ("preview.ready_timeout_ms", Some(120_000)),
     ("preview.browser_timeout_ms", Some(60_000)),
     ("ask_user.timeout_ms", Some(3_600_000)),

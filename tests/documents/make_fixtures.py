@@ -48,6 +48,25 @@ def docx_big_entry(out):
                 entry.write(chunk)
 
 
+def docx_liar(out):
+    """A DOCX whose padding entry declares 1,000 bytes and inflates to 210 MB."""
+    import struct
+
+    path = os.path.join(out, "liar.docx")
+    Document().save(path)
+    with zipfile.ZipFile(path, "a", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr("word/media/padding.bin", b"\0" * (210 << 20))
+    data = bytearray(open(path, "rb").read())
+    name = b"word/media/padding.bin"
+    for signature, size_at, name_at in ((b"PK\x01\x02", 24, 46), (b"PK\x03\x04", 22, 30)):
+        at = data.find(signature)
+        while at != -1:
+            if data[at + name_at : at + name_at + len(name)] == name:
+                struct.pack_into("<I", data, at + size_at, 1000)
+            at = data.find(signature, at + 4)
+    open(path, "wb").write(bytes(data))
+
+
 def zip_bomb(out):
     """A DOCX-named archive of 10,001 entries (10,000 is the limit)."""
     with zipfile.ZipFile(os.path.join(out, "entries.docx"), "w") as z:
@@ -82,6 +101,12 @@ def xlsx(out, rows):
     q2.append(["Product", "Units"])
     q2.append(["Widget", 12])
     wb.save(os.path.join(out, "book.xlsx"))
+
+    # Two cells far apart: a reader that allocates the whole rectangle needs gigabytes.
+    wide = Workbook()
+    wide.active["A1"] = "corner"
+    wide.active["ZZ100000"] = "far"
+    wide.save(os.path.join(out, "wide.xlsx"))
 
     big = Workbook(write_only=True)
     sheet = big.create_sheet("Data")
@@ -154,6 +179,7 @@ def main():
     os.makedirs(out, exist_ok=True)
     docx(out)
     docx_big_entry(out)
+    docx_liar(out)
     zip_bomb(out)
     pptx(out)
     xlsx(out, rows)

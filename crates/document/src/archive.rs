@@ -20,7 +20,11 @@ pub struct Archive<'a> {
 
 impl<'a> Archive<'a> {
     /// Open `bytes` as a zip archive, `what` naming its format in messages (`DOCX`).
-    pub fn open(bytes: &'a [u8], limits: &Limits, what: &'static str) -> Result<Self, DocumentError> {
+    pub fn open(
+        bytes: &'a [u8],
+        limits: &Limits,
+        what: &'static str,
+    ) -> Result<Self, DocumentError> {
         let zip = ZipArchive::new(Cursor::new(bytes)).map_err(|err| {
             DocumentError::Invalid(format!(
                 "this {what} is damaged: its zip structure does not read ({err})"
@@ -44,7 +48,7 @@ impl<'a> Archive<'a> {
 
     /// The entries' names, in the archive's order.
     pub fn names(&self) -> Vec<String> {
-        self.zip.file_names().map(str::to_owned).collect()
+        self.zip.file_names().filter_map(Result::ok).map(|n| n.into_owned()).collect()
     }
 
     /// Entry `name` inflated, or `None` when there is none.
@@ -67,10 +71,12 @@ impl<'a> Archive<'a> {
     fn inflate(&mut self, index: usize, out: &mut impl io::Write) -> Result<(), DocumentError> {
         let (what, limit) = (self.what, self.limit);
         let damaged = |name: &str, err: &dyn std::fmt::Display| {
-            DocumentError::Invalid(format!("this {what} is damaged: entry {name} does not read ({err})"))
+            DocumentError::Invalid(format!(
+                "this {what} is damaged: entry {name} does not read ({err})"
+            ))
         };
         let mut entry = self.zip.by_index(index).map_err(|err| damaged("?", &err))?;
-        let name = entry.name().to_owned();
+        let name = String::from_utf8_lossy(entry.name_raw()).into_owned();
         // One byte more than the budget: reading it means the limit is passed.
         let copied = io::copy(&mut entry.by_ref().take(self.budget + 1), out)
             .map_err(|err| damaged(&name, &err))?;

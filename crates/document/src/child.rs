@@ -112,13 +112,14 @@ pub fn child_main(args: impl IntoIterator<Item = String>) -> ExitCode {
     confine(&limits);
     // A panic is an answer, not a message on stderr: the hook stays quiet.
     std::panic::set_hook(Box::new(|_| {}));
-    let reply = std::panic::catch_unwind(|| Reply::of(run(&request, &limits))).unwrap_or_else(|_| {
-        Reply::Error {
-            kind: ErrorKind::Invalid,
-            message: "this file made the parser fail: it is damaged or built to break parsers"
-                .into(),
-        }
-    });
+    let reply =
+        std::panic::catch_unwind(|| Reply::of(run(&request, &limits))).unwrap_or_else(|_| {
+            Reply::Error {
+                kind: ErrorKind::Invalid,
+                message: "this file made the parser fail: it is damaged or built to break parsers"
+                    .into(),
+            }
+        });
     let mut out = std::io::stdout().lock();
     let written = serde_json::to_writer(&mut out, &reply).is_ok() && out.flush().is_ok();
     if written { ExitCode::SUCCESS } else { ExitCode::from(1) }

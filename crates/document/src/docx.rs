@@ -117,10 +117,7 @@ fn heading_level(style: &str) -> usize {
     if style == "Title" {
         return 1;
     }
-    style
-        .strip_prefix("Heading")
-        .and_then(|n| n.parse::<usize>().ok())
-        .map_or(0, |n| n.clamp(1, 6))
+    style.strip_prefix("Heading").and_then(|n| n.parse::<usize>().ok()).map_or(0, |n| n.clamp(1, 6))
 }
 
 #[cfg(test)]

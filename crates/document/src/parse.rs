@@ -42,7 +42,8 @@ pub fn parse(
         notes: Vec::new(),
     };
     let paged = matches!(format, Format::Pdf | Format::Pptx);
-    let sheets = matches!(format, Format::Xlsx | Format::Xlsb | Format::Xls | Format::Ods | Format::Csv);
+    let sheets =
+        matches!(format, Format::Xlsx | Format::Xlsb | Format::Xls | Format::Ods | Format::Csv);
     if selection.pages.is_some() && !paged {
         doc.notes.push(format!(
             "`pages` applies to PDF pages and PPTX slides; a {} has none, so all of it is shown",
@@ -59,7 +60,7 @@ pub fn parse(
     let sheet = selection.sheet.as_deref().filter(|_| sheets);
     match format {
         Format::Pdf => pdf_text(&mut doc, bytes, pages)?,
-        Format::Docx => doc.text = docx::text(&mut Archive::open(bytes, limits, "DOCX")?)?,
+        Format::Docx => doc.text = docx::text(&mut checked(bytes, limits, "DOCX")?)?,
         Format::Pptx => pptx_text(&mut doc, bytes, pages, limits)?,
         Format::Xlsx | Format::Xlsb | Format::Xls | Format::Ods => {
             let zipped = format != Format::Xls;
@@ -87,7 +88,11 @@ pub fn parse(
     Ok(doc)
 }
 
-fn pdf_text(doc: &mut ParsedDocument, bytes: &[u8], pages: Option<&Pages>) -> Result<(), DocumentError> {
+fn pdf_text(
+    doc: &mut ParsedDocument,
+    bytes: &[u8],
+    pages: Option<&Pages>,
+) -> Result<(), DocumentError> {
     let read = pdf::read(bytes, pages)?;
     if read.count > 0 {
         doc.parts = Some(read.count);
@@ -115,7 +120,8 @@ fn pdf_text(doc: &mut ParsedDocument, bytes: &[u8], pages: Option<&Pages>) -> Re
         ));
     }
     if let Some(via) = read.via {
-        doc.notes.push(format!("read with {via}: the built-in PDF parser could not read this file"));
+        doc.notes
+            .push(format!("read with {via}: the built-in PDF parser could not read this file"));
     }
     Ok(())
 }
@@ -126,7 +132,7 @@ fn pptx_text(
     pages: Option<&Pages>,
     limits: &Limits,
 ) -> Result<(), DocumentError> {
-    let mut archive = Archive::open(bytes, limits, "PPTX")?;
+    let mut archive = checked(bytes, limits, "PPTX")?;
     let slides = pptx::slides(&mut archive)?;
     let count = u32::try_from(slides.len()).unwrap_or(u32::MAX);
     doc.parts = Some(count);
@@ -149,6 +155,17 @@ fn pptx_text(
         }
     }
     Ok(())
+}
+
+/// An archive whose every entry was inflated once under the limits: what is read of it after
+/// cannot pass them, whichever entries the format needs.
+fn checked<'a>(
+    bytes: &'a [u8],
+    limits: &Limits,
+    what: &'static str,
+) -> Result<Archive<'a>, DocumentError> {
+    Archive::open(bytes, limits, what)?.check_all()?;
+    Archive::open(bytes, limits, what)
 }
 
 /// Cut the text at `max` bytes (on a character boundary), with a note.
@@ -177,9 +194,19 @@ mod tests {
     fn plain_text_and_html() {
         let l = Limits::default();
         let s = Selection::default();
-        let doc = parse(b"<html><body><h1>Title</h1><p>Some <b>bold</b> text.</p></body></html>", "a.html", &s, &l).unwrap();
+        let doc = parse(
+            b"<html><body><h1>Title</h1><p>Some <b>bold</b> text.</p></body></html>",
+            "a.html",
+            &s,
+            &l,
+        )
+        .unwrap();
         assert_eq!(doc.format, "html");
-        assert!(doc.text.contains("# Title") && doc.text.contains("Some **bold** text."), "{}", doc.text);
+        assert!(
+            doc.text.contains("# Title") && doc.text.contains("Some **bold** text."),
+            "{}",
+            doc.text
+        );
         let doc = parse("# Notes\nplain\n".as_bytes(), "n.md", &s, &l).unwrap();
         assert_eq!((doc.format.as_str(), doc.text.as_str()), ("text", "# Notes\nplain\n"));
     }

@@ -32,9 +32,8 @@ pub struct Pdf {
 
 /// Read the pages of `bytes` that `pages` selects (all when `None`).
 pub fn read(bytes: &[u8], pages: Option<&Pages>) -> Result<Pdf, DocumentError> {
-    let own = catch_unwind(AssertUnwindSafe(|| oxide(bytes, pages))).unwrap_or_else(|_| {
-        Err(Failure::Unreadable("its parser failed on it".into()))
-    });
+    let own = catch_unwind(AssertUnwindSafe(|| oxide(bytes, pages)))
+        .unwrap_or_else(|_| Err(Failure::Unreadable("its parser failed on it".into())));
     match own {
         Ok(pdf) => Ok(pdf),
         Err(Failure::Final(err)) => Err(err),
@@ -74,9 +73,9 @@ fn oxide(bytes: &[u8], pages: Option<&Pages>) -> Result<Pdf, Failure> {
     let wanted = selected(count, pages).map_err(Failure::Final)?;
     let mut out = Vec::with_capacity(wanted.len());
     for number in wanted {
-        let text = doc.extract_text(number as usize - 1).map_err(|err| {
-            Failure::Unreadable(format!("page {number} does not read ({err})"))
-        })?;
+        let text = doc
+            .extract_text(number as usize - 1)
+            .map_err(|err| Failure::Unreadable(format!("page {number} does not read ({err})")))?;
         out.push(Page { number, text: some_text(text) });
     }
     Ok(Pdf { count, pages: out, via: None })

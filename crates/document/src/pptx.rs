@@ -36,7 +36,8 @@ pub fn slides(archive: &mut Archive<'_>) -> Result<Vec<String>, DocumentError> {
     let mut targets = std::collections::HashMap::new();
     xml::walk(&rels, "PPTX", "ppt/_rels/presentation.xml.rels", |node| {
         if let Node::Open { name: "Relationship", element, .. } = node
-            && let (Some(id), Some(target)) = (xml::attr(element, "Id"), xml::attr(element, "Target"))
+            && let (Some(id), Some(target)) =
+                (xml::attr(element, "Id"), xml::attr(element, "Target"))
         {
             targets.insert(id, target);
         }
@@ -44,7 +45,9 @@ pub fn slides(archive: &mut Archive<'_>) -> Result<Vec<String>, DocumentError> {
     let ordered: Vec<String> = ids
         .iter()
         .filter_map(|id| targets.get(id))
-        .map(|target| format!("ppt/{}", target.trim_start_matches("/ppt/").trim_start_matches("./")))
+        .map(|target| {
+            format!("ppt/{}", target.trim_start_matches("/ppt/").trim_start_matches("./"))
+        })
         .filter(|name| archive.has(name))
         .collect();
     Ok(if ordered.is_empty() { fallback } else { ordered })

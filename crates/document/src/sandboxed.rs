@@ -71,8 +71,9 @@ impl ChildParser {
             max_text_bytes: limits.max_text_bytes,
             timeout_secs: limits.timeout.as_secs(),
         };
-        let request = serde_json::to_string(&request)
-            .map_err(|err| DocumentError::Internal(format!("the request did not serialize: {err}")))?;
+        let request = serde_json::to_string(&request).map_err(|err| {
+            DocumentError::Internal(format!("the request did not serialize: {err}"))
+        })?;
         let mut command = tokio::process::Command::new(&self.command.program);
         command
             .args(&self.command.args)

@@ -34,7 +34,9 @@ pub fn workbook(
         Archive::open(bytes, limits, what)?.check_all()?;
     }
     let mut book = calamine::open_workbook_auto_from_rs(Cursor::new(bytes)).map_err(|err| {
-        DocumentError::Invalid(format!("this {what} is damaged: the workbook does not read ({err})"))
+        DocumentError::Invalid(format!(
+            "this {what} is damaged: the workbook does not read ({err})"
+        ))
     })?;
     let names = book.sheet_names();
     let chosen = choose(&names, sheet)?;
@@ -117,7 +119,9 @@ fn render(out: &mut Book, name: &str, rows: Vec<Vec<String>>, total: usize, max:
     markdown::table(&mut out.text, &rows);
     if total > rows.len() {
         let rest = total - rows.len();
-        out.text.push_str(&format!("\n… {rest} more rows ({total} in all; the first {max} are shown)\n"));
+        out.text.push_str(&format!(
+            "\n… {rest} more rows ({total} in all; the first {max} are shown)\n"
+        ));
         out.notes.push(format!("sheet {name}: {rest} of its {total} rows are not shown"));
     }
 }
@@ -142,8 +146,16 @@ mod tests {
         }
         let limits = Limits { max_rows: 10, ..Limits::default() };
         let book = csv(text.as_bytes(), "data.csv", &limits);
-        assert!(book.text.starts_with("## Sheet: data.csv\n\n| id | name |\n|---|---|\n| 0 | n0 |"), "{}", book.text);
-        assert!(book.text.contains("… 491 more rows (501 in all; the first 10 are shown)"), "{}", book.text);
+        assert!(
+            book.text.starts_with("## Sheet: data.csv\n\n| id | name |\n|---|---|\n| 0 | n0 |"),
+            "{}",
+            book.text
+        );
+        assert!(
+            book.text.contains("… 491 more rows (501 in all; the first 10 are shown)"),
+            "{}",
+            book.text
+        );
         assert_eq!(book.notes, ["sheet data.csv: 491 of its 501 rows are not shown"]);
     }
 

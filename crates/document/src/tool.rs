@@ -74,7 +74,9 @@ impl Tool for ParseDocument {
 
     async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {
         let pages = match args.pages.as_deref() {
-            Some(spec) => Some(Pages::parse(spec).map_err(|err| ToolError::model(err.to_string()))?),
+            Some(spec) => {
+                Some(Pages::parse(spec).map_err(|err| ToolError::model(err.to_string()))?)
+            }
             None => None,
         };
         if args.sheet.as_deref().is_some_and(|s| s.trim().is_empty()) {
@@ -113,14 +115,18 @@ impl Tool for ParseDocument {
         .map_err(|err| ws.io_error("read", &path, &err))?;
         let request = DocumentRequest { pages: args.pages.clone(), sheet: args.sheet.clone() };
         let cancel = ctx.cancel_token().clone();
-        let doc = self.parser.parse(bytes, &shown, request, cancel).await.map_err(|err| match err {
-            DocumentError::Cancelled => ToolError::model("parse_document was stopped (timeout or abort)"),
-            DocumentError::Internal(why) => ToolError::model(format!(
-                "parse_document could not parse {shown}: {why}"
-            )),
-            other => ToolError::model(format!("{shown}: {other}")),
-        })?;
-        let mut text = header(&shown, &doc.format, doc.parts, pages.as_ref(), args.sheet.as_deref());
+        let doc =
+            self.parser.parse(bytes, &shown, request, cancel).await.map_err(|err| match err {
+                DocumentError::Cancelled => {
+                    ToolError::model("parse_document was stopped (timeout or abort)")
+                }
+                DocumentError::Internal(why) => {
+                    ToolError::model(format!("parse_document could not parse {shown}: {why}"))
+                }
+                other => ToolError::model(format!("{shown}: {other}")),
+            })?;
+        let mut text =
+            header(&shown, &doc.format, doc.parts, pages.as_ref(), args.sheet.as_deref());
         text.push_str(&doc.text);
         if !text.ends_with('\n') {
             text.push('\n');
@@ -133,7 +139,13 @@ impl Tool for ParseDocument {
 }
 
 /// `report.pdf: PDF, 12 pages (pages 1-3 shown)`.
-fn header(path: &str, format: &str, parts: Option<u32>, pages: Option<&Pages>, sheet: Option<&str>) -> String {
+fn header(
+    path: &str,
+    format: &str,
+    parts: Option<u32>,
+    pages: Option<&Pages>,
+    sheet: Option<&str>,
+) -> String {
     let unit = match format {
         "pdf" => Some("page"),
         "pptx" => Some("slide"),
@@ -145,7 +157,9 @@ fn header(path: &str, format: &str, parts: Option<u32>, pages: Option<&Pages>, s
         line.push_str(&format!(", {n} {unit}{}", if n == 1 { "" } else { "s" }));
     }
     match (unit, pages, sheet) {
-        (Some("page" | "slide"), Some(pages), _) => line.push_str(&format!(" ({} {pages} shown)", unit.unwrap_or_default())),
+        (Some(unit @ ("page" | "slide")), Some(pages), _) => {
+            line.push_str(&format!(" ({unit}s {pages} shown)"))
+        }
         (Some("sheet"), _, Some(sheet)) => line.push_str(&format!(" (sheet {sheet} shown)")),
         _ => {}
     }
@@ -160,8 +174,14 @@ mod tests {
     #[test]
     fn the_header_says_what_is_shown() {
         let p = Pages::parse("1-3").unwrap();
-        assert_eq!(header("a.pdf", "pdf", Some(12), Some(&p), None), "a.pdf: PDF, 12 pages (page 1-3 shown)\n");
-        assert_eq!(header("b.xlsx", "xlsx", Some(1), None, Some("Q1")), "b.xlsx: XLSX, 1 sheet (sheet Q1 shown)\n");
+        assert_eq!(
+            header("a.pdf", "pdf", Some(12), Some(&p), None),
+            "a.pdf: PDF, 12 pages (pages 1-3 shown)\n"
+        );
+        assert_eq!(
+            header("b.xlsx", "xlsx", Some(1), None, Some("Q1")),
+            "b.xlsx: XLSX, 1 sheet (sheet Q1 shown)\n"
+        );
         assert_eq!(header("c.docx", "docx", None, None, None), "c.docx: DOCX\n");
     }
 }

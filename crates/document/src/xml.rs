@@ -9,8 +9,8 @@ use quick_xml::reader::Reader;
 
 /// What the walk meets.
 pub enum Node<'a> {
-    /// An element opens (`empty`: it closes at once, `<w:br/>`).
-    Open { name: &'a str, element: &'a BytesStart<'a>, empty: bool },
+    /// An element opens (an empty one, `<w:br/>`, then closes at once).
+    Open { name: &'a str, element: &'a BytesStart<'a> },
     /// An element closes.
     Close { name: &'a str },
     /// Text, entities resolved.
@@ -20,7 +20,7 @@ pub enum Node<'a> {
 /// The value of attribute `key` (qualified, `w:val`) of `element`.
 pub fn attr(element: &BytesStart<'_>, key: &str) -> Option<String> {
     let found = element.try_get_attribute(key).ok()??;
-    found.unescape_value().ok().map(|v| v.into_owned())
+    found.normalized_value(XmlVersion::Implicit1_0).ok().map(|v| v.into_owned())
 }
 
 fn local(name: &str) -> &str {
@@ -40,22 +40,21 @@ pub fn walk(
     let text = std::str::from_utf8(xml).map_err(|_| bad("is not UTF-8 text".into()))?;
     let mut reader = Reader::from_str(text);
     loop {
-        let event = reader
-            .read_event()
-            .map_err(|err| bad(format!("is not well-formed XML ({err})")))?;
+        let event =
+            reader.read_event().map_err(|err| bad(format!("is not well-formed XML ({err})")))?;
         match event {
             Event::Start(element) => {
                 let name = local(element.name().as_ref()).to_owned();
-                f(Node::Open { name: &name, element: &element, empty: false });
+                f(Node::Open { name: &name, element: &element });
             }
             Event::Empty(element) => {
                 let name = local(element.name().as_ref()).to_owned();
-                f(Node::Open { name: &name, element: &element, empty: true });
+                f(Node::Open { name: &name, element: &element });
                 f(Node::Close { name: &name });
             }
             Event::End(element) => f(Node::Close { name: local(element.name().as_ref()) }),
             Event::Text(t) => f(Node::Text(&t.xml_content(XmlVersion::Implicit1_0))),
-            Event::CData(t) => f(Node::Text(&String::from_utf8_lossy(&t.into_inner()))),
+            Event::CData(t) => f(Node::Text(&t.into_inner())),
             Event::GeneralRef(r) => {
                 let resolved = match r.resolve_char_ref() {
                     Ok(Some(c)) => Some(c.to_string()),
@@ -84,17 +83,18 @@ mod tests {
 
     #[test]
     fn text_entities_and_local_names() {
-        let xml = br#"<w:doc xmlns:w="x"><w:p w:id="1"><w:t>a &amp; b&#33;</w:t><w:br/></w:p></w:doc>"#;
+        let xml =
+            br#"<w:doc xmlns:w="x"><w:p w:id="1"><w:t>a &amp; b&#33;</w:t><w:br/></w:p></w:doc>"#;
         let mut seen = Vec::new();
         walk(xml, "DOCX", "word/document.xml", |node| match node {
-            Node::Open { name, element, empty } => {
-                seen.push(format!("<{name}{}{}>", if empty { "/" } else { "" }, attr(element, "w:id").unwrap_or_default()))
+            Node::Open { name, element } => {
+                seen.push(format!("<{name}{}>", attr(element, "w:id").unwrap_or_default()))
             }
             Node::Close { name } => seen.push(format!("</{name}>")),
             Node::Text(t) => seen.push(t.to_owned()),
         })
         .unwrap();
-        assert_eq!(seen.concat(), "<doc><p1><t>a & b!</t><br/></br></p></doc>");
+        assert_eq!(seen.concat(), "<doc><p1><t>a & b!</t><br></br></p></doc>");
         let err = walk(b"<a><b></a>", "DOCX", "word/document.xml", |_| {}).unwrap_err();
         assert!(err.to_string().contains("word/document.xml is not well-formed"), "{err}");
     }

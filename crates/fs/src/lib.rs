@@ -32,7 +32,7 @@ pub use glob::Glob;
 pub use grep::Grep;
 pub use ledger::Ledger;
 pub use list_files::ListFiles;
-pub use read_file::ReadFile;
+pub use read_file::{Hints, ReadFile};
 pub use workspace::{RelPath, Workspace};
 pub use write_file::WriteFile;
 
@@ -40,8 +40,13 @@ use hands_core::RegistryBuilder;
 
 /// Register the six fs tools with `config`.
 pub fn register(builder: RegistryBuilder, config: &FsConfig) -> RegistryBuilder {
+    register_with(builder, config, Hints::default())
+}
+
+/// Register the six fs tools with `config`, read_file pointing to the tools `hints` names.
+pub fn register_with(builder: RegistryBuilder, config: &FsConfig, hints: Hints) -> RegistryBuilder {
     builder
-        .tool(ReadFile::new(config.clone()))
+        .tool(ReadFile::with_hints(config.clone(), hints))
         .tool(WriteFile::new(config.clone()))
         .tool(EditFile::new(config.clone()))
         .tool(ListFiles::new(config.clone()))

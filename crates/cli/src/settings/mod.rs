@@ -78,6 +78,8 @@ pub struct Settings {
     pub stripe: hands_connect::StripeConfig,
     /// `[supabase]`: the hosts connect_supabase accepts besides `*.supabase.co` (the user's only).
     pub supabase: hands_connect::SupabaseConfig,
+    /// `[security]`: run_security_scan's advisory database and audit commands (the user's only).
+    pub security: hands_scan::SecurityConfig,
 }
 
 impl Default for Settings {
@@ -108,6 +110,7 @@ impl Default for Settings {
             web_search: hands_web::SearchConfig::default(),
             stripe: hands_connect::StripeConfig::default(),
             supabase: hands_connect::SupabaseConfig::default(),
+            security: hands_scan::SecurityConfig::default(),
         }
     }
 }

@@ -40,6 +40,9 @@ pub(super) const USER_ONLY: &[&str] = &[
     "stripe",
     "supabase",
     "web_search",
+    // The advisory database and the audit commands: a repository must not clear its own
+    // vulnerable dependencies, nor send its lock files somewhere (issue 15).
+    "security",
 ];
 
 /// The most a project's `.hands/config.toml` may set each limit to (time limits in milliseconds,

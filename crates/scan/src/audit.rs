@@ -68,14 +68,17 @@ pub fn planned(root: &Path) -> Vec<Audit> {
 /// True when `program` is on `PATH`.
 fn installed(program: &str) -> bool {
     std::env::var_os("PATH").is_some_and(|path| {
-        std::env::split_paths(&path).any(|dir| {
-            std::fs::metadata(dir.join(program)).is_ok_and(|m| m.is_file())
-        })
+        std::env::split_paths(&path)
+            .any(|dir| std::fs::metadata(dir.join(program)).is_ok_and(|m| m.is_file()))
     })
 }
 
 /// Run `audit` within `limit`.
-pub async fn run(audit: &Audit, limit: Duration, cancel: &CancellationToken) -> (CheckRun, Vec<Finding>) {
+pub async fn run(
+    audit: &Audit,
+    limit: Duration,
+    cancel: &CancellationToken,
+) -> (CheckRun, Vec<Finding>) {
     if !installed(audit.program) {
         return (
             CheckRun::skipped(audit.label, format!("{} is not installed", audit.program)),
@@ -97,7 +100,9 @@ pub async fn run(audit: &Audit, limit: Duration, cancel: &CancellationToken) -> 
         .kill_on_drop(true);
     let mut child = match command.spawn() {
         Ok(child) => child,
-        Err(err) => return (CheckRun::failed(audit.label, format!("it did not start: {err}")), Vec::new()),
+        Err(err) => {
+            return (CheckRun::failed(audit.label, format!("it did not start: {err}")), Vec::new());
+        }
     };
     let group = Group(child.id().and_then(|id| rustix::process::Pid::from_raw(id as i32)));
     let (mut stdout, mut stderr) = (child.stdout.take(), child.stderr.take());
@@ -134,14 +139,25 @@ pub async fn run(audit: &Audit, limit: Duration, cancel: &CancellationToken) -> 
     match serde_json::from_slice::<serde_json::Value>(&out) {
         Ok(json) if json.get("error").is_none() => {
             let findings = (audit.parse)(&json, &audit.file);
-            let detail = format!("{}: {} finding{}", audit.file, findings.len(), if findings.len() == 1 { "" } else { "s" });
+            let detail = format!(
+                "{}: {} finding{}",
+                audit.file,
+                findings.len(),
+                if findings.len() == 1 { "" } else { "s" }
+            );
             (CheckRun::ran(audit.label, detail), findings)
         }
         _ => {
             let text = String::from_utf8_lossy(&err);
             let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("no output").trim();
             let first: String = first.chars().take(300).collect();
-            (CheckRun::failed(audit.label, format!("it gave no report (is its advisory service reachable?): {first}")), Vec::new())
+            (
+                CheckRun::failed(
+                    audit.label,
+                    format!("it gave no report (is its advisory service reachable?): {first}"),
+                ),
+                Vec::new(),
+            )
         }
     }
 }
@@ -196,13 +212,26 @@ fn pip(json: &serde_json::Value, file: &str) -> Vec<Finding> {
         let version = dep.get("version").and_then(|n| n.as_str()).unwrap_or("?");
         for vuln in dep.get("vulns").and_then(|v| v.as_array()).into_iter().flatten() {
             let id = vuln.get("id").and_then(|i| i.as_str()).unwrap_or("pip-audit");
-            let fixes: Vec<&str> = vuln.get("fix_versions").and_then(|f| f.as_array()).into_iter().flatten().filter_map(|v| v.as_str()).collect();
+            let fixes: Vec<&str> = vuln
+                .get("fix_versions")
+                .and_then(|f| f.as_array())
+                .into_iter()
+                .flatten()
+                .filter_map(|v| v.as_str())
+                .collect();
             out.push(Finding {
                 severity: Severity::Medium,
                 check: Check::Dependencies,
                 rule: id.to_owned(),
                 location: format!("{file}: {name}@{version}"),
-                message: format!("pip-audit: {id}{}", if fixes.is_empty() { String::new() } else { format!("; fixed in {}", fixes.join(", ")) }),
+                message: format!(
+                    "pip-audit: {id}{}",
+                    if fixes.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; fixed in {}", fixes.join(", "))
+                    }
+                ),
             });
         }
     }
@@ -238,7 +267,10 @@ mod tests {
             "via":[{"title":"Prototype Pollution","url":"https://github.com/advisories/GHSA-p6mc-m468-83gw"},"other"]}}}"#).unwrap();
         let found = npm(&npm_json, "package-lock.json");
         assert_eq!(found.len(), 1);
-        assert_eq!((found[0].rule.as_str(), found[0].severity), ("GHSA-p6mc-m468-83gw", Severity::High));
+        assert_eq!(
+            (found[0].rule.as_str(), found[0].severity),
+            ("GHSA-p6mc-m468-83gw", Severity::High)
+        );
         let pip_json: serde_json::Value = serde_json::from_str(r#"{"dependencies":[{"name":"requests","version":"2.19.0","vulns":[{"id":"PYSEC-2018-28","fix_versions":["2.20.0"]}]}]}"#).unwrap();
         assert!(pip(&pip_json, "requirements.txt")[0].message.contains("fixed in 2.20.0"));
         assert!(!installed("surely-no-such-program-hands"));

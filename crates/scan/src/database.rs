@@ -25,9 +25,14 @@ pub fn exposed_schemas(root: &Path) -> Vec<String> {
 }
 
 /// Run the database check on `client`.
-pub async fn check(client: &mut tokio_postgres::Client, schemas: &[String]) -> Result<Vec<Finding>, String> {
+pub async fn check(
+    client: &mut tokio_postgres::Client,
+    schemas: &[String],
+) -> Result<Vec<Finding>, String> {
     let failed = |err: tokio_postgres::Error| match err.as_db_error() {
-        Some(db) => format!("the database refused a query: {} ({})", db.message(), db.code().code()),
+        Some(db) => {
+            format!("the database refused a query: {} ({})", db.message(), db.code().code())
+        }
         None => format!("a query failed: {err}"),
     };
     let tx = client.build_transaction().read_only(true).start().await.map_err(failed)?;
@@ -45,7 +50,8 @@ pub async fn check(client: &mut tokio_postgres::Client, schemas: &[String]) -> R
         .await
         .map_err(failed)?;
     for row in rows {
-        let (schema, table, policies): (String, String, bool) = (row.get(0), row.get(1), row.get(2));
+        let (schema, table, policies): (String, String, bool) =
+            (row.get(0), row.get(1), row.get(2));
         let object = format!("{schema}.{table}");
         out.push(Finding {
             severity: Severity::High,
@@ -110,7 +116,12 @@ pub async fn check(client: &mut tokio_postgres::Client, schemas: &[String]) -> R
         .await
         .map_err(failed)?;
     for row in rows {
-        let object = format!("{}.{}({})", row.get::<_, String>(0), row.get::<_, String>(1), row.get::<_, String>(2));
+        let object = format!(
+            "{}.{}({})",
+            row.get::<_, String>(0),
+            row.get::<_, String>(1),
+            row.get::<_, String>(2)
+        );
         let anon: bool = row.get(3);
         out.push(Finding {
             severity: if anon { Severity::High } else { Severity::Medium },
@@ -137,7 +148,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(exposed_schemas(dir.path()), ["public", "graphql_public"]);
         std::fs::create_dir(dir.path().join("supabase")).unwrap();
-        std::fs::write(dir.path().join("supabase/config.toml"), "[api]\nschemas = [\"public\", \"api\"]\n").unwrap();
+        std::fs::write(
+            dir.path().join("supabase/config.toml"),
+            "[api]\nschemas = [\"public\", \"api\"]\n",
+        )
+        .unwrap();
         assert_eq!(exposed_schemas(dir.path()), ["public", "api"]);
     }
 }

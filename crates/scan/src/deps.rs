@@ -16,12 +16,17 @@ use crate::osv::Database;
 use crate::{audit, files};
 
 /// Run the dependencies check on `root`.
-pub async fn check(root: &Path, config: &SecurityConfig, cancel: &CancellationToken) -> (Vec<CheckRun>, Vec<Finding>) {
+pub async fn check(
+    root: &Path,
+    config: &SecurityConfig,
+    cancel: &CancellationToken,
+) -> (Vec<CheckRun>, Vec<Finding>) {
     let mut runs = Vec::new();
     let mut findings = Vec::new();
     let root_owned = root.to_path_buf();
     let osv_path = config.osv_db.clone();
-    let offline = tokio::task::spawn_blocking(move || offline(&root_owned, osv_path.as_deref())).await;
+    let offline =
+        tokio::task::spawn_blocking(move || offline(&root_owned, osv_path.as_deref())).await;
     match offline {
         Ok((r, f)) => {
             runs.extend(r);
@@ -37,15 +42,21 @@ pub async fn check(root: &Path, config: &SecurityConfig, cancel: &CancellationTo
     } else {
         let planned = audit::planned(root);
         if planned.is_empty() {
-            runs.push(CheckRun::skipped("audit commands", "no package-lock.json, requirements.txt or Cargo.lock at the root"));
+            runs.push(CheckRun::skipped(
+                "audit commands",
+                "no package-lock.json, requirements.txt or Cargo.lock at the root",
+            ));
         }
         let limit = Duration::from_millis(config.audit_timeout_ms);
-        let results = futures_join(planned.iter().map(|a| audit::run(a, limit, cancel)).collect()).await;
+        let results =
+            futures_join(planned.iter().map(|a| audit::run(a, limit, cancel)).collect()).await;
         let seen: BTreeSet<(String, String)> =
             findings.iter().map(|f| (f.location.clone(), f.rule.clone())).collect();
         for (run, found) in results {
             runs.push(run);
-            findings.extend(found.into_iter().filter(|f| !seen.contains(&(f.location.clone(), f.rule.clone()))));
+            findings.extend(
+                found.into_iter().filter(|f| !seen.contains(&(f.location.clone(), f.rule.clone()))),
+            );
         }
     }
     (runs, findings)
@@ -114,7 +125,10 @@ fn offline(root: &Path, osv: Option<&Path>) -> (Vec<CheckRun>, Vec<Finding>) {
     }
     let mut detail = format!("{} packages from {}", packages.len(), read.join(", "));
     if unpinned > 0 {
-        detail.push_str(&format!("; {unpinned} requirement{} not pinned with == and not checked", if unpinned == 1 { "" } else { "s" }));
+        detail.push_str(&format!(
+            "; {unpinned} requirement{} not pinned with == and not checked",
+            if unpinned == 1 { "" } else { "s" }
+        ));
     }
     runs.push(CheckRun::ran("lock files", detail));
     let Some(osv) = osv else {
@@ -135,17 +149,31 @@ fn offline(root: &Path, osv: Option<&Path>) -> (Vec<CheckRun>, Vec<Finding>) {
     for package in &packages {
         for hit in db.matches(package) {
             let a = hit.advisory;
-            let aliases = if a.aliases.is_empty() { String::new() } else { format!(" ({})", a.aliases.join(", ")) };
-            let fix = hit.fixed.as_ref().map(|f| format!("; fixed in {f}: update to it or later")).unwrap_or_default();
+            let aliases = if a.aliases.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", a.aliases.join(", "))
+            };
+            let fix = hit
+                .fixed
+                .as_ref()
+                .map(|f| format!("; fixed in {f}: update to it or later"))
+                .unwrap_or_default();
             findings.push(Finding {
                 severity: a.severity(),
                 check: Check::Dependencies,
                 rule: a.id.clone(),
                 location: format!("{}: {}@{}", package.file, package.name, package.version),
-                message: format!("{}{aliases}{fix}", a.summary.clone().unwrap_or_else(|| a.id.clone())),
+                message: format!(
+                    "{}{aliases}{fix}",
+                    a.summary.clone().unwrap_or_else(|| a.id.clone())
+                ),
             });
         }
     }
-    runs.push(CheckRun::ran("osv", format!("{} advisories in {}; {} match", db.advisories, osv.display(), findings.len())));
+    runs.push(CheckRun::ran(
+        "osv",
+        format!("{} advisories in {}; {} match", db.advisories, osv.display(), findings.len()),
+    ));
     (runs, findings)
 }

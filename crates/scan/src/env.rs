@@ -50,8 +50,17 @@ pub fn scan(root: &Path, engine: &Engine) -> (Vec<Finding>, Vec<String>) {
             let shape = engine
                 .find_all(value.as_bytes())
                 .first()
-                .map(|hit| if hit.stored { format!("the stored secret {}", hit.name) } else { hit.name.clone() })
-                .or_else(|| (!jwt::service_role_tokens(value.as_bytes()).is_empty()).then(|| "a service_role key".to_owned()));
+                .map(|hit| {
+                    if hit.stored {
+                        format!("the stored secret {}", hit.name)
+                    } else {
+                        hit.name.clone()
+                    }
+                })
+                .or_else(|| {
+                    (!jwt::service_role_tokens(value.as_bytes()).is_empty())
+                        .then(|| "a service_role key".to_owned())
+                });
             if let Some(shape) = shape {
                 findings.push(Finding {
                     severity: Severity::Critical,
@@ -99,9 +108,17 @@ mod tests {
         let (found, read) = scan(dir.path(), &engine);
         assert_eq!(read, [".env.local"]);
         assert_eq!(found.len(), 2, "{found:?}");
-        assert_eq!((found[0].severity, found[0].location.as_str()), (Severity::Critical, ".env.local:1"));
-        assert!(found[0].message.contains("VITE_STRIPE") && found[0].message.contains("stripe_key"));
-        assert_eq!((found[1].severity, found[1].rule.as_str()), (Severity::High, "public_env_name"));
+        assert_eq!(
+            (found[0].severity, found[0].location.as_str()),
+            (Severity::Critical, ".env.local:1")
+        );
+        assert!(
+            found[0].message.contains("VITE_STRIPE") && found[0].message.contains("stripe_key")
+        );
+        assert_eq!(
+            (found[1].severity, found[1].rule.as_str()),
+            (Severity::High, "public_env_name")
+        );
         assert!(!format!("{found:?}").contains(&key));
     }
 }

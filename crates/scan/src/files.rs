@@ -95,7 +95,9 @@ pub fn walk(
         .filter_entry(move |entry| {
             let name = entry.file_name().to_string_lossy();
             let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-            !(is_dir && (SKIP.contains(&name.as_ref()) || (sources && build.iter().any(|b| b == entry.path()))))
+            !(is_dir
+                && (SKIP.contains(&name.as_ref())
+                    || (sources && build.iter().any(|b| b == entry.path()))))
         });
     let files = AtomicU64::new(0);
     let bytes = AtomicU64::new(0);
@@ -268,8 +270,14 @@ mod tests {
         let text = format!("one\ntwo {key}\nthree CANARY-stored-value-123\n");
         let found = scan(text.as_bytes(), "src/a.js", Place::Source, &engine, None);
         assert_eq!(found.len(), 2, "{found:?}");
-        assert_eq!((found[0].rule.as_str(), found[0].location.as_str()), ("stripe_key", "src/a.js:2"));
-        assert_eq!((found[1].rule.as_str(), found[1].location.as_str()), ("stored_secret", "src/a.js:3"));
+        assert_eq!(
+            (found[0].rule.as_str(), found[0].location.as_str()),
+            ("stripe_key", "src/a.js:2")
+        );
+        assert_eq!(
+            (found[1].rule.as_str(), found[1].location.as_str()),
+            ("stored_secret", "src/a.js:3")
+        );
         assert!(found.iter().all(|f| f.severity == Severity::High));
         let shown = format!("{found:?}");
         assert!(!shown.contains(&key) && !shown.contains("CANARY-stored"), "{shown}");

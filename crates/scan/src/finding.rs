@@ -51,7 +51,8 @@ pub enum Check {
 
 impl Check {
     /// Every check, in the report's order.
-    pub const ALL: [Check; 4] = [Check::Secrets, Check::Bundle, Check::Dependencies, Check::Database];
+    pub const ALL: [Check; 4] =
+        [Check::Secrets, Check::Bundle, Check::Dependencies, Check::Database];
 
     /// Its name.
     pub fn name(self) -> &'static str {
@@ -123,6 +124,11 @@ impl CheckRun {
 /// Sort `findings` for the report: worst first, then by check and place.
 pub fn sort(findings: &mut [Finding]) {
     findings.sort_by(|a, b| {
-        (a.severity, a.check, &a.location, &a.rule).cmp(&(b.severity, b.check, &b.location, &b.rule))
+        (a.severity, a.check, &a.location, &a.rule).cmp(&(
+            b.severity,
+            b.check,
+            &b.location,
+            &b.rule,
+        ))
     });
 }

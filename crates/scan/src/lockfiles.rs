@@ -88,15 +88,22 @@ pub fn is_lock_file(name: &str) -> bool {
 /// The packages in lock file `path` (shown as `rel`), and how many lines of a requirements
 /// file were not pinned; an error says why the file does not read.
 pub fn read(path: &Path, rel: &str) -> Result<(Vec<Locked>, usize), String> {
-    let text = std::fs::read_to_string(path).map_err(|err| format!("{rel} does not read: {err}"))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|err| format!("{rel} does not read: {err}"))?;
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let mut unpinned = 0;
     let found: BTreeSet<(Ecosystem, String, String)> = match name.as_str() {
-        "package-lock.json" | "npm-shrinkwrap.json" => npm_lock(&text).map_err(|e| format!("{rel}: {e}"))?,
+        "package-lock.json" | "npm-shrinkwrap.json" => {
+            npm_lock(&text).map_err(|e| format!("{rel}: {e}"))?
+        }
         "pnpm-lock.yaml" => pnpm_lock(&text),
         "yarn.lock" => yarn_lock(&text),
-        "Cargo.lock" => toml_packages(&text, Ecosystem::Crates, true).map_err(|e| format!("{rel}: {e}"))?,
-        "poetry.lock" | "uv.lock" => toml_packages(&text, Ecosystem::PyPi, false).map_err(|e| format!("{rel}: {e}"))?,
+        "Cargo.lock" => {
+            toml_packages(&text, Ecosystem::Crates, true).map_err(|e| format!("{rel}: {e}"))?
+        }
+        "poetry.lock" | "uv.lock" => {
+            toml_packages(&text, Ecosystem::PyPi, false).map_err(|e| format!("{rel}: {e}"))?
+        }
         _ => {
             let (found, n) = requirements(&text);
             unpinned = n;
@@ -236,7 +243,9 @@ fn toml_packages(text: &str, ecosystem: Ecosystem, registry_only: bool) -> Resul
             continue;
         };
         let source = package.get("source");
-        let from_registry = source.and_then(|s| s.as_str()).is_some_and(|s| s.starts_with("registry+") || s.starts_with("sparse+"))
+        let from_registry = source
+            .and_then(|s| s.as_str())
+            .is_some_and(|s| s.starts_with("registry+") || s.starts_with("sparse+"))
             || source.and_then(|s| s.get("registry")).is_some();
         if registry_only && !from_registry {
             continue;
@@ -280,23 +289,43 @@ mod tests {
             "node_modules/lodash":{"version":"4.17.20"},
             "node_modules/@scope/pkg":{"version":"1.0.0"},
             "node_modules/a/node_modules/lodash":{"version":"3.10.1"}}}"#;
-        assert_eq!(names(&npm_lock(v3).unwrap()), ["@scope/pkg@1.0.0", "lodash@3.10.1", "lodash@4.17.20"]);
+        assert_eq!(
+            names(&npm_lock(v3).unwrap()),
+            ["@scope/pkg@1.0.0", "lodash@3.10.1", "lodash@4.17.20"]
+        );
         let v1 = r#"{"lockfileVersion":1,"dependencies":{"minimist":{"version":"0.0.8","dependencies":{"x":{"version":"1.0.0"}}}}}"#;
         assert_eq!(names(&npm_lock(v1).unwrap()), ["minimist@0.0.8", "x@1.0.0"]);
         let pnpm = "lockfileVersion: '9.0'\n\npackages:\n\n  '@babel/core@7.24.0':\n    resolution: {integrity: x}\n\n  lodash@4.17.20:\n    resolution: {}\n\nsnapshots:\n\n  react-dom@18.2.0(react@18.2.0):\n    dependencies: {}\n";
-        assert_eq!(names(&pnpm_lock(pnpm)), ["@babel/core@7.24.0", "lodash@4.17.20", "react-dom@18.2.0"]);
-        assert_eq!(names(&pnpm_lock("packages:\n  /left-pad/1.3.0:\n    x: 1\n")), ["left-pad@1.3.0"]);
+        assert_eq!(
+            names(&pnpm_lock(pnpm)),
+            ["@babel/core@7.24.0", "lodash@4.17.20", "react-dom@18.2.0"]
+        );
+        assert_eq!(
+            names(&pnpm_lock("packages:\n  /left-pad/1.3.0:\n    x: 1\n")),
+            ["left-pad@1.3.0"]
+        );
         let yarn = "# yarn\n\n\"@types/node@^20\", \"@types/node@^20.1\":\n  version \"20.11.5\"\n\nlodash@^4.17.0:\n  version \"4.17.20\"\n\n\"left-pad@npm:^1.3.0\":\n  version: 1.3.0\n";
-        assert_eq!(names(&yarn_lock(yarn)), ["@types/node@20.11.5", "left-pad@1.3.0", "lodash@4.17.20"]);
+        assert_eq!(
+            names(&yarn_lock(yarn)),
+            ["@types/node@20.11.5", "left-pad@1.3.0", "lodash@4.17.20"]
+        );
     }
 
     #[test]
     fn cargo_poetry_and_requirements() {
         let cargo = "[[package]]\nname = \"app\"\nversion = \"0.1.0\"\n\n[[package]]\nname = \"smallvec\"\nversion = \"1.6.0\"\nsource = \"registry+https://github.com/rust-lang/crates.io-index\"\n";
-        assert_eq!(names(&toml_packages(cargo, Ecosystem::Crates, true).unwrap()), ["smallvec@1.6.0"]);
+        assert_eq!(
+            names(&toml_packages(cargo, Ecosystem::Crates, true).unwrap()),
+            ["smallvec@1.6.0"]
+        );
         let poetry = "[[package]]\nname = \"Django\"\nversion = \"3.2.0\"\n";
-        assert_eq!(names(&toml_packages(poetry, Ecosystem::PyPi, false).unwrap()), ["Django@3.2.0"]);
-        let (found, unpinned) = requirements("# deps\nrequests[socks]==2.19.0 ; python_version > '3'\nflask>=2\n-r other.txt\n");
+        assert_eq!(
+            names(&toml_packages(poetry, Ecosystem::PyPi, false).unwrap()),
+            ["Django@3.2.0"]
+        );
+        let (found, unpinned) = requirements(
+            "# deps\nrequests[socks]==2.19.0 ; python_version > '3'\nflask>=2\n-r other.txt\n",
+        );
         assert_eq!((names(&found), unpinned), (vec!["requests@2.19.0".to_owned()], 1));
         assert_eq!(Ecosystem::PyPi.normalize("Zope.Interface__x"), "zope-interface-x");
     }

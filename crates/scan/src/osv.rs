@@ -104,7 +104,8 @@ impl Database {
             }
         } else if path.extension().is_some_and(|e| e == "zip") {
             let file = std::fs::File::open(path).map_err(|err| format!("{shown}: {err}"))?;
-            let mut zip = zip::ZipArchive::new(file).map_err(|err| format!("{shown} is not a zip: {err}"))?;
+            let mut zip =
+                zip::ZipArchive::new(file).map_err(|err| format!("{shown} is not a zip: {err}"))?;
             let mut budget = MAX_INFLATED;
             for i in 0..zip.len() {
                 let mut entry = zip.by_index(i).map_err(|err| format!("{shown}: {err}"))?;
@@ -112,7 +113,11 @@ impl Database {
                     continue;
                 }
                 let mut bytes = Vec::new();
-                entry.by_ref().take(MAX_FILE.min(budget)).read_to_end(&mut bytes).map_err(|err| format!("{shown}: {err}"))?;
+                entry
+                    .by_ref()
+                    .take(MAX_FILE.min(budget))
+                    .read_to_end(&mut bytes)
+                    .map_err(|err| format!("{shown}: {err}"))?;
                 budget = budget.saturating_sub(bytes.len() as u64);
                 db.add_json(&bytes);
             }
@@ -167,7 +172,8 @@ impl Database {
         for advisory in advisories {
             for affected in &advisory.affected {
                 let Some(p) = &affected.package else { continue };
-                if Ecosystem::from_osv(p.ecosystem.split(':').next().unwrap_or("")) != Some(package.ecosystem)
+                if Ecosystem::from_osv(p.ecosystem.split(':').next().unwrap_or(""))
+                    != Some(package.ecosystem)
                     || package.ecosystem.normalize(&p.name) != package.name
                 {
                     continue;
@@ -247,7 +253,9 @@ fn in_range(eco: Ecosystem, version: &Version, events: &[Event]) -> Option<Optio
 fn read_capped(path: &Path) -> Result<Vec<u8>, String> {
     let file = std::fs::File::open(path).map_err(|err| format!("{}: {err}", path.display()))?;
     let mut bytes = Vec::new();
-    file.take(MAX_FILE).read_to_end(&mut bytes).map_err(|err| format!("{}: {err}", path.display()))?;
+    file.take(MAX_FILE)
+        .read_to_end(&mut bytes)
+        .map_err(|err| format!("{}: {err}", path.display()))?;
     Ok(bytes)
 }
 
@@ -273,7 +281,10 @@ mod tests {
               "ranges":[{"type":"SEMVER","events":[{"introduced":"1.0.0"},{"last_affected":"1.6.0"}]}]}]}]"#);
         assert_eq!(db.advisories, 3);
         let hit = db.matches(&locked(Ecosystem::Npm, "lodash", "4.17.20"));
-        assert_eq!((hit[0].advisory.id.as_str(), hit[0].fixed.as_deref()), ("GHSA-35jh-r3h4-6jhm", Some("4.17.21")));
+        assert_eq!(
+            (hit[0].advisory.id.as_str(), hit[0].fixed.as_deref()),
+            ("GHSA-35jh-r3h4-6jhm", Some("4.17.21"))
+        );
         assert_eq!(hit[0].advisory.severity(), Severity::High);
         assert!(db.matches(&locked(Ecosystem::Npm, "lodash", "4.17.21")).is_empty());
         assert_eq!(db.matches(&locked(Ecosystem::PyPi, "requests", "2.19.0")).len(), 1);

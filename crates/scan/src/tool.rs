@@ -63,7 +63,11 @@ pub struct RunSecurityScan {
 
 impl RunSecurityScan {
     /// With `[security]`, the `[net]` rule for the database's address, and the secret store.
-    pub fn new(config: SecurityConfig, net: hands_net::NetConfig, store: Arc<dyn SecretStore>) -> Self {
+    pub fn new(
+        config: SecurityConfig,
+        net: hands_net::NetConfig,
+        store: Arc<dyn SecretStore>,
+    ) -> Self {
         Self { config, net, store }
     }
 }
@@ -171,13 +175,18 @@ impl RunSecurityScan {
             .or_else(|| std::env::var(name).ok().filter(|v| !v.is_empty()));
         let Some(url) = url else {
             return (
-                CheckRun::skipped("database", format!("no database is linked (connect_supabase stores one as {name})")),
+                CheckRun::skipped(
+                    "database",
+                    format!("no database is linked (connect_supabase stores one as {name})"),
+                ),
                 Vec::new(),
             );
         };
         let schemas = database::exposed_schemas(ctx.root());
         let work = async {
-            let mut client = hands_connect::postgres::connect(&url, &self.net).await.map_err(|e| e.to_string())?;
+            let mut client = hands_connect::postgres::connect(&url, &self.net)
+                .await
+                .map_err(|e| e.to_string())?;
             database::check(&mut client, &schemas).await
         };
         let outcome = tokio::select! {
@@ -185,7 +194,18 @@ impl RunSecurityScan {
             () = ctx.cancel_token().cancelled() => Err("the scan was stopped".to_owned()),
         };
         match outcome {
-            Ok(found) => (CheckRun::ran("database", format!("schemas {}: {} finding{}", schemas.join(", "), found.len(), if found.len() == 1 { "" } else { "s" })), found),
+            Ok(found) => (
+                CheckRun::ran(
+                    "database",
+                    format!(
+                        "schemas {}: {} finding{}",
+                        schemas.join(", "),
+                        found.len(),
+                        if found.len() == 1 { "" } else { "s" }
+                    ),
+                ),
+                found,
+            ),
             Err(err) => (CheckRun::failed("database", err), Vec::new()),
         }
     }
@@ -239,7 +259,14 @@ fn text(result: &ScanResult) -> String {
         c.critical, c.high, c.medium, c.low
     );
     for f in &result.findings {
-        out.push_str(&format!("{} [{}] {} {}: {}\n", f.severity.name(), f.check.name(), f.location, f.rule, f.message));
+        out.push_str(&format!(
+            "{} [{}] {} {}: {}\n",
+            f.severity.name(),
+            f.check.name(),
+            f.location,
+            f.rule,
+            f.message
+        ));
     }
     if result.findings.is_empty() {
         out.push_str("No findings.\n");

@@ -123,17 +123,37 @@ mod tests {
 
     fn order(eco: Ecosystem, list: &[&str]) {
         for pair in list.windows(2) {
-            let (a, b) = (Version::parse(eco, pair[0]).unwrap(), Version::parse(eco, pair[1]).unwrap());
+            let (a, b) =
+                (Version::parse(eco, pair[0]).unwrap(), Version::parse(eco, pair[1]).unwrap());
             assert_eq!(a.cmp_to(&b), Ordering::Less, "{} < {}", pair[0], pair[1]);
         }
     }
 
     #[test]
     fn semver_and_pep440_orders() {
-        order(Ecosystem::Npm, &["0.0.8", "1.0.0-beta.1", "1.0.0", "1.2", "v1.10.0", "4.17.20", "4.17.21"]);
-        order(Ecosystem::PyPi, &["1.0.dev1", "1.0a1", "1.0b2", "1.0rc1", "1.0", "1.0.post1", "1.1", "2.19.0", "2.20", "1!0.1"]);
+        order(
+            Ecosystem::Npm,
+            &["0.0.8", "1.0.0-beta.1", "1.0.0", "1.2", "v1.10.0", "4.17.20", "4.17.21"],
+        );
+        order(
+            Ecosystem::PyPi,
+            &[
+                "1.0.dev1",
+                "1.0a1",
+                "1.0b2",
+                "1.0rc1",
+                "1.0",
+                "1.0.post1",
+                "1.1",
+                "2.19.0",
+                "2.20",
+                "1!0.1",
+            ],
+        );
         assert_eq!(
-            Version::parse(Ecosystem::PyPi, "1.0.0").unwrap().cmp_to(&Version::parse(Ecosystem::PyPi, "1.0").unwrap()),
+            Version::parse(Ecosystem::PyPi, "1.0.0")
+                .unwrap()
+                .cmp_to(&Version::parse(Ecosystem::PyPi, "1.0").unwrap()),
             Ordering::Equal
         );
         assert!(Version::parse(Ecosystem::Crates, "not.a.version").is_none());

@@ -47,7 +47,11 @@ impl Project {
             .arg(self.root())
             .output()
             .unwrap();
-        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr))
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr),
+        )
     }
 }
 
@@ -58,12 +62,27 @@ fn a_pdf_page_range_through_the_child() {
     p.copy(&fixtures, "hundred.pdf", "docs/hundred.pdf");
     let (code, out) = p.call("parse_document", r#"{"path": "docs/hundred.pdf", "pages": "2-3"}"#);
     assert_eq!(code, 0, "{out}");
-    assert!(out.starts_with("docs/hundred.pdf: PDF, 100 pages (pages 2-3 shown)\n--- page 2 ---\nPage 2 heading"), "{out}");
-    assert!(out.contains("--- page 3 ---") && !out.contains("--- page 4 ---") && !out.contains("--- page 1 ---"), "{out}");
+    assert!(
+        out.starts_with(
+            "docs/hundred.pdf: PDF, 100 pages (pages 2-3 shown)\n--- page 2 ---\nPage 2 heading"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("--- page 3 ---")
+            && !out.contains("--- page 4 ---")
+            && !out.contains("--- page 1 ---"),
+        "{out}"
+    );
     p.copy(&fixtures, "book.xlsx", "book.xlsx");
     let (code, out) = p.call("parse_document", r#"{"path": "book.xlsx", "sheet": "Q2"}"#);
     assert_eq!(code, 0, "{out}");
-    assert!(out.starts_with("book.xlsx: XLSX, 2 sheets (sheet Q2 shown)\n## Sheet: Q2\n\n| Product | Units |"), "{out}");
+    assert!(
+        out.starts_with(
+            "book.xlsx: XLSX, 2 sheets (sheet Q2 shown)\n## Sheet: Q2\n\n| Product | Units |"
+        ),
+        "{out}"
+    );
 }
 
 #[test]
@@ -90,7 +109,10 @@ fn encrypted_bombs_and_large_files_get_clear_errors() {
     p.copy(&fixtures, "locked.pdf", "locked.pdf");
     p.copy(&fixtures, "inflates.docx", "inflates.docx");
     let (code, out) = p.call("parse_document", r#"{"path": "locked.pdf"}"#);
-    assert!(code == 1 && out.contains("locked.pdf: this PDF is encrypted with a password"), "{out}");
+    assert!(
+        code == 1 && out.contains("locked.pdf: this PDF is encrypted with a password"),
+        "{out}"
+    );
     let (code, out) = p.call("parse_document", r#"{"path": "inflates.docx"}"#);
     assert!(code == 1 && out.contains("inflates past 200 MB"), "{out}");
     // 51 MB (sparse): refused before it is read.
@@ -98,7 +120,10 @@ fn encrypted_bombs_and_large_files_get_clear_errors() {
     big.set_len(51 * 1024 * 1024).unwrap();
     let started = Instant::now();
     let (code, out) = p.call("parse_document", r#"{"path": "big.pdf"}"#);
-    assert!(code == 1 && out.contains("big.pdf is 51 MB, over the 50 MB parse_document reads"), "{out}");
+    assert!(
+        code == 1 && out.contains("big.pdf is 51 MB, over the 50 MB parse_document reads"),
+        "{out}"
+    );
     assert!(started.elapsed() < Duration::from_secs(20));
 }
 
@@ -106,12 +131,16 @@ fn encrypted_bombs_and_large_files_get_clear_errors() {
 fn paths_that_escape_directories_and_bad_arguments() {
     let p = Project::new();
     std::fs::write(p.tmp.path().join("outside.pdf"), b"%PDF-1.4\n").unwrap();
-    std::os::unix::fs::symlink(p.tmp.path().join("outside.pdf"), p.root().join("link.pdf")).unwrap();
+    std::os::unix::fs::symlink(p.tmp.path().join("outside.pdf"), p.root().join("link.pdf"))
+        .unwrap();
     std::fs::create_dir_all(p.root().join("docs")).unwrap();
     for path in ["../outside.pdf", "link.pdf", "/etc/passwd"] {
         let (code, out) = p.call("parse_document", &format!(r#"{{"path": "{path}"}}"#));
         assert_eq!(code, 1, "{path}: {out}");
-        assert!(out.contains("outside the project root") || out.contains("outside"), "{path}: {out}");
+        assert!(
+            out.contains("outside the project root") || out.contains("outside"),
+            "{path}: {out}"
+        );
     }
     let (code, out) = p.call("parse_document", r#"{"path": "docs"}"#);
     assert!(code == 1 && out.contains("docs is a directory, not a document"), "{out}");
@@ -131,8 +160,20 @@ fn read_file_points_to_parse_document() {
     let p = Project::new();
     std::fs::write(p.root().join("spec.pdf"), b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n").unwrap();
     let (code, out) = p.call("read_file", r#"{"path": "spec.pdf"}"#);
-    assert!(code == 1 && out.contains("Get its text with parse_document (path: spec.pdf)"), "{out}");
-    let out = Command::cargo_bin("hands").unwrap().env("HOME", p.tmp.path().join("home")).args(["tools", "--json", "--root"]).arg(p.root()).output().unwrap();
+    assert!(
+        code == 1 && out.contains("Get its text with parse_document (path: spec.pdf)"),
+        "{out}"
+    );
+    let out = Command::cargo_bin("hands")
+        .unwrap()
+        .env("HOME", p.tmp.path().join("home"))
+        .args(["tools", "--json", "--root"])
+        .arg(p.root())
+        .output()
+        .unwrap();
     let tools = String::from_utf8_lossy(&out.stdout);
-    assert!(tools.contains("with parse_document") && tools.contains("\"parse_document\""), "{tools}");
+    assert!(
+        tools.contains("with parse_document") && tools.contains("\"parse_document\""),
+        "{tools}"
+    );
 }

@@ -18,15 +18,6 @@ pub enum Ecosystem {
 }
 
 impl Ecosystem {
-    /// Its OSV name.
-    pub fn osv(self) -> &'static str {
-        match self {
-            Self::Npm => "npm",
-            Self::Crates => "crates.io",
-            Self::PyPi => "PyPI",
-        }
-    }
-
     /// From its OSV name.
     pub fn from_osv(name: &str) -> Option<Self> {
         match name {

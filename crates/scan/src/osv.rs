@@ -109,7 +109,7 @@ impl Database {
             let mut budget = MAX_INFLATED;
             for i in 0..zip.len() {
                 let mut entry = zip.by_index(i).map_err(|err| format!("{shown}: {err}"))?;
-                if !entry.name().ends_with(".json") {
+                if !entry.name_raw().ends_with(b".json") {
                     continue;
                 }
                 let mut bytes = Vec::new();

@@ -47,7 +47,11 @@ fn fixture() -> Fixture {
     put(root, "secret.log", &format!("{key}\n"));
     put(root, "node_modules/dep/index.js", &format!("{key}\n"));
     put(root, "dist/assets/index-3f2a.js", &format!("var a=1;\nvar t=\"{CANARY}\",k=\"{key}\";\n"));
-    put(root, ".env.local", &format!("VITE_STRIPE_KEY={key}\nVITE_API_URL=https://api.example.com\n"));
+    put(
+        root,
+        ".env.local",
+        &format!("VITE_STRIPE_KEY={key}\nVITE_API_URL=https://api.example.com\n"),
+    );
     put(
         root,
         "package-lock.json",
@@ -61,18 +65,30 @@ fn fixture() -> Fixture {
             "affected":[{"package":{"ecosystem":"npm","name":"lodash"},"ranges":[{"type":"SEMVER","events":[{"introduced":"0"},{"fixed":"4.17.21"}]}]}],
             "database_specific":{"severity":"HIGH"}}"#,
     );
-    put(osv.path(), "npm/not-affected.json", r#"{"id":"GHSA-xxxx","affected":[{"package":{"ecosystem":"npm","name":"left-pad"},"versions":["1.0.0"]}]}"#);
+    put(
+        osv.path(),
+        "npm/not-affected.json",
+        r#"{"id":"GHSA-xxxx","affected":[{"package":{"ecosystem":"npm","name":"left-pad"},"versions":["1.0.0"]}]}"#,
+    );
     let state = tempfile::tempdir().unwrap();
     let store = Arc::new(hands_secrets::Store::at(state.path()));
     store.put(root, "PAYMENTS_TOKEN", &SecretValue::new(CANARY)).unwrap();
     Fixture { project, _state: state, store, osv }
 }
 
-async fn scan(f: &Fixture, config: SecurityConfig, net: hands_net::NetConfig, args: Value) -> (String, Value) {
+async fn scan(
+    f: &Fixture,
+    config: SecurityConfig,
+    net: hands_net::NetConfig,
+    args: Value,
+) -> (String, Value) {
     let store: Arc<dyn SecretStore> = f.store.clone();
-    let registry = hands_scan::register(Registry::builder(CoreConfig::default()), &config, &net, store).build();
+    let registry =
+        hands_scan::register(Registry::builder(CoreConfig::default()), &config, &net, store)
+            .build();
     let session = Session::one_shot(f.project.path());
-    let out = registry.dispatch(&session, ToolCall::new("c1", "run_security_scan", args)).await.unwrap();
+    let out =
+        registry.dispatch(&session, ToolCall::new("c1", "run_security_scan", args)).await.unwrap();
     session.close().await;
     let text = out.joined_text();
     assert!(!out.is_error, "{text}");
@@ -80,11 +96,20 @@ async fn scan(f: &Fixture, config: SecurityConfig, net: hands_net::NetConfig, ar
 }
 
 fn config(f: &Fixture) -> SecurityConfig {
-    SecurityConfig { osv_db: Some(f.osv.path().to_path_buf()), audit_commands: false, ..SecurityConfig::default() }
+    SecurityConfig {
+        osv_db: Some(f.osv.path().to_path_buf()),
+        audit_commands: false,
+        ..SecurityConfig::default()
+    }
 }
 
 fn finding<'a>(s: &'a Value, rule: &str, location: &str) -> &'a Value {
-    s["findings"].as_array().unwrap().iter().find(|f| f["rule"] == rule && f["location"] == location).unwrap_or_else(|| panic!("no {rule} at {location}: {s:#}"))
+    s["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == rule && f["location"] == location)
+        .unwrap_or_else(|| panic!("no {rule} at {location}: {s:#}"))
 }
 
 #[tokio::test]
@@ -97,7 +122,10 @@ async fn secrets_bundle_and_dependencies_are_found_and_sorted() {
         assert!(!surface.contains(&key), "the key leaked: {surface}");
     }
     let stored = finding(&s, "stored_secret", "dist/assets/index-3f2a.js:2");
-    assert_eq!((stored["severity"].as_str(), stored["check"].as_str()), (Some("critical"), Some("bundle")));
+    assert_eq!(
+        (stored["severity"].as_str(), stored["check"].as_str()),
+        (Some("critical"), Some("bundle"))
+    );
     assert!(stored["message"].as_str().unwrap().contains("PAYMENTS_TOKEN"));
     assert_eq!(finding(&s, "stripe_key", "dist/assets/index-3f2a.js:2")["severity"], "critical");
     assert_eq!(finding(&s, "stripe_key", "src/config.js:2")["severity"], "high");
@@ -112,19 +140,32 @@ async fn secrets_bundle_and_dependencies_are_found_and_sorted() {
     let all = s["findings"].as_array().unwrap();
     for f in all {
         let loc = f["location"].as_str().unwrap();
-        assert!(!loc.starts_with("secret.log") && !loc.starts_with("node_modules") && !loc.contains("left-pad"), "{f}");
+        assert!(
+            !loc.starts_with("secret.log")
+                && !loc.starts_with("node_modules")
+                && !loc.contains("left-pad"),
+            "{f}"
+        );
         assert!(!(loc.starts_with("dist/") && f["check"] == "secrets"), "{f}");
     }
     // Worst first.
-    let rank = |v: &Value| ["critical", "high", "medium", "low"].iter().position(|s| v["severity"] == *s).unwrap();
+    let rank = |v: &Value| {
+        ["critical", "high", "medium", "low"].iter().position(|s| v["severity"] == *s).unwrap()
+    };
     assert!(all.windows(2).all(|w| rank(&w[0]) <= rank(&w[1])), "{s:#}");
     assert_eq!(s["counts"]["critical"], 3, "{s:#}");
-    assert!(text.starts_with("run_security_scan: 3 critical, 2 high"), "{text}");
+    // .env.local is not ignored here, so its key is also a source finding.
+    assert_eq!(finding(&s, "stripe_key", ".env.local:1")["severity"], "high");
+    assert!(text.starts_with("run_security_scan: 3 critical, 3 high, 0 medium"), "{text}");
     // What was skipped, and why.
     let checks = s["checks"].as_array().unwrap();
-    let status = |part: &str| checks.iter().find(|c| c["part"] == part).unwrap_or_else(|| panic!("{part}: {checks:?}"));
+    let status = |part: &str| {
+        checks.iter().find(|c| c["part"] == part).unwrap_or_else(|| panic!("{part}: {checks:?}"))
+    };
     assert_eq!(status("audit commands")["status"], "skipped");
-    assert!(status("audit commands")["detail"].as_str().unwrap().contains("audit_commands = false"));
+    assert!(
+        status("audit commands")["detail"].as_str().unwrap().contains("audit_commands = false")
+    );
     assert_eq!(status("database")["status"], "skipped");
     assert!(status("database")["detail"].as_str().unwrap().contains("no database is linked"));
     assert_eq!(status("osv")["status"], "ran");
@@ -134,7 +175,13 @@ async fn secrets_bundle_and_dependencies_are_found_and_sorted() {
 #[tokio::test]
 async fn checks_can_be_chosen_and_missing_inputs_are_said_plainly() {
     let f = fixture();
-    let (_, s) = scan(&f, SecurityConfig { audit_commands: false, ..SecurityConfig::default() }, Default::default(), json!({"checks": ["dependencies"]})).await;
+    let (_, s) = scan(
+        &f,
+        SecurityConfig { audit_commands: false, ..SecurityConfig::default() },
+        Default::default(),
+        json!({"checks": ["dependencies"]}),
+    )
+    .await;
     let checks = s["checks"].as_array().unwrap();
     assert!(checks.iter().all(|c| c["part"] != "secrets" && c["part"] != "bundle"), "{checks:?}");
     let osv = checks.iter().find(|c| c["part"] == "osv").unwrap();
@@ -142,15 +189,29 @@ async fn checks_can_be_chosen_and_missing_inputs_are_said_plainly() {
     assert!(osv["detail"].as_str().unwrap().contains("[security] osv_db"), "{osv}");
     std::fs::remove_dir_all(f.project.path().join("dist")).unwrap();
     let (_, s) = scan(&f, config(&f), Default::default(), json!({"checks": ["bundle"]})).await;
-    let bundle = s["checks"].as_array().unwrap().iter().find(|c| c["part"] == "bundle").unwrap().clone();
+    let bundle =
+        s["checks"].as_array().unwrap().iter().find(|c| c["part"] == "bundle").unwrap().clone();
     assert_eq!(bundle["status"], "skipped");
     assert!(bundle["detail"].as_str().unwrap().contains("build the app first"), "{bundle}");
     // Bad arguments name the field.
     let store: Arc<dyn SecretStore> = f.store.clone();
-    let registry = hands_scan::register(Registry::builder(CoreConfig::default()), &config(&f), &Default::default(), store).build();
+    let registry = hands_scan::register(
+        Registry::builder(CoreConfig::default()),
+        &config(&f),
+        &Default::default(),
+        store,
+    )
+    .build();
     let session = Session::one_shot(f.project.path());
-    for (args, want) in [(json!({"checks": []}), "`checks` is empty"), (json!({"checks": ["everything"]}), "checks"), (json!({"check": ["secrets"]}), "check")] {
-        let out = registry.dispatch(&session, ToolCall::new("c", "run_security_scan", args.clone())).await.unwrap();
+    for (args, want) in [
+        (json!({"checks": []}), "`checks` is empty"),
+        (json!({"checks": ["everything"]}), "checks"),
+        (json!({"check": ["secrets"]}), "check"),
+    ] {
+        let out = registry
+            .dispatch(&session, ToolCall::new("c", "run_security_scan", args.clone()))
+            .await
+            .unwrap();
         assert!(out.is_error && out.joined_text().contains(want), "{args}: {}", out.joined_text());
     }
     session.close().await;
@@ -181,19 +242,35 @@ async fn the_linked_database_without_row_level_security_is_reported() {
     tokio::spawn(conn);
     client.batch_execute(DATABASE).await.unwrap();
     let f = fixture();
-    f.store.put(f.project.path(), hands_connect::DB_URL_NAME, &SecretValue::new(url.clone())).unwrap();
+    f.store
+        .put(f.project.path(), hands_connect::DB_URL_NAME, &SecretValue::new(url.clone()))
+        .unwrap();
     let mut net = hands_net::NetConfig::default();
     net.allow_hosts = vec!["127.0.0.1".into()];
     let (text, s) = scan(&f, config(&f), net, json!({"checks": ["database"]})).await;
-    assert!(!text.contains(postgres::PASSWORD) && !s.to_string().contains(postgres::PASSWORD), "{text}");
+    assert!(
+        !text.contains(postgres::PASSWORD) && !s.to_string().contains(postgres::PASSWORD),
+        "{text}"
+    );
     assert_eq!(finding(&s, "rls_disabled", "table public.todos")["severity"], "high");
     assert_eq!(finding(&s, "rls_disabled", "table public.orphans")["severity"], "high");
-    assert!(finding(&s, "policy_exists_rls_disabled", "table public.orphans")["message"].as_str().unwrap().contains("do nothing"));
+    assert!(
+        finding(&s, "policy_exists_rls_disabled", "table public.orphans")["message"]
+            .as_str()
+            .unwrap()
+            .contains("do nothing")
+    );
     assert_eq!(finding(&s, "security_definer_view", "view public.open_todos")["severity"], "high");
     let function = finding(&s, "security_definer_function", "function public.elevate()");
     assert!(function["message"].as_str().unwrap().contains("anon role may call it"), "{function}");
-    let locations: Vec<&str> = s["findings"].as_array().unwrap().iter().map(|f| f["location"].as_str().unwrap()).collect();
-    for absent in ["table public.notes", "view public.safe_todos", "function public.plain()", "table private.hidden"] {
+    let locations: Vec<&str> =
+        s["findings"].as_array().unwrap().iter().map(|f| f["location"].as_str().unwrap()).collect();
+    for absent in [
+        "table public.notes",
+        "view public.safe_todos",
+        "function public.plain()",
+        "table private.hidden",
+    ] {
         assert!(!locations.contains(&absent), "{absent} is fine: {locations:?}");
     }
     // The address rule applies: without 127.0.0.1 allowed, the check fails and says why.

@@ -24,9 +24,10 @@ use crate::{database, deps, env};
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScanArgs {
-    /// The checks to run: any of `secrets`, `bundle`, `dependencies`, `database` (default all).
+    /// The checks to run: any of `secrets`, `bundle`, `dependencies`, `database` (default, or
+    /// an empty list: all).
     #[serde(default)]
-    pub checks: Option<Vec<Check>>,
+    pub checks: Vec<Check>,
 }
 
 /// How many findings of each severity.
@@ -107,15 +108,7 @@ impl Tool for RunSecurityScan {
     }
 
     async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {
-        let checks = match args.checks {
-            Some(list) if list.is_empty() => {
-                return Err(ToolError::model(
-                    "`checks` is empty: name some of secrets, bundle, dependencies, database, or leave it out for all",
-                ));
-            }
-            Some(list) => list,
-            None => Check::ALL.to_vec(),
-        };
+        let checks = if args.checks.is_empty() { Check::ALL.to_vec() } else { args.checks };
         let root = ctx.root().to_path_buf();
         let stored: Vec<(String, String)> = self
             .store

@@ -242,6 +242,8 @@ fn policies_give_the_plan_mode_and_sub_agent_lists() {
             "list_files",
             "glob",
             "grep",
+            // Issue 15: reading a document is research too.
+            "parse_document",
             "exit_plan_mode",
             "ask_user",
             "use_skill",
@@ -254,7 +256,15 @@ fn policies_give_the_plan_mode_and_sub_agent_lists() {
     assert!(build.contains(&"enter_plan_mode".to_owned()), "{build:?}");
     assert_eq!(
         hands_agent::subagent::tools(&registry),
-        ["read_file", "list_files", "glob", "grep", "use_skill", "read_runtime_errors"]
+        [
+            "read_file",
+            "list_files",
+            "glob",
+            "grep",
+            "parse_document",
+            "use_skill",
+            "read_runtime_errors"
+        ]
     );
     for (alias, name) in [("read", "read_file"), ("write", "write_file"), ("edit", "edit_file")] {
         assert_eq!(registry.get(alias).unwrap().spec().name, name);

@@ -142,6 +142,11 @@ enum ConfigAction {
 }
 
 fn main() -> ExitCode {
+    // parse_document's child: a document parsed under memory and time limits, nothing else run
+    // (no settings, no secrets, no tracing).
+    if std::env::args().nth(1).as_deref() == Some(hands_document::CHILD_SUBCOMMAND) {
+        return hands_document::child_main(std::env::args().skip(2));
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
@@ -367,7 +372,11 @@ fn build_registry_with_mcp(
     let builder = Registry::builder(loaded.settings.core()).conditions_with(move || {
         Conditions::from_process(config_json.clone()).with_secrets(secrets_of())
     });
-    let builder = hands_fs::register(builder, &loaded.settings.fs);
+    // read_file points to parse_document for PDFs and office files.
+    let hints = hands_fs::Hints { documents: Some(hands_document::NAME) };
+    let builder = hands_fs::register_with(builder, &loaded.settings.fs, hints);
+    // parse_document, parsing in a child: this binary again, with the hidden subcommand.
+    let builder = hands_document::register(builder, document_parser()?);
     let builder = hands_exec::register(builder, &loaded.settings.exec());
     // The session tools with their settings, and use_skill listing the project's skills too.
     let skills =
@@ -417,6 +426,13 @@ fn build_registry_with_mcp(
                 net: loaded.settings.net.clone(),
             };
             let builder = hands_connect::register(builder, &connect, &guard, store.clone());
+            // run_security_scan: the stored secrets are what it looks for.
+            let builder = hands_scan::register(
+                builder,
+                &loaded.settings.security,
+                &loaded.settings.net,
+                store.clone(),
+            );
             // connector_call, when the project has a connector file: a secret goes only to the
             // host recorded with it.
             hands_connectors::register(
@@ -452,6 +468,16 @@ fn build_registry_with_mcp(
         });
     }
     Ok((registry, mcp))
+}
+
+/// The document parser every tool that meets a document uses: children of this binary.
+fn document_parser() -> Result<std::sync::Arc<dyn hands_core::document::DocumentParser>> {
+    let program = std::env::current_exe().context("cannot find the hands binary's own path")?;
+    let command = hands_document::ChildCommand {
+        program,
+        args: vec![hands_document::CHILD_SUBCOMMAND.into()],
+    };
+    Ok(hands_document::parser(command, hands_document::Limits::default()))
 }
 
 /// The user's secret store, opened once per process, so that the redaction engine and

@@ -90,6 +90,7 @@ fn readme_tool_tables_are_the_registrys() {
             "mcp",
             "preview",
             "web",
+            "data",
             "project"
         ],
         "{markdown}"
@@ -105,6 +106,8 @@ fn readme_tool_tables_are_the_registrys() {
         "`download_to_repo`",
         "`enable_stripe`",
         "`connect_supabase`",
+        "`parse_document`",
+        "`run_security_scan`",
     ] {
         assert!(markdown.contains(&format!("| {name} |")), "{name} is not listed:\n{markdown}");
     }

@@ -205,6 +205,7 @@ const EXERCISED: &[&str] = &[
     "db_schema",
     "clone_site",
     "add_dependency",
+    "run_security_scan",
 ];
 
 #[test]
@@ -576,6 +577,27 @@ fn connect_tools_structured_results_validate() {
     );
     holds("db_schema", &s, &["information_schema", "sql_features"]);
     assert!(!text.contains(postgres::PASSWORD) && !s.to_string().contains(postgres::PASSWORD));
+}
+
+/// run_security_scan's structured result holds what its text says: a key in the build output
+/// (critical) and in a source file, and the parts it skipped with their reasons.
+#[test]
+fn run_security_scan_structured_result_validates() {
+    let mut p = Project::new();
+    p.settings.push("security.audit_commands=false".into());
+    let schemas = p.output_schemas();
+    let key = format!("sk_{}_{}", "live", "9fQ2xLmPz3RtY7uWv1bN5cKd");
+    p.put("src/pay.js", &format!("export const k = '{key}';\n"));
+    p.put("dist/app.js", &format!("var k='{key}';\n"));
+    let r = p.call("run_security_scan", &json!({"checks": ["secrets", "bundle", "database"]}));
+    let (text, s) = checked(&schemas, "run_security_scan", &r);
+    assert!(text.starts_with("run_security_scan: 1 critical, 1 high"), "{text}");
+    holds(
+        "run_security_scan",
+        &s,
+        &["dist/app.js:1", "src/pay.js:1", "stripe_key", "no database is linked"],
+    );
+    assert!(!text.contains(&key) && !s.to_string().contains(&key), "{text}");
 }
 
 /// clone_site in the real Chromium against a page served on 127.0.0.1.

@@ -144,7 +144,16 @@ async fn every_description_example_is_a_valid_call() {
 /// static site) and spawn_subagent.
 fn full_registry(root: &std::path::Path) -> Registry {
     std::fs::write(root.join("index.html"), "<h1>hi</h1>\n").unwrap();
-    let builder = hands_fs::register(Registry::builder(CoreConfig::default()), &Default::default());
+    // read_file pointing to parse_document, as the binary registers them.
+    let hints = hands_fs::Hints { documents: Some(hands_document::NAME) };
+    let builder = hands_fs::register_with(
+        Registry::builder(CoreConfig::default()),
+        &Default::default(),
+        hints,
+    );
+    let command = hands_document::ChildCommand { program: "hands".into(), args: Vec::new() };
+    let parser = hands_document::parser(command, hands_document::Limits::default());
+    let builder = hands_document::register(builder, parser);
     let builder = hands_exec::register(builder, &Default::default());
     let skills = hands_agent::UseSkill::discover(None, None);
     let builder = hands_agent::register_with(builder, &Default::default(), skills);
@@ -203,7 +212,7 @@ fn descriptions_name_only_tools_hands_offers() {
     assert!(unknown.is_empty(), "descriptions name what hands does not offer: {unknown:?}");
     // The names that were there before: hands offers none of them.
     for spec in &specs {
-        for absent in ["parse_document", "web_search", "web_scrape", "web_fetch", "db_schema"] {
+        for absent in ["web_search", "web_scrape", "web_fetch", "db_schema"] {
             assert!(!spec.description.contains(absent), "{} names {absent}", spec.name);
         }
     }
@@ -243,6 +252,8 @@ fn policies_give_the_plan_mode_and_sub_agent_lists() {
             "list_files",
             "glob",
             "grep",
+            // Issue 15: reading a document is research too.
+            "parse_document",
             "exit_plan_mode",
             "ask_user",
             "use_skill",
@@ -261,6 +272,7 @@ fn policies_give_the_plan_mode_and_sub_agent_lists() {
             "list_files",
             "glob",
             "grep",
+            "parse_document",
             "use_skill",
             "reference_project",
             "read_runtime_errors"

@@ -34,7 +34,7 @@ pub use grep::{Grep, GrepArgs, OutputMode};
 pub use hidden::{Hidden, SECRET_FILES};
 pub use ledger::Ledger;
 pub use list_files::{ListFiles, ListFilesArgs};
-pub use read_file::{ReadFile, ReadFileArgs};
+pub use read_file::{Hints, ReadFile, ReadFileArgs};
 pub use workspace::{RelPath, Workspace};
 pub use write_file::WriteFile;
 
@@ -42,9 +42,14 @@ use hands_core::RegistryBuilder;
 
 /// Register the six fs tools with `config`.
 pub fn register(builder: RegistryBuilder, config: &FsConfig) -> RegistryBuilder {
+    register_with(builder, config, Hints::default())
+}
+
+/// Register the six fs tools with `config`, read_file pointing to the tools `hints` names.
+pub fn register_with(builder: RegistryBuilder, config: &FsConfig, hints: Hints) -> RegistryBuilder {
     builder
         .spill_hint("read it with read_file and offset/limit, or grep it")
-        .tool(ReadFile::new(config.clone()))
+        .tool(ReadFile::with_hints(config.clone(), hints))
         .tool(WriteFile::new(config.clone()))
         .tool(EditFile::new(config.clone()))
         .tool(ListFiles::new(config.clone()))

@@ -37,14 +37,35 @@ pub struct ReadFileArgs {
 #[derive(Debug, Clone)]
 pub struct ReadFile {
     config: FsConfig,
+    hints: Hints,
 }
 
 impl ReadFile {
     /// With `config`.
     pub fn new(config: FsConfig) -> Self {
-        Self { config }
+        Self { config, hints: Hints::default() }
+    }
+
+    /// With `config`, pointing to the tools `hints` names.
+    pub fn with_hints(config: FsConfig, hints: Hints) -> Self {
+        Self { config, hints }
     }
 }
+
+/// Tools of other crates that read_file's description and messages may point to. hands-fs names
+/// none itself: the binary, which registers them, says which exist.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Hints {
+    /// The tool that extracts a document's text (PDF, DOCX, PPTX, spreadsheets).
+    pub documents: Option<&'static str>,
+}
+
+/// The sentence of read_file.md that the document hint replaces.
+const PDF_BY_BASH: &str =
+    "get a PDF's text with a command through bash (such as `pdftotext FILE -`)";
+
+/// Extensions of the documents the document tool reads, besides PDF (which is told by content).
+const DOCUMENTS: &[&str] = &[".docx", ".pptx", ".xlsx", ".xlsm", ".xlsb", ".xls", ".ods"];
 
 impl Tool for ReadFile {
     type Args = ReadFileArgs;
@@ -54,7 +75,14 @@ impl Tool for ReadFile {
     }
 
     fn description(&self) -> Cow<'static, str> {
-        Cow::Borrowed(include_str!("read_file.md"))
+        let text = include_str!("read_file.md");
+        match self.hints.documents {
+            Some(tool) => Cow::Owned(text.replace(
+                PDF_BY_BASH,
+                &format!("read the text of a document (PDF, DOCX, PPTX, XLSX, ODS, …) with {tool}"),
+            )),
+            None => Cow::Borrowed(text),
+        }
     }
 
     fn annotations(&self) -> Annotations {
@@ -78,12 +106,14 @@ impl Tool for ReadFile {
         // costs more than the read (measured: ~20 µs of a ~105 µs MCP round trip). Anything larger
         // goes to the blocking pool, so that a slow read never stalls the runtime.
         if meta.is_file() && meta.len() <= INLINE_MAX {
-            return read(&ctx, &self.config, &args, &ws, &path, file, &meta);
+            return read(&ctx, &self.config, &self.hints, &args, &ws, &path, file, &meta);
         }
-        let config = self.config.clone();
-        tokio::task::spawn_blocking(move || read(&ctx, &config, &args, &ws, &path, file, &meta))
-            .await
-            .map_err(|err| ToolError::Fatal(format!("read_file task failed: {err}")))?
+        let (config, hints) = (self.config.clone(), self.hints.clone());
+        tokio::task::spawn_blocking(move || {
+            read(&ctx, &config, &hints, &args, &ws, &path, file, &meta)
+        })
+        .await
+        .map_err(|err| ToolError::Fatal(format!("read_file task failed: {err}")))?
     }
 }
 
@@ -91,9 +121,11 @@ impl Tool for ReadFile {
 const INLINE_MAX: u64 = 64 * 1024;
 
 /// Read the opened `file` (its metadata `meta`) at `path` as `args` ask.
+#[allow(clippy::too_many_arguments)]
 fn read(
     ctx: &Context,
     config: &FsConfig,
+    hints: &Hints,
     args: &ReadFileArgs,
     ws: &Workspace,
     path: &RelPath,
@@ -151,11 +183,19 @@ fn read(
             )));
         }
         Kind::Binary(name) => {
-            let hint = if name.starts_with("PDF") {
+            let lower = path.display().to_ascii_lowercase();
+            let document = name.starts_with("PDF")
+                || (name.starts_with("ZIP") || name.contains("NUL"))
+                    && DOCUMENTS.iter().any(|ext| lower.ends_with(ext));
+            let hint = if let (true, Some(tool)) = (document, hints.documents) {
+                format!(" Get its text with {tool} (path: {}).", path.display())
+            } else if name.starts_with("PDF") {
                 " Get its text with a command through bash, such as `pdftotext FILE -` (poppler's \
                  pdftotext, if installed)."
+                    .to_owned()
             } else {
                 " Inspect it with a suitable command through bash if you need its contents."
+                    .to_owned()
             };
             return Err(ToolError::model(format!(
                 "{} is a binary file ({name}, {}); read_file shows only text and images.{hint}",

@@ -180,7 +180,8 @@ async fn binaries_are_refused_with_size_and_type() {
     p.put("doc.pdf", b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n");
     let err = p.err("read_file", json!({"path": "doc.pdf"})).await;
     assert!(err.contains("PDF document") && err.contains("pdftotext"), "{err}");
-    assert!(!err.contains("parse_document"), "hands offers no parse_document: {err}");
+    // Without a document tool registered, read_file names none.
+    assert!(!err.contains("parse_document"), "no parse_document registered: {err}");
     let mut blob = vec![0u8; 3000];
     blob[..4].copy_from_slice(b"\x7fELF");
     p.put("prog", &blob);
@@ -189,6 +190,28 @@ async fn binaries_are_refused_with_size_and_type() {
     p.put("data.bin", b"abc\0def");
     let err = p.err("read_file", json!({"path": "data.bin"})).await;
     assert!(err.contains("binary") && err.contains("7 bytes"), "{err}");
+}
+
+/// Issue 15, item 4: with the document tool registered (the binary's hint), read_file's message
+/// and description point to it for PDFs and office files, and not for other binaries.
+#[tokio::test]
+async fn documents_point_to_the_document_tool_when_it_is_registered() {
+    let hints = hands_fs::Hints { documents: Some("parse_document") };
+    let p = Project::with_hints(Default::default(), Default::default(), hints);
+    p.put("doc.pdf", b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n");
+    let err = p.err("read_file", json!({"path": "doc.pdf"})).await;
+    assert!(err.contains("Get its text with parse_document (path: doc.pdf)"), "{err}");
+    assert!(!err.contains("pdftotext"), "{err}");
+    p.put("sheet.xlsx", b"PK\x03\x04\x14\0\0\0rest");
+    let err = p.err("read_file", json!({"path": "sheet.xlsx"})).await;
+    assert!(err.contains("ZIP archive") && err.contains("parse_document"), "{err}");
+    p.put("bundle.zip", b"PK\x03\x04\x14\0\0\0rest");
+    let err = p.err("read_file", json!({"path": "bundle.zip"})).await;
+    assert!(!err.contains("parse_document"), "a plain zip is not a document: {err}");
+    let spec = p.registry.get("read_file").unwrap().spec();
+    assert!(
+        spec.description.contains("with parse_document") && !spec.description.contains("pdftotext")
+    );
 }
 
 #[tokio::test]

@@ -368,6 +368,41 @@ impl Engine {
     }
 }
 
+/// A secret found in a text by [`Engine::find_all`]: where it is and what it is, never its value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hit {
+    /// Its first byte's offset in the input.
+    pub start: usize,
+    /// The offset just past it.
+    pub end: usize,
+    /// The stored secret's name, or the rule's (`stripe_key`).
+    pub name: String,
+    /// True for a stored secret's value (or one of its forms), false for a key shape.
+    pub stored: bool,
+}
+
+impl Engine {
+    /// Every stored value and key shape in `input`, in order, as [`Redactor::redact`] would
+    /// replace them (for scanners that report where secrets are).
+    pub fn find_all(&self, input: &[u8]) -> Vec<Hit> {
+        let rules = self.rule_starts(input, input.len());
+        let mut found = Vec::new();
+        let mut at = 0;
+        while let Some(Found::Replace { start, end, with }) =
+            self.next(input, at, input.len(), false, &rules)
+        {
+            let label = String::from_utf8_lossy(&with);
+            let (stored, name) = match label.strip_prefix("[secret:") {
+                Some(rest) => (true, rest.trim_end_matches(']')),
+                None => (false, label.trim_start_matches("[redacted:").trim_end_matches(']')),
+            };
+            found.push(Hit { start, end, name: name.to_owned(), stored });
+            at = end.max(start + 1);
+        }
+        found
+    }
+}
+
 impl Redactor for Engine {
     fn redact(&self, input: &[u8], more: bool, out: &mut Vec<u8>) -> usize {
         let hold = if more { self.open_tail(input) } else { input.len() };

@@ -25,7 +25,7 @@ mod store;
 
 use std::sync::Arc;
 
-pub use engine::Engine;
+pub use engine::{Engine, Hit};
 pub use store::{
     MIN_VALUE, Store, check_host, check_name, check_value, default_dir, hint, project_scope,
 };

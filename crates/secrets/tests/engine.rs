@@ -259,3 +259,19 @@ fn a_thousand_values_are_each_found_at_every_offset() {
     let ordinary = "Compiling serde v1.0 (registry)\n   Finished release in 0.42s\n".repeat(50);
     assert!(!engine.finds(ordinary.as_bytes()));
 }
+
+/// Issue 15, item 5: find_all reports what redact replaces, by place and name, for scanners.
+#[test]
+fn find_all_reports_each_secret_where_redact_would_replace_it() {
+    let engine = Engine::new([("DB_PASSWORD", "CANARYfind-9d8c7b6a")]).unwrap();
+    let key = format!("sk_{}_{}", "live", "AbCdEfGhIjKlMnOpQrSt");
+    let text = format!("a {key} b CANARYfind-9d8c7b6a c Q0FOQVJZZmluZC05ZDhjN2I2YQ and text\n");
+    let hits = engine.find_all(text.as_bytes());
+    let shown: Vec<(usize, &str, bool)> =
+        hits.iter().map(|h| (h.start, h.name.as_str(), h.stored)).collect();
+    assert_eq!(shown[0], (2, "stripe_key", false));
+    assert_eq!(shown[1], (text.find("CANARY").unwrap(), "DB_PASSWORD", true));
+    assert_eq!(&text[hits[1].start..hits[1].end], "CANARYfind-9d8c7b6a");
+    assert_eq!(hits.len(), 3, "the base64 form too: {shown:?}");
+    assert!(engine.find_all(b"nothing secret here at all").is_empty());
+}

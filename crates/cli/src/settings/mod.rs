@@ -83,6 +83,8 @@ pub struct Settings {
     /// `[reference_projects]`: other projects of the user that reference_project reads, name →
     /// root (the user's only).
     pub reference_projects: BTreeMap<String, PathBuf>,
+    /// `[security]`: run_security_scan's advisory database and audit commands (the user's only).
+    pub security: hands_scan::SecurityConfig,
 }
 
 impl Default for Settings {
@@ -115,6 +117,7 @@ impl Default for Settings {
             supabase: hands_connect::SupabaseConfig::default(),
             deps: hands_deps::DepsConfig::default(),
             reference_projects: BTreeMap::new(),
+            security: hands_scan::SecurityConfig::default(),
         }
     }
 }

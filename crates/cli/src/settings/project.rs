@@ -42,6 +42,9 @@ pub(super) const USER_ONLY: &[&str] = &[
     "web_search",
     // Folders outside the project the model may read: a repository must not add one.
     "reference_projects",
+    // The advisory database and the audit commands: a repository must not clear its own
+    // vulnerable dependencies, nor send its lock files somewhere (issue 15).
+    "security",
 ];
 
 /// The most a project's `.hands/config.toml` may set each limit to (time limits in milliseconds,

@@ -23,8 +23,13 @@ impl Project {
     }
 
     pub fn with_configs(core: CoreConfig, config: FsConfig) -> Self {
+        Self::with_hints(core, config, hands_fs::Hints::default())
+    }
+
+    /// read_file pointing to the tools `hints` names (the binary's registration).
+    pub fn with_hints(core: CoreConfig, config: FsConfig, hints: hands_fs::Hints) -> Self {
         let tmp = tempfile::tempdir().unwrap();
-        let registry = hands_fs::register(Registry::builder(core), &config).build();
+        let registry = hands_fs::register_with(Registry::builder(core), &config, hints).build();
         let session = Session::new("test", tmp.path());
         Self { tmp, registry, session }
     }

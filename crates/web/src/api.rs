@@ -106,9 +106,10 @@ pub(crate) async fn send(
     request: Request,
 ) -> Result<Fetched, ToolError> {
     let once = |request: Request| async move {
-        guard.send(request, ctx.cancel_token()).await.map_err(|err| {
-            ToolError::model(format!("{tool} could not reach {service}: {err}"))
-        })
+        guard
+            .send(request, ctx.cancel_token())
+            .await
+            .map_err(|err| ToolError::model(format!("{tool} could not reach {service}: {err}")))
     };
     let fetched = once(request.clone()).await?;
     if fetched.status != 429 {

@@ -340,7 +340,8 @@ fn build(
             let mut request = Request::post(format!("{base}/search"), bytes)
                 .header("content-type", "application/json");
             if let Some(key) = key {
-                request = request.secret_header("authorization", api::authorization("Bearer", &key));
+                request =
+                    request.secret_header("authorization", api::authorization("Bearer", &key));
             }
             request
         }

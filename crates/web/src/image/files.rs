@@ -189,10 +189,7 @@ pub(super) fn slug(prompt: &str) -> String {
 }
 
 fn extension(path: &RelPath) -> String {
-    path.as_path()
-        .extension()
-        .map(|e| e.to_string_lossy().to_ascii_lowercase())
-        .unwrap_or_default()
+    path.as_path().extension().map(|e| e.to_string_lossy().to_ascii_lowercase()).unwrap_or_default()
 }
 
 fn same_extension(have: &str, want: &str) -> bool {
@@ -201,7 +198,8 @@ fn same_extension(have: &str, want: &str) -> bool {
 
 /// `dir/name.ext` as the `k`th of its series: `dir/name-k.EXT` (`k` = 1: `dir/name.EXT`).
 fn numbered(path: &RelPath, k: u32, ext: &str) -> RelPath {
-    let stem = path.as_path().file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let stem =
+        path.as_path().file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let name = if k <= 1 { format!("{stem}.{ext}") } else { format!("{stem}-{k}.{ext}") };
     path.parent().join(name)
 }
@@ -214,7 +212,10 @@ fn free_name(ws: &Workspace, path: &RelPath, ext: &str) -> Result<RelPath, ToolE
             return Ok(candidate);
         }
     }
-    Err(ToolError::model(format!("no free name next to {}; nothing more was written.", path.display())))
+    Err(ToolError::model(format!(
+        "no free name next to {}; nothing more was written.",
+        path.display()
+    )))
 }
 
 fn exists(ws: &Workspace, path: &RelPath) -> Result<bool, ToolError> {

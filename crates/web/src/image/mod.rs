@@ -13,9 +13,9 @@ mod providers;
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use hands_core::ToolOutput;
 use hands_core::secret::SecretStore;
 use hands_core::{Annotations, Content, Context, Family, Label, Policy, Tool, ToolError};
-use hands_core::ToolOutput;
 use hands_net::{Guard, NetConfig};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -185,7 +185,8 @@ impl ImageGen {
     /// Drawing with `config` through `guard` (whose rules also apply to the provider, with
     /// `config.timeout_ms` as its read timeout); keys read from `secrets`, then the environment.
     pub fn new(guard: Guard, config: ImageConfig, secrets: Option<Arc<dyn SecretStore>>) -> Self {
-        let slow = NetConfig { read_timeout_ms: config.timeout_ms.max(1), ..guard.config().clone() };
+        let slow =
+            NetConfig { read_timeout_ms: config.timeout_ms.max(1), ..guard.config().clone() };
         // The guard was built from the same rules, so this cannot fail; keep it if it does.
         let provider_guard = Guard::new(&slow).unwrap_or_else(|_| guard.clone());
         Self { provider_guard, guard, config, keys: Keys::new(secrets) }

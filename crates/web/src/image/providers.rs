@@ -181,9 +181,12 @@ async fn openai(
     let mut images = Vec::new();
     for item in value.get("data").and_then(Value::as_array).into_iter().flatten() {
         let Some(data) = item.get("b64_json").and_then(Value::as_str) else { continue };
-        let bytes = base64::engine::general_purpose::STANDARD.decode(data.trim()).map_err(|err| {
-            ToolError::model(format!("OpenAI's image data is not valid base64 ({err}); try again."))
-        })?;
+        let bytes =
+            base64::engine::general_purpose::STANDARD.decode(data.trim()).map_err(|err| {
+                ToolError::model(format!(
+                    "OpenAI's image data is not valid base64 ({err}); try again."
+                ))
+            })?;
         images.push(bytes);
     }
     if images.is_empty() {

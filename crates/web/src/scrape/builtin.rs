@@ -41,10 +41,14 @@ pub(super) async fn scrape(
     let request = Request::get(url)
         .header("accept", "text/html,application/xhtml+xml;q=0.9,text/plain;q=0.8,*/*;q=0.5")
         .max_bytes(MAX_FETCH_BYTES);
-    let fetched = guard
-        .send(request, ctx.cancel_token())
-        .await
-        .map_err(|err| ToolError::model(format!("web_scrape could not fetch the page: {err}")))?;
+    let fetched = guard.send(request, ctx.cancel_token()).await.map_err(|err| match err {
+        hands_net::NetError::TooLarge { url, limit } => ToolError::model(format!(
+            "web_scrape could not fetch the page: {url} sent more than {limit} bytes (after \
+                 decompression), and reading stopped there. A file that large is no web page: \
+                 save it with download_to_repo instead."
+        )),
+        err => ToolError::model(format!("web_scrape could not fetch the page: {err}")),
+    })?;
     if !(200..300).contains(&fetched.status) {
         return Err(ToolError::model(format!(
             "{} answered with HTTP status {}; check the URL.",
@@ -71,7 +75,9 @@ pub(super) async fn scrape(
                 .parse(fetched.body, &file, DocumentRequest::default(), ctx.cancel_token().clone())
                 .await
                 .map_err(|err| {
-                    ToolError::model(format!("{final_url} is a {name} that could not be read: {err}"))
+                    ToolError::model(format!(
+                        "{final_url} is a {name} that could not be read: {err}"
+                    ))
                 })?;
             let mut notes = vec![match parsed.parts {
                 Some(parts) => format!("A {} document of {parts} parts, as text.", parsed.format),
@@ -164,7 +170,10 @@ fn kind(content_type: Option<&str>, body: &[u8]) -> Kind {
         let shown = if declared.is_empty() { "binary data".to_owned() } else { declared };
         return Kind::Other(shown);
     }
-    let start = String::from_utf8_lossy(head).trim_start_matches('\u{feff}').trim_start().to_ascii_lowercase();
+    let start = String::from_utf8_lossy(head)
+        .trim_start_matches('\u{feff}')
+        .trim_start()
+        .to_ascii_lowercase();
     let looks_html = start.starts_with("<!doctype html")
         || start.starts_with("<html")
         || (start.starts_with('<') && (start.contains("<body") || start.contains("<head")));
@@ -208,7 +217,9 @@ fn decode(body: &[u8], content_type: Option<&str>, max: usize) -> String {
     let mut end = body.len().min(max);
     let charset = content_type
         .and_then(|c| c.to_ascii_lowercase().split("charset=").nth(1).map(str::to_owned))
-        .map(|c| c.trim_matches(|ch: char| ch == '"' || ch == '\'' || ch.is_whitespace()).to_owned())
+        .map(|c| {
+            c.trim_matches(|ch: char| ch == '"' || ch == '\'' || ch.is_whitespace()).to_owned()
+        })
         .unwrap_or_default();
     if matches!(charset.as_str(), "iso-8859-1" | "latin1" | "windows-1252" | "us-ascii") {
         return body[..end].iter().map(|&b| b as char).collect();
@@ -235,7 +246,10 @@ mod tests {
         assert_eq!(pdf, Kind::Document("application/pdf".into(), "PDF"));
         let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x02\0\0\0\x03\x08\x06\0\0\0";
         assert_eq!(kind(Some("text/html"), png), Kind::Other("image/png".into()));
-        assert_eq!(kind(Some("application/octet-stream"), b"\0\x01\x02"), Kind::Other("application/octet-stream".into()));
+        assert_eq!(
+            kind(Some("application/octet-stream"), b"\0\x01\x02"),
+            Kind::Other("application/octet-stream".into())
+        );
         let docx = "application/vnd.openxmlformats-officedocument.wordprocessingml.document";
         assert!(matches!(kind(Some(docx), b"PK\x03\x04rest"), Kind::Document(_, _)));
     }

@@ -42,19 +42,22 @@ pub(crate) fn extract(html: &str, url: &str, format: Format, main: bool) -> Page
     if let Some(noise) = doc.try_select(NOT_TEXT) {
         noise.remove();
     }
-    let page_title = doc
-        .try_select("title")
-        .map(|t| one_line(&t.text()))
-        .filter(|t| !t.is_empty());
+    let page_title = doc.try_select("title").map(|t| one_line(&t.text())).filter(|t| !t.is_empty());
     if format == Format::Links {
-        return Page { title: page_title, content: links(&doc, url).join("\n"), main_content: false, notes: Vec::new() };
+        return Page {
+            title: page_title,
+            content: links(&doc, url).join("\n"),
+            main_content: false,
+            notes: Vec::new(),
+        };
     }
     let mut notes = Vec::new();
     if main {
         let page_chars = visible_chars(&body_text(&doc));
         match main_content(&doc, url, format) {
             Ok((title, content, text_chars)) => {
-                let share = if page_chars == 0 { 1.0 } else { text_chars as f64 / page_chars as f64 };
+                let share =
+                    if page_chars == 0 { 1.0 } else { text_chars as f64 / page_chars as f64 };
                 if text_chars >= MIN_MAIN_CHARS && share >= MIN_MAIN_SHARE {
                     let title = title.filter(|t| !t.is_empty()).or(page_title);
                     return Page { title, content, main_content: true, notes };
@@ -65,7 +68,9 @@ pub(crate) fn extract(html: &str, url: &str, format: Format, main: bool) -> Page
                     share * 100.0
                 ));
             }
-            Err(why) => notes.push(format!("No main content was found ({why}), so this is the whole page.")),
+            Err(why) => {
+                notes.push(format!("No main content was found ({why}), so this is the whole page."))
+            }
         }
     }
     let content = match format {
@@ -227,7 +232,10 @@ mod tests {
         assert_eq!(page.content, "https://example.com/home\nhttps://other.example/x");
         let based = "<html><head><base href='https://cdn.example/'></head><body>\
                      <a href='a'>a</a><a href='a'>again</a><a href='javascript:x()'>js</a></body></html>";
-        assert_eq!(extract(based, "https://example.com/", Format::Links, true).content, "https://cdn.example/a");
+        assert_eq!(
+            extract(based, "https://example.com/", Format::Links, true).content,
+            "https://cdn.example/a"
+        );
     }
 
     #[test]
@@ -236,7 +244,12 @@ mod tests {
         assert!(page.main_content && page.content.contains("<p>"), "{}", page.content);
         let whole = extract(&article(20), "https://example.com/post", Format::Html, false);
         assert!(whole.content.contains("Footer text") && !whole.content.contains("var x=1"));
-        assert_eq!(html_to_text("<div><p>a <b>b</b></p><script>x</script><p>c</p></div>").split_whitespace().collect::<Vec<_>>(), ["a", "b", "c"]);
+        assert_eq!(
+            html_to_text("<div><p>a <b>b</b></p><script>x</script><p>c</p></div>")
+                .split_whitespace()
+                .collect::<Vec<_>>(),
+            ["a", "b", "c"]
+        );
         assert_eq!(tidy("a  \n\n\n\nb\n"), "a\n\nb");
     }
 }

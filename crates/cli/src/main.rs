@@ -390,8 +390,23 @@ fn build_registry_with_mcp(
     // web_search, when a search key is stored or set (or SearXNG is configured).
     let search_secrets =
         store.clone().map(|s| s as std::sync::Arc<dyn hands_core::secret::SecretStore>);
+    let builder = hands_web::register_search(
+        builder,
+        &guard,
+        &loaded.settings.web_search,
+        search_secrets.clone(),
+    );
+    // web_scrape, when FIRECRAWL_API_KEY is stored or set or the user turned on the built-in
+    // backend; image_gen, when the chosen image provider's key is. No document reader yet.
+    let builder = hands_web::register_scrape(
+        builder,
+        &guard,
+        &loaded.settings.web_scrape,
+        search_secrets.clone(),
+        None,
+    );
     let builder =
-        hands_web::register_search(builder, &guard, &loaded.settings.web_search, search_secrets);
+        hands_web::register_image(builder, &guard, &loaded.settings.image_gen, search_secrets);
     // enable_stripe and connect_supabase: keys asked of the user, verified (Stripe through the
     // guard, the database under its address rule) and kept in the user's secret store.
     let builder = match store.clone() {

@@ -51,7 +51,7 @@ fn tools_markdown() -> String {
     std::fs::write(
         home.join(".config/hands/config.toml"),
         format!(
-            "[model]\nmodel = \"test-model\"\n\n[web_search]\nprovider = \"searxng\"\nbase_url = \"http://127.0.0.1:9\"\n\n[mcp_servers.inner]\ncommand = {:?}\nargs = [\"mcp\", \"--root\", {:?}]\nenv = {{ HOME = {:?} }}\n",
+            "[model]\nmodel = \"test-model\"\n\n[web_search]\nprovider = \"searxng\"\nbase_url = \"http://127.0.0.1:9\"\n\n[web_scrape]\nbuiltin = true\n\n[mcp_servers.inner]\ncommand = {:?}\nargs = [\"mcp\", \"--root\", {:?}]\nenv = {{ HOME = {:?} }}\n",
             bin.display().to_string(),
             root.display().to_string(),
             // The inner hands must not read this configuration (it would start itself again).
@@ -63,6 +63,8 @@ fn tools_markdown() -> String {
         .unwrap()
         .env("HOME", &home)
         .env_remove("XDG_CONFIG_HOME")
+        // image_gen is offered while its key exists.
+        .env("FAL_KEY", "fal-readme-placeholder-key")
         .current_dir(&root)
         .timeout(std::time::Duration::from_secs(60))
         .args(["tools", "--markdown", "--root"])
@@ -104,6 +106,8 @@ fn readme_tool_tables_are_the_registrys() {
         "`download_to_repo`",
         "`enable_stripe`",
         "`connect_supabase`",
+        "`web_scrape`",
+        "`image_gen`",
     ] {
         assert!(markdown.contains(&format!("| {name} |")), "{name} is not listed:\n{markdown}");
     }

@@ -140,7 +140,25 @@ fn full_registry(root: &std::path::Path) -> Registry {
     let skills = hands_agent::UseSkill::discover(None, None);
     let builder = hands_agent::register_with(builder, &Default::default(), skills);
     let builder = hands_agent::subagent::register(builder, true);
-    hands_preview::register(builder, &Default::default(), &Default::default(), root).build()
+    let builder = hands_preview::register(builder, &Default::default(), &Default::default(), root);
+    // The web tools as their keys and settings offer them: web_search with a SearXNG, web_scrape
+    // with its built-in backend, image_gen with FAL_KEY.
+    let guard = hands_net::Guard::new(&Default::default()).unwrap();
+    let builder = hands_web::register(builder, &guard, &Default::default());
+    let searxng = hands_web::SearchConfig {
+        provider: Some(hands_web::Provider::Searxng),
+        base_url: Some("http://127.0.0.1:9".into()),
+    };
+    let builder = hands_web::register_search(builder, &guard, &searxng, None);
+    let scrape = hands_web::ScrapeConfig { builtin: true, base_url: None };
+    let builder = hands_web::register_scrape(builder, &guard, &scrape, None, None);
+    let builder = hands_web::register_image(builder, &guard, &Default::default(), None);
+    builder
+        .conditions(hands_core::Conditions {
+            secrets: [hands_web::FAL_KEY.to_owned()].into_iter().collect(),
+            ..Default::default()
+        })
+        .build()
 }
 
 /// Property names anywhere in `schema`.
@@ -193,7 +211,7 @@ fn descriptions_name_only_tools_hands_offers() {
     assert!(unknown.is_empty(), "descriptions name what hands does not offer: {unknown:?}");
     // The names that were there before: hands offers none of them.
     for spec in &specs {
-        for absent in ["parse_document", "web_search", "web_scrape", "web_fetch", "db_schema"] {
+        for absent in ["parse_document", "web_fetch", "db_schema"] {
             assert!(!spec.description.contains(absent), "{} names {absent}", spec.name);
         }
     }
@@ -237,7 +255,9 @@ fn policies_give_the_plan_mode_and_sub_agent_lists() {
             "ask_user",
             "use_skill",
             "spawn_subagent",
-            "read_runtime_errors"
+            "read_runtime_errors",
+            "web_search",
+            "web_scrape"
         ]
     );
     let build: Vec<String> = registry.list(Mode::Build).into_iter().map(|s| s.name).collect();
@@ -245,7 +265,16 @@ fn policies_give_the_plan_mode_and_sub_agent_lists() {
     assert!(build.contains(&"enter_plan_mode".to_owned()), "{build:?}");
     assert_eq!(
         hands_agent::subagent::tools(&registry),
-        ["read_file", "list_files", "glob", "grep", "use_skill", "read_runtime_errors"]
+        [
+            "read_file",
+            "list_files",
+            "glob",
+            "grep",
+            "use_skill",
+            "read_runtime_errors",
+            "web_search",
+            "web_scrape"
+        ]
     );
     for (alias, name) in [("read", "read_file"), ("write", "write_file"), ("edit", "edit_file")] {
         assert_eq!(registry.get(alias).unwrap().spec().name, name);

@@ -40,6 +40,9 @@ pub(super) const USER_ONLY: &[&str] = &[
     "stripe",
     "supabase",
     "web_search",
+    // Which backend fetches pages, which provider is paid for images, and where keys go.
+    "web_scrape",
+    "image_gen",
 ];
 
 /// The most a project's `.hands/config.toml` may set each limit to (time limits in milliseconds,

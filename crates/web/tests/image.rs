@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,7 +13,7 @@ use base64::Engine as _;
 use common::{Fake, MemoryStore, Reply};
 use hands_core::config::Approval;
 use hands_core::secret::{SecretStore, SecretValue};
-use hands_core::{Conditions, Content, CoreConfig, Mode, Registry, Session, ToolCall, ToolOutput};
+use hands_core::{Content, CoreConfig, Mode, Registry, Session, ToolCall, ToolOutput};
 use hands_web::{FAL_KEY, ImageConfig, ImageProvider, OPENAI_KEY};
 use serde_json::{Value, json};
 
@@ -34,15 +33,7 @@ fn setup_with(config: ImageConfig, keys: &[(&str, &str)], core: CoreConfig) -> S
     for (name, value) in keys {
         store.put(tmp.path(), name, &SecretValue::new(*value)).unwrap();
     }
-    let reader = {
-        let store = Arc::clone(&store);
-        let root = tmp.path().to_path_buf();
-        move || Conditions {
-            config: Value::Null,
-            env: BTreeMap::new(),
-            secrets: store.list(&root).into_iter().map(|s| s.name).collect(),
-        }
-    };
+    let reader = common::conditions_of(&store, tmp.path());
     let dynstore: Arc<dyn SecretStore> = store.clone();
     let builder = Registry::builder(core).conditions_with(reader);
     let registry =

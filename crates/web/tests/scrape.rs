@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -15,8 +14,7 @@ use common::{Fake, MemoryStore, Reply, Seen};
 use hands_core::document::{DocumentError, DocumentParser, DocumentRequest, ParsedDocument};
 use hands_core::secret::{SecretStore, SecretValue};
 use hands_core::{
-    BoxFuture, CancellationToken, Conditions, CoreConfig, Mode, Registry, Session, ToolCall,
-    ToolOutput,
+    BoxFuture, CancellationToken, CoreConfig, Mode, Registry, Session, ToolCall, ToolOutput,
 };
 use hands_web::{FIRECRAWL_KEY, ScrapeConfig};
 use serde_json::{Value, json};
@@ -42,15 +40,7 @@ fn setup_with(
     for (name, value) in keys {
         store.put(tmp.path(), name, &SecretValue::new(*value)).unwrap();
     }
-    let reader = {
-        let store = Arc::clone(&store);
-        let root = tmp.path().to_path_buf();
-        move || Conditions {
-            config: Value::Null,
-            env: BTreeMap::new(),
-            secrets: store.list(&root).into_iter().map(|s| s.name).collect(),
-        }
-    };
+    let reader = common::conditions_of(&store, tmp.path());
     let dynstore: Arc<dyn SecretStore> = store.clone();
     let builder = Registry::builder(CoreConfig::default()).conditions_with(reader);
     let guard = common::guard(read_timeout_ms);

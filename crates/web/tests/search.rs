@@ -37,15 +37,7 @@ fn setup(config: SearchConfig, keys: &[(&str, &str)]) -> Setup {
     }
     let net = hands_net::NetConfig { allow_hosts: vec!["127.0.0.1".into()], ..Default::default() };
     let guard = hands_net::Guard::new(&net).unwrap();
-    let reader = {
-        let store = Arc::clone(&store);
-        let root = tmp.path().to_path_buf();
-        move || Conditions {
-            config: Value::Null,
-            env: BTreeMap::new(),
-            secrets: store.list(&root).into_iter().map(|s| s.name).collect(),
-        }
-    };
+    let reader = common::conditions_of(&store, tmp.path());
     let dynstore: Arc<dyn SecretStore> = store.clone();
     let builder = Registry::builder(CoreConfig::default()).conditions_with(reader);
     let registry = hands_web::register_search(builder, &guard, &config, Some(dynstore)).build();

@@ -6,12 +6,11 @@
 //! when its name is taken by the time it is written (or its type needs another extension), it is
 //! saved under the next free name, and the result says so.
 
-use std::io;
-
 use hands_core::{Context, ToolError};
 use hands_fs::{FsConfig, RelPath, Workspace, atomic};
 
 use super::SavedImage;
+use crate::download::exists;
 
 /// The folder of images saved without a `path`.
 const MEDIA_DIR: &str = ".hands/media";
@@ -216,18 +215,6 @@ fn free_name(ws: &Workspace, path: &RelPath, ext: &str) -> Result<RelPath, ToolE
         "no free name next to {}; nothing more was written.",
         path.display()
     )))
-}
-
-fn exists(ws: &Workspace, path: &RelPath) -> Result<bool, ToolError> {
-    match ws.dir().symlink_metadata(path.for_open()) {
-        Ok(_) => Ok(true),
-        Err(err)
-            if matches!(err.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) =>
-        {
-            Ok(false)
-        }
-        Err(err) => Err(ws.io_error("checked", path, &err)),
-    }
 }
 
 #[cfg(test)]

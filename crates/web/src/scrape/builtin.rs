@@ -217,6 +217,7 @@ fn decode(body: &[u8], content_type: Option<&str>, max: usize) -> String {
     let mut end = body.len().min(max);
     let charset = content_type
         .and_then(|c| c.to_ascii_lowercase().split("charset=").nth(1).map(str::to_owned))
+        .and_then(|c| c.split(';').next().map(str::to_owned))
         .map(|c| {
             c.trim_matches(|ch: char| ch == '"' || ch == '\'' || ch.is_whitespace()).to_owned()
         })
@@ -260,6 +261,7 @@ mod tests {
         let cut = decode(text.as_bytes(), None, 4);
         assert_eq!(cut, "aéa");
         assert_eq!(decode(b"caf\xe9", Some("text/html; charset=ISO-8859-1"), 100), "café");
+        assert_eq!(decode(b"caf\xe9", Some("text/html; charset=\"latin1\"; q=1"), 100), "café");
         assert_eq!(decode(b"ok", Some("text/html"), 100), "ok");
     }
 }

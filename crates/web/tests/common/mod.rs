@@ -68,6 +68,21 @@ impl SecretStore for MemoryStore {
     }
 }
 
+/// Conditions that see the names `store` grants `root`, and no environment: a tool offered "when
+/// its key exists" comes and goes with the store.
+pub fn conditions_of(
+    store: &Arc<MemoryStore>,
+    root: &Path,
+) -> impl Fn() -> hands_core::Conditions + Send + Sync + 'static {
+    let store = Arc::clone(store);
+    let root = root.to_path_buf();
+    move || hands_core::Conditions {
+        config: serde_json::Value::Null,
+        env: BTreeMap::new(),
+        secrets: store.list(&root).into_iter().map(|s| s.name).collect(),
+    }
+}
+
 /// One request as the fake saw it.
 #[derive(Debug, Clone)]
 pub struct Seen {

@@ -255,9 +255,9 @@ fn policies_give_the_plan_mode_and_sub_agent_lists() {
             "ask_user",
             "use_skill",
             "spawn_subagent",
-            "read_runtime_errors",
             "web_search",
-            "web_scrape"
+            "web_scrape",
+            "read_runtime_errors"
         ]
     );
     let build: Vec<String> = registry.list(Mode::Build).into_iter().map(|s| s.name).collect();
@@ -271,9 +271,9 @@ fn policies_give_the_plan_mode_and_sub_agent_lists() {
             "glob",
             "grep",
             "use_skill",
-            "read_runtime_errors",
             "web_search",
-            "web_scrape"
+            "web_scrape",
+            "read_runtime_errors"
         ]
     );
     for (alias, name) in [("read", "read_file"), ("write", "write_file"), ("edit", "edit_file")] {

@@ -375,8 +375,10 @@ fn build_registry_with_mcp(
     // read_file points to parse_document for PDFs and office files.
     let hints = hands_fs::Hints { documents: Some(hands_document::NAME) };
     let builder = hands_fs::register_with(builder, &loaded.settings.fs, hints);
-    // parse_document, parsing in a child: this binary again, with the hidden subcommand.
-    let builder = hands_document::register(builder, document_parser()?);
+    // parse_document, parsing in a child: this binary again, with the hidden subcommand. The same
+    // parser reads the PDFs and office files web_scrape fetches.
+    let documents = document_parser()?;
+    let builder = hands_document::register(builder, documents.clone());
     let builder = hands_exec::register(builder, &loaded.settings.exec());
     // The session tools with their settings, and use_skill listing the project's skills too.
     let skills =
@@ -414,8 +416,24 @@ fn build_registry_with_mcp(
     // web_search, when a search key is stored or set (or SearXNG is configured).
     let search_secrets =
         store.clone().map(|s| s as std::sync::Arc<dyn hands_core::secret::SecretStore>);
+    let builder = hands_web::register_search(
+        builder,
+        &guard,
+        &loaded.settings.web_search,
+        search_secrets.clone(),
+    );
+    // web_scrape, when FIRECRAWL_API_KEY is stored or set or the user turned on the built-in
+    // backend, reading fetched documents with parse_document's parser; image_gen, when the
+    // chosen image provider's key is.
+    let builder = hands_web::register_scrape(
+        builder,
+        &guard,
+        &loaded.settings.web_scrape,
+        search_secrets.clone(),
+        Some(documents),
+    );
     let builder =
-        hands_web::register_search(builder, &guard, &loaded.settings.web_search, search_secrets);
+        hands_web::register_image(builder, &guard, &loaded.settings.image_gen, search_secrets);
     // enable_stripe and connect_supabase: keys asked of the user, verified (Stripe through the
     // guard, the database under its address rule) and kept in the user's secret store.
     let builder = match store.clone() {

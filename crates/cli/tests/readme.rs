@@ -52,7 +52,7 @@ fn tools_markdown() -> String {
     std::fs::write(
         home.join(".config/hands/config.toml"),
         format!(
-            "[model]\nmodel = \"test-model\"\n\n[web_search]\nprovider = \"searxng\"\nbase_url = \"http://127.0.0.1:9\"\n\n[mcp_servers.inner]\ncommand = {:?}\nargs = [\"mcp\", \"--root\", {:?}]\nenv = {{ HOME = {:?} }}\n\n[reference_projects]\nshop = \"/nonexistent/shop\"\n",
+            "[model]\nmodel = \"test-model\"\n\n[web_search]\nprovider = \"searxng\"\nbase_url = \"http://127.0.0.1:9\"\n\n[web_scrape]\nbuiltin = true\n\n[mcp_servers.inner]\ncommand = {:?}\nargs = [\"mcp\", \"--root\", {:?}]\nenv = {{ HOME = {:?} }}\n\n[reference_projects]\nshop = \"/nonexistent/shop\"\n",
             bin.display().to_string(),
             root.display().to_string(),
             // The inner hands must not read this configuration (it would start itself again).
@@ -64,6 +64,8 @@ fn tools_markdown() -> String {
         .unwrap()
         .env("HOME", &home)
         .env_remove("XDG_CONFIG_HOME")
+        // image_gen is offered while its key exists.
+        .env("FAL_KEY", "fal-readme-placeholder-key")
         .current_dir(&root)
         .timeout(std::time::Duration::from_secs(60))
         .args(["tools", "--markdown", "--root"])
@@ -108,6 +110,8 @@ fn readme_tool_tables_are_the_registrys() {
         "`connect_supabase`",
         "`parse_document`",
         "`run_security_scan`",
+        "`web_scrape`",
+        "`image_gen`",
     ] {
         assert!(markdown.contains(&format!("| {name} |")), "{name} is not listed:\n{markdown}");
     }

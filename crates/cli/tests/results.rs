@@ -206,6 +206,8 @@ const EXERCISED: &[&str] = &[
     "clone_site",
     "add_dependency",
     "run_security_scan",
+    "web_scrape",
+    "image_gen",
 ];
 
 #[test]
@@ -643,4 +645,88 @@ fn add_dependency_structured_result_validates() {
     let (text, s) = checked(&schemas, "add_dependency", &p.call("add_dependency", &args));
     holds("add_dependency", &s, &["cargo", "helper", "0.2.0", "ws/Cargo.lock"]);
     assert!(text.contains("+ helper 0.2.0"), "{text}");
+}
+
+/// web_scrape's built-in backend on a page served on 127.0.0.1, and image_gen through a fake fal
+/// on 127.0.0.1 (its image as a `data:` URL), with the key stored by `hands secrets set`.
+#[test]
+fn web_scrape_and_image_gen_structured_results_validate() {
+    let mut p = Project::new();
+    let paragraphs: String = (0..20)
+        .map(|i| format!("<p>Paragraph {i} of the scraped article, long enough to count.</p>"))
+        .collect();
+    let article: &'static str = Box::leak(
+        format!("<!doctype html><title>Scraped page</title><article>{paragraphs}</article>")
+            .into_boxed_str(),
+    );
+    let page = html_page(article);
+    const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAEElEQVR4nGP4z8AARAwQCgAf7gP9i18U1AAAAABJRU5ErkJggg==";
+    let answer: &'static str = Box::leak(
+        json!({"images": [{"url": format!("data:image/png;base64,{PNG}")}], "prompt": "a dot"})
+            .to_string()
+            .into_boxed_str(),
+    );
+    let fal = json_server(answer);
+    p.settings.push(r#"net.allow_hosts=["127.0.0.1"]"#.into());
+    p.settings.push("web_scrape.builtin=true".into());
+    p.settings.push(format!("image_gen.base_url={}", fal.trim_end_matches('/')));
+    let stored = p
+        .hands()
+        .args(["secrets", "set", "FAL_KEY", "--root"])
+        .arg(&p.root)
+        .write_stdin("fal-results-key:0123456789\n")
+        .output()
+        .unwrap();
+    assert!(stored.status.success(), "{}", String::from_utf8_lossy(&stored.stderr));
+    let schemas = p.output_schemas();
+
+    let (text, s) = checked(&schemas, "web_scrape", &p.call("web_scrape", &json!({"url": page})));
+    assert!(text.contains("Paragraph 19 of the scraped article"), "{text}");
+    holds("web_scrape", &s, &["Scraped page", "builtin", "Paragraph 19 of the scraped"]);
+
+    let result = p.call("image_gen", &json!({"prompt": "a dot", "path": "dot.png"}));
+    let (text, s) = checked(&schemas, "image_gen", &result);
+    assert!(text.contains("dot.png (2×2 px, image/png"), "{text}");
+    holds("image_gen", &s, &["dot.png", "image/png", "fal-ai/flux/schnell"]);
+    assert_eq!(result["content"][1]["type"], "image", "{result}");
+    assert!(p.root.join("dot.png").exists());
+}
+
+/// A server on 127.0.0.1 answering every request, read whole (its body too), with `body` as JSON.
+fn json_server(body: &'static str) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+            let mut request = Vec::new();
+            let mut buf = [0u8; 4096];
+            loop {
+                if let Some(end) = request.windows(4).position(|w| w == b"\r\n\r\n") {
+                    let head = String::from_utf8_lossy(&request[..end]).to_ascii_lowercase();
+                    let len = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse::<usize>().ok())
+                        .unwrap_or(0);
+                    if request.len() >= end + 4 + len {
+                        break;
+                    }
+                }
+                match stream.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => request.extend_from_slice(&buf[..n]),
+                }
+            }
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+                 Connection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(body.as_bytes());
+        }
+    });
+    url
 }

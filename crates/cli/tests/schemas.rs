@@ -80,7 +80,7 @@ fn tools_list() -> Vec<Value> {
     std::fs::write(
         home.join(".config/hands/config.toml"),
         format!(
-            "[model]\nmodel = \"test-model\"\n\n[mcp_servers.inner]\ncommand = {:?}\nargs = [\"mcp\", \"--root\", {:?}]\nenv = {{ HOME = {:?} }}\n",
+            "[model]\nmodel = \"test-model\"\n\n[web_scrape]\nbuiltin = true\n\n[mcp_servers.inner]\ncommand = {:?}\nargs = [\"mcp\", \"--root\", {:?}]\nenv = {{ HOME = {:?} }}\n",
             bin.display().to_string(),
             root.display().to_string(),
             // The inner hands must not read this configuration (it would start itself again).
@@ -92,6 +92,8 @@ fn tools_list() -> Vec<Value> {
         .unwrap()
         .env("HOME", &home)
         .env_remove("XDG_CONFIG_HOME")
+        // image_gen is offered while its key exists.
+        .env("FAL_KEY", "fal-readme-placeholder-key")
         .current_dir(&root)
         .timeout(std::time::Duration::from_secs(60))
         .args(["tools", "--json", "--root"])
@@ -110,6 +112,8 @@ fn tools_list() -> Vec<Value> {
         "mcp_call",
         "spawn_subagent",
         "mcp__inner__grep",
+        "web_scrape",
+        "image_gen",
     ] {
         assert!(names.contains(&name), "{name} is not offered: {names:?}");
     }

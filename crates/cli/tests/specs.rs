@@ -159,7 +159,25 @@ fn full_registry(root: &std::path::Path) -> Registry {
     let builder = hands_agent::register_with(builder, &Default::default(), skills);
     let builder = hands_agent::subagent::register(builder, true);
     let builder = project_tools(builder);
-    hands_preview::register(builder, &Default::default(), &Default::default(), root).build()
+    let builder = hands_preview::register(builder, &Default::default(), &Default::default(), root);
+    // The web tools as their keys and settings offer them: web_search with a SearXNG, web_scrape
+    // with its built-in backend, image_gen with FAL_KEY.
+    let guard = hands_net::Guard::new(&Default::default()).unwrap();
+    let builder = hands_web::register(builder, &guard, &Default::default());
+    let searxng = hands_web::SearchConfig {
+        provider: Some(hands_web::Provider::Searxng),
+        base_url: Some("http://127.0.0.1:9".into()),
+    };
+    let builder = hands_web::register_search(builder, &guard, &searxng, None);
+    let scrape = hands_web::ScrapeConfig { builtin: true, base_url: None };
+    let builder = hands_web::register_scrape(builder, &guard, &scrape, None, None);
+    let builder = hands_web::register_image(builder, &guard, &Default::default(), None);
+    builder
+        .conditions(hands_core::Conditions {
+            secrets: [hands_web::FAL_KEY.to_owned()].into_iter().collect(),
+            ..Default::default()
+        })
+        .build()
 }
 
 /// Property names anywhere in `schema`.
@@ -212,7 +230,7 @@ fn descriptions_name_only_tools_hands_offers() {
     assert!(unknown.is_empty(), "descriptions name what hands does not offer: {unknown:?}");
     // The names that were there before: hands offers none of them.
     for spec in &specs {
-        for absent in ["web_search", "web_scrape", "web_fetch", "db_schema"] {
+        for absent in ["web_fetch"] {
             assert!(!spec.description.contains(absent), "{} names {absent}", spec.name);
         }
     }
@@ -259,6 +277,8 @@ fn policies_give_the_plan_mode_and_sub_agent_lists() {
             "use_skill",
             "spawn_subagent",
             "reference_project",
+            "web_search",
+            "web_scrape",
             "read_runtime_errors"
         ]
     );
@@ -275,6 +295,8 @@ fn policies_give_the_plan_mode_and_sub_agent_lists() {
             "parse_document",
             "use_skill",
             "reference_project",
+            "web_search",
+            "web_scrape",
             "read_runtime_errors"
         ]
     );

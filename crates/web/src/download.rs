@@ -222,7 +222,8 @@ fn target(
     Ok((ws, path, extension))
 }
 
-fn exists(ws: &Workspace, path: &RelPath) -> Result<bool, ToolError> {
+/// Whether anything (a file, a folder, a symlink) is at `path`; also image_gen's check.
+pub(crate) fn exists(ws: &Workspace, path: &RelPath) -> Result<bool, ToolError> {
     match ws.dir().symlink_metadata(path.for_open()) {
         Ok(_) => Ok(true),
         Err(err)

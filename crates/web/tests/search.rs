@@ -3,148 +3,19 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hands_core::secret::{SecretError, SecretScope, SecretStore, SecretValue, StoredSecret};
+use hands_core::secret::{SecretStore, SecretValue};
 use hands_core::{Conditions, CoreConfig, Mode, Registry, Session, ToolCall, ToolOutput};
 use hands_web::{Provider, SearchConfig};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 const TAVILY: &str = "tvly-CANARYtavily0123456789";
 const BRAVE: &str = "BSA-CANARYbrave0123456789";
 
-#[derive(Default)]
-struct MemoryStore(Mutex<BTreeMap<(PathBuf, String), SecretValue>>);
-
-impl SecretStore for MemoryStore {
-    fn put(
-        &self,
-        root: &Path,
-        name: &str,
-        value: &SecretValue,
-    ) -> Result<StoredSecret, SecretError> {
-        self.0.lock().unwrap().insert((root.to_path_buf(), name.to_owned()), value.clone());
-        Ok(StoredSecret {
-            name: name.to_owned(),
-            scope: SecretScope::Project(root.display().to_string()),
-            hint: "x…x".into(),
-        })
-    }
-    fn get(&self, root: &Path, name: &str) -> Option<SecretValue> {
-        self.0.lock().unwrap().get(&(root.to_path_buf(), name.to_owned())).cloned()
-    }
-    fn list(&self, root: &Path) -> Vec<StoredSecret> {
-        let names: Vec<String> = self
-            .0
-            .lock()
-            .unwrap()
-            .keys()
-            .filter(|(r, _)| r == root)
-            .map(|(_, n)| n.clone())
-            .collect();
-        names
-            .into_iter()
-            .map(|name| StoredSecret {
-                name,
-                scope: SecretScope::Project(root.display().to_string()),
-                hint: "x…x".into(),
-            })
-            .collect()
-    }
-    fn delete(&self, root: &Path, name: &str) -> Result<bool, SecretError> {
-        Ok(self.0.lock().unwrap().remove(&(root.to_path_buf(), name.to_owned())).is_some())
-    }
-}
-
-/// One request as the fake saw it.
-#[derive(Debug, Clone)]
-struct Seen {
-    head: String,
-    body: String,
-}
-
-impl Seen {
-    fn header(&self, name: &str) -> Option<String> {
-        self.head.lines().find_map(|l| {
-            l.split_once(':')
-                .filter(|(k, _)| k.eq_ignore_ascii_case(name))
-                .map(|(_, v)| v.trim().to_owned())
-        })
-    }
-}
-
-/// The answers, in order (the last one repeats): status line, extra headers, body.
-type Script = Vec<(&'static str, &'static str, String)>;
-
-struct Fake {
-    url: String,
-    seen: Arc<Mutex<Vec<Seen>>>,
-}
-
-impl Fake {
-    async fn start(script: Script) -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let log = Arc::clone(&seen);
-        let script = Arc::new(script);
-        tokio::spawn(async move {
-            while let Ok((mut stream, _)) = listener.accept().await {
-                let log = Arc::clone(&log);
-                let script = Arc::clone(&script);
-                tokio::spawn(async move {
-                    let mut buf = Vec::new();
-                    let mut chunk = [0u8; 8192];
-                    let (head, body) = loop {
-                        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                            let head = String::from_utf8_lossy(&buf[..end]).into_owned();
-                            let len: usize = head
-                                .lines()
-                                .find_map(|l| {
-                                    l.split_once(':')
-                                        .filter(|(k, _)| k.eq_ignore_ascii_case("content-length"))
-                                        .and_then(|(_, v)| v.trim().parse().ok())
-                                })
-                                .unwrap_or(0);
-                            if buf.len() >= end + 4 + len {
-                                let body = String::from_utf8_lossy(&buf[end + 4..end + 4 + len])
-                                    .into_owned();
-                                break (head, body);
-                            }
-                        }
-                        match stream.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                        }
-                        if buf.len() > 1 << 20 {
-                            return;
-                        }
-                    };
-                    let n = {
-                        let mut log = log.lock().unwrap();
-                        log.push(Seen { head, body });
-                        log.len() - 1
-                    };
-                    let (status, extra, body) = &script[n.min(script.len() - 1)];
-                    let response = format!(
-                        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\n{extra}content-length: {}\r\nconnection: close\r\n\r\n{body}",
-                        body.len()
-                    );
-                    let _ = stream.write_all(response.as_bytes()).await;
-                    let _ = stream.shutdown().await;
-                });
-            }
-        });
-        Self { url, seen }
-    }
-
-    fn seen(&self) -> Vec<Seen> {
-        self.seen.lock().unwrap().clone()
-    }
-}
+mod common;
+use common::{Fake, MemoryStore, Script};
 
 fn ok(body: Value) -> Script {
     vec![("200 OK", "", body.to_string())]
@@ -166,15 +37,7 @@ fn setup(config: SearchConfig, keys: &[(&str, &str)]) -> Setup {
     }
     let net = hands_net::NetConfig { allow_hosts: vec!["127.0.0.1".into()], ..Default::default() };
     let guard = hands_net::Guard::new(&net).unwrap();
-    let reader = {
-        let store = Arc::clone(&store);
-        let root = tmp.path().to_path_buf();
-        move || Conditions {
-            config: Value::Null,
-            env: BTreeMap::new(),
-            secrets: store.list(&root).into_iter().map(|s| s.name).collect(),
-        }
-    };
+    let reader = common::conditions_of(&store, tmp.path());
     let dynstore: Arc<dyn SecretStore> = store.clone();
     let builder = Registry::builder(CoreConfig::default()).conditions_with(reader);
     let registry = hands_web::register_search(builder, &guard, &config, Some(dynstore)).build();
@@ -418,6 +281,65 @@ async fn a_silent_server_times_out() {
     assert!(out.is_error, "{}", out.joined_text());
     assert!(start.elapsed() < Duration::from_secs(10));
     hold.abort();
+}
+
+fn brave_at(url: &str) -> SearchConfig {
+    SearchConfig { provider: Some(Provider::Brave), base_url: Some(url.to_owned()) }
+}
+
+/// Brave's errors as its API gives them: a 401 for a bad subscription token, a 429 with
+/// `retry-after` (and its `x-ratelimit-*` headers), a 500; each an error result without the key.
+#[tokio::test]
+async fn brave_401_429_and_500() {
+    let fake = Fake::start(vec![(
+        "401 Unauthorized",
+        "",
+        json!({"type": "ErrorResponse", "error": {"id": "x", "status": 401,
+               "code": "SUBSCRIPTION_TOKEN_INVALID", "detail": "The provided subscription token is invalid."}})
+        .to_string(),
+    )])
+    .await;
+    let out =
+        call(&setup(brave_at(&fake.url), &[("BRAVE_API_KEY", BRAVE)]), json!({"query": "x"})).await;
+    let text = out.joined_text();
+    assert!(out.is_error && text.contains("BRAVE_API_KEY") && text.contains("401"), "{text}");
+    assert!(!shown(&out).contains("CANARY"), "{text}");
+    assert_eq!(fake.seen()[0].header("x-subscription-token").unwrap(), BRAVE);
+
+    let limited = json!({"type": "ErrorResponse", "error": {"status": 429, "code": "RATE_LIMITED",
+                         "detail": "Request rate limit exceeded for plan."}})
+    .to_string();
+    let fake = Fake::start(vec![
+        (
+            "429 Too Many Requests",
+            "retry-after: 1\r\nx-ratelimit-remaining: 0\r\n",
+            limited.clone(),
+        ),
+        ("200 OK", "", json!({"type": "search", "web": {"results": []}}).to_string()),
+    ])
+    .await;
+    let start = Instant::now();
+    let out =
+        call(&setup(brave_at(&fake.url), &[("BRAVE_API_KEY", BRAVE)]), json!({"query": "x"})).await;
+    assert!(!out.is_error, "{}", out.joined_text());
+    assert!(out.joined_text().contains("no results"), "{}", out.joined_text());
+    assert!(start.elapsed() >= Duration::from_millis(900));
+    assert_eq!(fake.seen().len(), 2);
+    let fake = Fake::start(vec![("429 Too Many Requests", "retry-after: 1\r\n", limited)]).await;
+    let out =
+        call(&setup(brave_at(&fake.url), &[("BRAVE_API_KEY", BRAVE)]), json!({"query": "x"})).await;
+    assert!(out.is_error && out.joined_text().contains("429"), "{}", out.joined_text());
+    assert_eq!(fake.seen().len(), 2);
+
+    let fake = Fake::start(vec![("500 Internal Server Error", "", "{}".into())]).await;
+    let out =
+        call(&setup(brave_at(&fake.url), &[("BRAVE_API_KEY", BRAVE)]), json!({"query": "x"})).await;
+    assert!(
+        out.is_error && out.joined_text().contains("brave answered with HTTP status 500"),
+        "{}",
+        out.joined_text()
+    );
+    assert!(!shown(&out).contains("CANARY"));
 }
 
 #[tokio::test]

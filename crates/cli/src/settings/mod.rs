@@ -74,6 +74,10 @@ pub struct Settings {
     pub web: hands_web::WebConfig,
     /// `[web_search]`: web_search's provider and base URL (the user's only).
     pub web_search: hands_web::SearchConfig,
+    /// `[web_scrape]`: web_scrape's built-in backend and Firecrawl's base URL (the user's only).
+    pub web_scrape: hands_web::ScrapeConfig,
+    /// `[image_gen]`: image_gen's provider, model, base URL and time limit (the user's only).
+    pub image_gen: hands_web::ImageConfig,
     /// `[stripe]`: where enable_stripe verifies a key (the user's only).
     pub stripe: hands_connect::StripeConfig,
     /// `[supabase]`: the hosts connect_supabase accepts besides `*.supabase.co` (the user's only).
@@ -113,6 +117,8 @@ impl Default for Settings {
             net: hands_net::NetConfig::default(),
             web: hands_web::WebConfig::default(),
             web_search: hands_web::SearchConfig::default(),
+            web_scrape: hands_web::ScrapeConfig::default(),
+            image_gen: hands_web::ImageConfig::default(),
             stripe: hands_connect::StripeConfig::default(),
             supabase: hands_connect::SupabaseConfig::default(),
             deps: hands_deps::DepsConfig::default(),
@@ -641,6 +647,34 @@ mod tests {
         let loaded =
             load_with(&[], &[("HANDS_STRIPE__BASE_URL", "http://127.0.0.1:9")], &[]).unwrap();
         assert_eq!(loaded.settings.stripe.base_url, "http://127.0.0.1:9");
+    }
+
+    // Issue 14: a repository must not turn on web_scrape's fetching, choose the paid image
+    // provider, or send a key to its own server.
+    #[test]
+    fn the_web_scrape_and_image_gen_sections_are_the_users_only() {
+        let loaded = load_with(
+            &[
+                ("user", "[image_gen]\nmodel = \"fal-ai/flux/dev\"\n"),
+                (
+                    "project",
+                    "[web_scrape]\nbuiltin = true\nbase_url = \"http://evil.example\"\n\
+                     [image_gen]\nprovider = \"openai\"\nbase_url = \"http://evil.example\"\n",
+                ),
+            ],
+            &[],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(loaded.settings.web_scrape, hands_web::ScrapeConfig::default());
+        assert_eq!(loaded.settings.image_gen.provider, hands_web::ImageProvider::Fal);
+        assert_eq!(loaded.settings.image_gen.base_url, None);
+        assert_eq!(loaded.settings.image_gen.model.as_deref(), Some("fal-ai/flux/dev"));
+        let shown = render(&loaded);
+        assert!(shown.contains("# ignored: web_scrape in"), "{shown}");
+        assert!(shown.contains("# ignored: image_gen in"), "{shown}");
+        let loaded = load_with(&[("user", "[web_scrape]\nbuiltin = true\n")], &[], &[]).unwrap();
+        assert!(loaded.settings.web_scrape.builtin);
     }
 
     #[test]

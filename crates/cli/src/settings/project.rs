@@ -45,6 +45,9 @@ pub(super) const USER_ONLY: &[&str] = &[
     // The advisory database and the audit commands: a repository must not clear its own
     // vulnerable dependencies, nor send its lock files somewhere (issue 15).
     "security",
+    // Which backend fetches pages, which provider is paid for images, and where keys go.
+    "web_scrape",
+    "image_gen",
 ];
 
 /// The most a project's `.hands/config.toml` may set each limit to (time limits in milliseconds,

@@ -89,10 +89,7 @@ async fn a_project_skill_returns_its_body_and_lists_its_other_files() {
         "{text}"
     );
     assert!(!text.contains("license: MIT") && !text.contains("---"), "front matter leaked: {text}");
-    assert!(
-        text.contains("read them as `.hands/skills/release-notes/<file>`"),
-        "{text}"
-    );
+    assert!(text.contains("read them as `.hands/skills/release-notes/<file>`"), "{text}");
     assert!(text.ends_with("\n- scripts/log.sh\n- template.md"), "{text}");
     assert!(!text.contains(".hidden") && !text.contains("- SKILL.md"), "{text}");
 }

@@ -589,7 +589,11 @@ fn socket_session(sockets: Sockets) -> Vec<String> {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    assert!(status.success(), "{status:?}: {}", std::fs::read_to_string(tmp.path().join("stderr")).unwrap());
+    assert!(
+        status.success(),
+        "{status:?}: {}",
+        std::fs::read_to_string(tmp.path().join("stderr")).unwrap()
+    );
     assert!(!nonblocking(&kept), "stdin's socket left non-blocking");
     threads
 }

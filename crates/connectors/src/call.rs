@@ -128,7 +128,7 @@ impl Tool for ConnectorCall {
     fn policy(&self) -> Policy {
         Policy::from_annotations(self.annotations())
             .label(Label::Key { key: "path" })
-            .family(Family::Web)
+            .family(Family::Connectors)
             .timeout_ms(120_000)
     }
 
@@ -429,7 +429,7 @@ impl ConnectorCall {
 }
 
 /// Read `.hands/connectors/<name>.toml` through the confined workspace.
-fn load(ctx: &Context, name: &str) -> Result<Connector, ToolError> {
+pub(crate) fn load(ctx: &Context, name: &str) -> Result<Connector, ToolError> {
     let ws = Workspace::of(ctx)?;
     let rel = format!("{DIR}/{name}.toml");
     let text = match ws.dir().read_to_string(&rel) {

@@ -1,0 +1,757 @@
+//! An OpenAPI 3 document → a connector file and the typed [`Api`] connector_scaffold writes
+//! clients from.
+//!
+//! Flow: cap the size (10 MB); read JSON or YAML into a JSON value; check `openapi` is 3.0.x or
+//! 3.1.x; bring a 3.0 document to 3.1's shape (`nullable`, boolean `exclusiveMinimum`); parse
+//! it with `oas3`; then base_url from `servers` (variables at their defaults, a relative URL
+//! joined to the document's own URL), `[auth]` from `securitySchemes` (the one the document's
+//! `security` names first), operations from `paths`, and allowed_methods/allowed_paths from
+//! those operations. `$ref`s are followed by hand with a hop limit, never by `oas3`'s resolver
+//! (which recurses without end on a loop); a schema that is only a reference to itself (`A` →
+//! `B` → `A`) is refused, a recursive type through a property or a list is fine.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use oas3::spec::{
+    MediaType, ObjectOrReference, ObjectSchema, Operation, Parameter, ParameterIn, RequestBody,
+    Response, Schema, SchemaType as Type, SchemaTypeSet as TypeSet, SecurityScheme,
+};
+use serde_json::Value;
+
+use crate::api::{Api, ApiOperation, NamedType, Names, Param, Prop, Ty, camel_ident};
+use crate::api::{one_line, pascal_ident, placeholders};
+use crate::config::{Auth, AuthKind, ConnectorFile, METHODS, Operation as ConnectorOperation};
+
+/// The largest document read.
+pub const MAX_DOCUMENT_BYTES: usize = 10 * 1024 * 1024;
+/// The deepest schema nesting followed.
+const MAX_DEPTH: usize = 64;
+/// The most `$ref` hops from one reference to its object.
+const MAX_HOPS: usize = 32;
+
+/// Why a document was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenApiError {
+    /// Over [`MAX_DOCUMENT_BYTES`].
+    #[error("the document is {0} bytes; at most {MAX_DOCUMENT_BYTES} are read")]
+    TooLarge(usize),
+    /// Not JSON or YAML, not OpenAPI 3, or not the shape OpenAPI says.
+    #[error("{0}")]
+    Malformed(String),
+    /// A `$ref` that points nowhere, outside the document, or into a loop.
+    #[error("{0}")]
+    Reference(String),
+    /// Something the connector cannot express.
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+/// What the caller may decide instead of the document.
+#[derive(Debug, Clone, Default)]
+pub struct ImportOptions {
+    /// The connector's name (secret names are made from it).
+    pub name: String,
+    /// Where the document came from, when it was fetched (a relative server URL is joined to it).
+    pub source_url: Option<url::Url>,
+    /// base_url instead of the document's first server.
+    pub base_url: Option<String>,
+    /// The stored secret's name instead of `<NAME>_API_KEY`.
+    pub secret: Option<String>,
+}
+
+/// A document, imported.
+#[derive(Debug, Clone)]
+pub struct Imported {
+    /// The connector file (no secret in it: the secret's name only).
+    pub file: ConnectorFile,
+    /// The document as parsed (JSON, 3.0 brought to 3.1's shape), to keep beside the file.
+    pub document: Value,
+    /// The typed API.
+    pub api: Api,
+    /// What the user should know (a scheme that could not be used, operations left out).
+    pub notes: Vec<String>,
+}
+
+/// Parse `text` into a JSON value (JSON or YAML) and check it is OpenAPI 3.
+pub fn read_document(text: &str) -> Result<Value, OpenApiError> {
+    if text.len() > MAX_DOCUMENT_BYTES {
+        return Err(OpenApiError::TooLarge(text.len()));
+    }
+    let trimmed = text.trim_start_matches('\u{feff}').trim_start();
+    let mut value: Value = if trimmed.starts_with('{') {
+        serde_json::from_str(trimmed).map_err(|err| {
+            OpenApiError::Malformed(format!("the document is not valid JSON: {err}"))
+        })?
+    } else {
+        yaml_serde::from_str(trimmed).map_err(|err| {
+            OpenApiError::Malformed(format!("the document is not valid JSON or YAML: {err}"))
+        })?
+    };
+    let version = match value.get("openapi") {
+        Some(Value::String(v)) => v.clone(),
+        _ if value.get("swagger").is_some() => {
+            return Err(OpenApiError::Malformed(
+                "this is a Swagger 2 document; convert it to OpenAPI 3 first (e.g. with \
+                 swagger2openapi)"
+                    .into(),
+            ));
+        }
+        _ => {
+            return Err(OpenApiError::Malformed(
+                "the document has no `openapi` version field: it is not an OpenAPI 3 document"
+                    .into(),
+            ));
+        }
+    };
+    if version.starts_with("3.0") {
+        upgrade_30(&mut value, 0);
+    } else if !version.starts_with("3.1") {
+        return Err(OpenApiError::Malformed(format!(
+            "OpenAPI {version} is not supported; give a 3.0.x or 3.1.x document"
+        )));
+    }
+    Ok(value)
+}
+
+/// OpenAPI 3.0's `nullable: true` → a `null` in `type`; its boolean `exclusiveMinimum` and
+/// `exclusiveMaximum` → 3.1's numbers. Depth is bounded by the parsers' own limits.
+fn upgrade_30(value: &mut Value, depth: usize) {
+    match value {
+        Value::Object(map) => {
+            if map.get("nullable") == Some(&Value::Bool(true)) {
+                map.remove("nullable");
+                match map.get_mut("type") {
+                    Some(Value::String(t)) => {
+                        let t = std::mem::take(t);
+                        map.insert("type".into(), serde_json::json!([t, "null"]));
+                    }
+                    Some(_) => {}
+                    None => {
+                        // `nullable` beside a $ref or an allOf: a union with null.
+                        let inner = Value::Object(std::mem::take(map));
+                        map.insert(
+                            "anyOf".into(),
+                            serde_json::json!([inner, {"type": "null"}]),
+                        );
+                    }
+                }
+            } else if map.get("nullable").is_some_and(Value::is_boolean) {
+                map.remove("nullable");
+            }
+            for (flag, bound) in [("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")]
+            {
+                if let Some(Value::Bool(on)) = map.get(flag).cloned() {
+                    map.remove(flag);
+                    if on && let Some(n) = map.remove(bound) {
+                        map.insert(flag.into(), n);
+                    }
+                }
+            }
+            for child in map.values_mut() {
+                upgrade_30(child, depth + 1);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| upgrade_30(v, depth + 1)),
+        _ => {}
+    }
+}
+
+/// Import an OpenAPI 3 document (JSON or YAML text).
+pub fn import(text: &str, options: &ImportOptions) -> Result<Imported, OpenApiError> {
+    let document = read_document(text)?;
+    import_value(document, options)
+}
+
+/// Import a document already read by [`read_document`].
+pub fn import_value(document: Value, options: &ImportOptions) -> Result<Imported, OpenApiError> {
+    let spec: oas3::Spec = serde_json::from_value(document.clone()).map_err(|err| {
+        OpenApiError::Malformed(format!("the document is not valid OpenAPI 3: {err}"))
+    })?;
+    let mut notes = Vec::new();
+    let api = build_api(&spec, &mut notes)?;
+    let base_url = match &options.base_url {
+        Some(base) => base.clone(),
+        None => base_url(&spec, options.source_url.as_ref())?,
+    };
+    let auth = auth(&spec, options, &mut notes);
+    let mut methods = BTreeSet::new();
+    let mut paths = Vec::new();
+    let mut operations = Vec::new();
+    for op in &api.operations {
+        methods.insert(op.method.clone());
+        let glob = path_glob(&op.path);
+        if !paths.contains(&glob) {
+            paths.push(glob);
+        }
+        operations.push(ConnectorOperation {
+            name: op.name.clone(),
+            method: op.method.clone(),
+            path: op.path.clone(),
+            description: op.description.clone(),
+        });
+    }
+    let allowed_methods = METHODS
+        .iter()
+        .filter(|m| methods.contains(**m))
+        .map(|m| (*m).to_owned())
+        .collect::<Vec<_>>();
+    let file = ConnectorFile {
+        base_url,
+        auth,
+        allowed_methods: if allowed_methods.is_empty() {
+            vec!["GET".to_owned()]
+        } else {
+            allowed_methods
+        },
+        allowed_paths: paths,
+        operations,
+        openapi: Some(crate::config::openapi_file(&options.name)),
+    };
+    Ok(Imported { file, document, api, notes })
+}
+
+/// The typed API of a document (what connector_scaffold needs; no connector file).
+pub fn api_of(document: &Value) -> Result<Api, OpenApiError> {
+    let spec: oas3::Spec = serde_json::from_value(document.clone()).map_err(|err| {
+        OpenApiError::Malformed(format!("the document is not valid OpenAPI 3: {err}"))
+    })?;
+    build_api(&spec, &mut Vec::new())
+}
+
+/// `/pets/{petId}` → `/pets/*`, other glob characters escaped.
+pub fn path_glob(path: &str) -> String {
+    let mut out = String::new();
+    let mut in_param = false;
+    for c in path.chars() {
+        match c {
+            '{' if !in_param => in_param = true,
+            '}' if in_param => {
+                in_param = false;
+                out.push('*');
+            }
+            _ if in_param => {}
+            '*' | '?' | '[' | ']' | '{' | '}' | '\\' | '!' => {
+                out.push('\\');
+                out.push(c);
+            }
+            _ => out.push(c),
+        }
+    }
+    if out.is_empty() { "/".to_owned() } else { out }
+}
+
+fn base_url(spec: &oas3::Spec, source: Option<&url::Url>) -> Result<String, OpenApiError> {
+    let Some(server) = spec.servers.first() else {
+        return match source {
+            Some(src) => Ok(src.join("/").map(|u| u.to_string()).unwrap_or_default()),
+            None => Err(OpenApiError::Unsupported(
+                "the document names no server; give the base URL with --base-url".into(),
+            )),
+        };
+    };
+    let mut url = server.url.clone();
+    for (name, var) in server.variables.iter() {
+        url = url.replace(&format!("{{{name}}}"), &var.default);
+    }
+    if url.contains('{') {
+        return Err(OpenApiError::Unsupported(format!(
+            "the server URL {url:?} has a variable without a default; give --base-url"
+        )));
+    }
+    match url::Url::parse(&url) {
+        Ok(parsed) => Ok(parsed.to_string().trim_end_matches('/').to_owned()),
+        Err(url::ParseError::RelativeUrlWithoutBase) => match source {
+            Some(src) => src
+                .join(&url)
+                .map(|u| u.to_string().trim_end_matches('/').to_owned())
+                .map_err(|err| OpenApiError::Malformed(format!("server URL {url:?}: {err}"))),
+            None => Err(OpenApiError::Unsupported(format!(
+                "the document's server URL {url:?} is relative; give the base URL with --base-url"
+            ))),
+        },
+        Err(err) => Err(OpenApiError::Malformed(format!("server URL {url:?}: {err}"))),
+    }
+}
+
+/// `[auth]` from the scheme the document's `security` names first (else its first scheme).
+fn auth(spec: &oas3::Spec, options: &ImportOptions, notes: &mut Vec<String>) -> Auth {
+    let schemes = spec.components.as_ref().map(|c| &c.security_schemes);
+    let Some(schemes) = schemes.filter(|s| !s.is_empty()) else { return Auth::default() };
+    let named = spec
+        .security
+        .iter()
+        .chain(spec.operations().flat_map(|(_, _, op)| op.security.iter()))
+        .flat_map(|req| req.0.keys())
+        .find(|name| schemes.contains_key(*name))
+        .or_else(|| schemes.keys().next());
+    let Some(name) = named else { return Auth::default() };
+    let scheme = match follow(schemes.get(name), |c| &c.security_schemes, spec, "securitySchemes")
+    {
+        Ok(Some(scheme)) => scheme,
+        Ok(None) => return Auth::default(),
+        Err(err) => {
+            notes.push(format!("the security scheme {name} was not used: {err}"));
+            return Auth::default();
+        }
+    };
+    let secret = Some(options.secret.clone().unwrap_or_else(|| secret_name(&options.name)));
+    let with = |kind, header: Option<String>| Auth {
+        kind,
+        secret: secret.clone(),
+        name: header,
+        username: None,
+    };
+    match scheme {
+        SecurityScheme::ApiKey { name: param, location, .. } => match location.as_str() {
+            "header" => with(AuthKind::Header, Some(param)),
+            "query" => with(AuthKind::Query, Some(param)),
+            other => {
+                notes.push(format!(
+                    "the security scheme {name} sends its key in a {other}, which connectors do \
+                     not do; [auth] is none: edit it if the service takes the key another way"
+                ));
+                Auth::default()
+            }
+        },
+        SecurityScheme::Http { scheme: http, .. } => match http.to_ascii_lowercase().as_str() {
+            "bearer" => with(AuthKind::Bearer, None),
+            "basic" => with(AuthKind::Basic, None),
+            other => {
+                notes.push(format!(
+                    "the security scheme {name} is HTTP {other}, which connectors do not do; \
+                     [auth] is none"
+                ));
+                Auth::default()
+            }
+        },
+        SecurityScheme::OAuth2 { .. } | SecurityScheme::OpenIdConnect { .. } => {
+            notes.push(format!(
+                "the security scheme {name} is OAuth 2 / OpenID Connect: store an access token \
+                 as the secret; it is sent as a bearer token (hands does not run the OAuth flow)"
+            ));
+            with(AuthKind::Bearer, None)
+        }
+        SecurityScheme::MutualTls { .. } => {
+            notes.push(format!(
+                "the security scheme {name} is mutual TLS, which connectors do not do; [auth] is \
+                 none"
+            ));
+            Auth::default()
+        }
+    }
+}
+
+/// `petstore` → `PETSTORE_API_KEY` (a secret's name: A-Z, 0-9, _, a letter first).
+pub fn secret_name(connector: &str) -> String {
+    let base: String = connector
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' })
+        .collect();
+    let base = if base.starts_with(|c: char| c.is_ascii_alphabetic()) {
+        base
+    } else {
+        format!("API_{base}")
+    };
+    format!("{base}_API_KEY")
+}
+
+/// Follow a reference to a component of kind `what` (`parameters`, …) with a hop limit.
+fn follow<T: Clone>(
+    item: Option<&ObjectOrReference<T>>,
+    map: impl Fn(&oas3::spec::Components) -> &oas3::Map<String, ObjectOrReference<T>>,
+    spec: &oas3::Spec,
+    what: &str,
+) -> Result<Option<T>, OpenApiError> {
+    let mut item = item;
+    let mut seen = Vec::new();
+    for _ in 0..MAX_HOPS {
+        match item {
+            None => return Ok(None),
+            Some(ObjectOrReference::Object(object)) => return Ok(Some(object.clone())),
+            Some(ObjectOrReference::Ref { ref_path, .. }) => {
+                let prefix = format!("#/components/{what}/");
+                let Some(name) = ref_path.strip_prefix(&prefix) else {
+                    return Err(OpenApiError::Reference(format!(
+                        "$ref {ref_path:?}: only references inside the document to \
+                         {prefix}<name> are followed"
+                    )));
+                };
+                if seen.contains(&name.to_owned()) {
+                    seen.push(name.to_owned());
+                    return Err(OpenApiError::Reference(format!(
+                        "$ref loop in components/{what}: {}",
+                        seen.join(" → ")
+                    )));
+                }
+                seen.push(name.to_owned());
+                let next = spec.components.as_ref().and_then(|c| map(c).get(name));
+                if next.is_none() {
+                    return Err(OpenApiError::Reference(format!(
+                        "$ref {ref_path:?} points to nothing"
+                    )));
+                }
+                item = next;
+            }
+        }
+    }
+    Err(OpenApiError::Reference(format!("$ref chain in components/{what} longer than {MAX_HOPS}")))
+}
+
+/// Schema names → their identifiers.
+struct Types<'a> {
+    spec: &'a oas3::Spec,
+    idents: BTreeMap<String, String>,
+}
+
+fn build_api(spec: &oas3::Spec, notes: &mut Vec<String>) -> Result<Api, OpenApiError> {
+    let schemas = spec.components.as_ref().map(|c| &c.schemas);
+    let mut idents = BTreeMap::new();
+    let mut type_names = Names::default();
+    for name in schemas.into_iter().flat_map(|s| s.keys()) {
+        idents.insert(name.clone(), type_names.unique(&pascal_ident(name)));
+    }
+    let types = Types { spec, idents };
+    let mut named = Vec::new();
+    for (name, schema) in schemas.into_iter().flat_map(|s| s.iter()) {
+        let ty = types.ty(schema, 0)?;
+        named.push(NamedType {
+            name: types.idents[name].clone(),
+            description: description_of(schema),
+            ty,
+        });
+    }
+    check_alias_loops(&named)?;
+    let mut op_names = Names::default();
+    let mut operations = Vec::new();
+    for (path, item) in spec.paths.iter().flat_map(|p| p.iter()) {
+        for (method, op) in item.methods() {
+            let method = method.as_str().to_ascii_uppercase();
+            if !METHODS.contains(&method.as_str()) {
+                notes.push(format!("{method} {path} left out: connectors do not send {method}"));
+                continue;
+            }
+            let mut params: Vec<Parameter> = Vec::new();
+            for p in item.parameters.iter().chain(&op.parameters) {
+                if let Some(param) = follow(Some(p), |c| &c.parameters, spec, "parameters")? {
+                    params.retain(|q| !(q.name == param.name && q.location == param.location));
+                    params.push(param);
+                }
+            }
+            operations.push(types.operation(&mut op_names, path, &method, op, &params)?);
+        }
+    }
+    Ok(Api { operations, types: named })
+}
+
+fn description_of(schema: &Schema) -> String {
+    match schema {
+        Schema::Object(obj) => match obj.as_ref() {
+            ObjectOrReference::Object(o) => {
+                one_line(o.description.as_deref().or(o.title.as_deref()).unwrap_or_default())
+            }
+            ObjectOrReference::Ref { .. } => String::new(),
+        },
+        Schema::Boolean(_) => String::new(),
+    }
+}
+
+impl Types<'_> {
+    fn operation(
+        &self,
+        names: &mut Names,
+        path: &str,
+        method: &str,
+        op: &Operation,
+        params: &[Parameter],
+    ) -> Result<ApiOperation, OpenApiError> {
+        let wanted = match &op.operation_id {
+            Some(id) => camel_ident(id),
+            None => camel_ident(&format!("{method} {path}")),
+        };
+        let param_of = |p: &Parameter| -> Result<Param, OpenApiError> {
+            Ok(Param {
+                name: p.name.clone(),
+                ty: match &p.schema {
+                    Some(schema) => self.ty(schema, 0)?,
+                    None => Ty::String,
+                },
+                required: p.required.unwrap_or(false) || p.location == ParameterIn::Path,
+                description: one_line(p.description.as_deref().unwrap_or_default()),
+            })
+        };
+        let mut path_params = Vec::new();
+        for name in placeholders(path) {
+            let declared = params.iter().find(|p| p.location == ParameterIn::Path && p.name == name);
+            path_params.push(match declared {
+                Some(p) => param_of(p)?,
+                None => Param { name, ty: Ty::String, required: true, description: String::new() },
+            });
+        }
+        let mut query = Vec::new();
+        for p in params.iter().filter(|p| p.location == ParameterIn::Query) {
+            query.push(param_of(p)?);
+        }
+        let body = match follow(op.request_body.as_ref(), |c| &c.request_bodies, self.spec, "requestBodies")? {
+            Some(RequestBody { content, required, .. }) => {
+                Some((self.media_ty(&content)?, required.unwrap_or(false)))
+            }
+            None => None,
+        };
+        let response = self.response_ty(op)?;
+        Ok(ApiOperation {
+            name: names.unique(&wanted),
+            method: method.to_owned(),
+            path: path.to_owned(),
+            description: one_line(
+                op.summary.as_deref().or(op.description.as_deref()).unwrap_or_default(),
+            ),
+            path_params,
+            query: Some(query),
+            body,
+            response,
+        })
+    }
+
+    /// The type of a success: the first 2xx answer (then `2XX`, then `default`).
+    fn response_ty(&self, op: &Operation) -> Result<Ty, OpenApiError> {
+        let Some(responses) = &op.responses else { return Ok(Ty::Unknown) };
+        let mut codes: Vec<&String> =
+            responses.keys().filter(|c| c.starts_with('2') && c.len() == 3).collect();
+        codes.sort();
+        let pick = codes
+            .first()
+            .copied()
+            .or_else(|| responses.keys().find(|c| c.eq_ignore_ascii_case("2XX")))
+            .or_else(|| responses.keys().find(|c| *c == "default"));
+        let Some(code) = pick else { return Ok(Ty::Unknown) };
+        if code == "204" {
+            return Ok(Ty::Void);
+        }
+        match follow(responses.get(code), |c| &c.responses, self.spec, "responses")? {
+            Some(Response { content, .. }) if content.is_empty() => Ok(Ty::Void),
+            Some(Response { content, .. }) => self.media_ty(&content),
+            None => Ok(Ty::Unknown),
+        }
+    }
+
+    /// The JSON schema of a content map (`application/json`, or any `+json`), else unknown.
+    fn media_ty(&self, content: &oas3::Map<String, MediaType>) -> Result<Ty, OpenApiError> {
+        let json = content.iter().find(|(mime, _)| {
+            let m = mime.to_ascii_lowercase();
+            m.starts_with("application/json") || m.contains("+json") || m == "*/*"
+        });
+        match json.and_then(|(_, media)| media.schema.as_ref()) {
+            Some(schema) => self.ty(schema, 0),
+            None => Ok(Ty::Unknown),
+        }
+    }
+
+    fn ty(&self, schema: &Schema, depth: usize) -> Result<Ty, OpenApiError> {
+        if depth > MAX_DEPTH {
+            return Err(OpenApiError::Unsupported(format!(
+                "a schema nests deeper than {MAX_DEPTH} levels"
+            )));
+        }
+        let object = match schema {
+            Schema::Boolean(_) => return Ok(Ty::Unknown),
+            Schema::Object(obj) => match obj.as_ref() {
+                ObjectOrReference::Ref { ref_path, .. } => return self.named(ref_path),
+                ObjectOrReference::Object(object) => object,
+            },
+        };
+        self.object_ty(object, depth)
+    }
+
+    fn named(&self, ref_path: &str) -> Result<Ty, OpenApiError> {
+        let Some(name) = ref_path.strip_prefix("#/components/schemas/") else {
+            return Err(OpenApiError::Reference(format!(
+                "$ref {ref_path:?}: only references inside the document to \
+                 #/components/schemas/<name> are followed"
+            )));
+        };
+        match self.idents.get(name) {
+            Some(ident) => Ok(Ty::Named(ident.clone())),
+            None => Err(OpenApiError::Reference(format!("$ref {ref_path:?} points to nothing"))),
+        }
+    }
+
+    fn object_ty(&self, o: &ObjectSchema, depth: usize) -> Result<Ty, OpenApiError> {
+        let list = |items: &[Schema]| -> Result<Vec<Ty>, OpenApiError> {
+            items.iter().map(|s| self.ty(s, depth + 1)).collect()
+        };
+        if let Some(value) = &o.const_value {
+            return Ok(Ty::Literal(value.clone()));
+        }
+        if !o.enum_values.is_empty() {
+            let members: Vec<Ty> = o.enum_values.iter().cloned().map(Ty::Literal).collect();
+            return Ok(union(members));
+        }
+        let mut parts = Vec::new();
+        if !o.one_of.is_empty() {
+            parts.push(union(list(&o.one_of)?));
+        }
+        if !o.any_of.is_empty() {
+            parts.push(union(list(&o.any_of)?));
+        }
+        parts.extend(list(&o.all_of)?);
+        let typed = match &o.schema_type {
+            None => None,
+            Some(TypeSet::Single(t)) => Some(self.typed(*t, o, depth)?),
+            Some(TypeSet::Multiple(ts)) => {
+                let members: Result<Vec<Ty>, _> =
+                    ts.iter().map(|t| self.typed(*t, o, depth)).collect();
+                Some(union(members?))
+            }
+        };
+        let untyped_object = o.schema_type.is_none()
+            && (!o.properties.is_empty() || o.additional_properties.is_some());
+        if let Some(t) = typed {
+            parts.push(t);
+        } else if untyped_object {
+            parts.push(self.typed(Type::Object, o, depth)?);
+        }
+        Ok(match parts.len() {
+            0 => Ty::Unknown,
+            1 => parts.remove(0),
+            _ => Ty::All(parts),
+        })
+    }
+
+    fn typed(&self, t: Type, o: &ObjectSchema, depth: usize) -> Result<Ty, OpenApiError> {
+        Ok(match t {
+            Type::String => Ty::String,
+            Type::Integer | Type::Number => Ty::Number,
+            Type::Boolean => Ty::Boolean,
+            Type::Null => Ty::Null,
+            Type::Array => match &o.items {
+                Some(items) => Ty::Array(Box::new(self.ty(items, depth + 1)?)),
+                None => Ty::Array(Box::new(Ty::Unknown)),
+            },
+            Type::Object => {
+                let mut props = Vec::new();
+                for (name, schema) in o.properties.iter() {
+                    props.push(Prop {
+                        name: name.clone(),
+                        ty: self.ty(schema, depth + 1)?,
+                        required: o.required.contains(name),
+                        description: description_of(schema),
+                    });
+                }
+                let rest = match &o.additional_properties {
+                    None => None,
+                    Some(Schema::Boolean(b)) if !b.0 => None,
+                    Some(schema @ Schema::Object(_)) => Some(Box::new(self.ty(schema, depth + 1)?)),
+                    Some(Schema::Boolean(_)) => Some(Box::new(Ty::Unknown)),
+                };
+                let rest = if props.is_empty() && rest.is_none() {
+                    Some(Box::new(Ty::Unknown))
+                } else {
+                    rest
+                };
+                Ty::Object { props, rest }
+            }
+        })
+    }
+}
+
+fn union(mut members: Vec<Ty>) -> Ty {
+    members.dedup();
+    if members.len() == 1 { members.remove(0) } else { Ty::Union(members) }
+}
+
+/// Refuse named types that are only references to each other in a ring (`A = B`, `B = A`):
+/// a type reached through an object's property or a list's items may recur, one reached at
+/// the top (directly, or in a union or intersection) may not.
+fn check_alias_loops(types: &[NamedType]) -> Result<(), OpenApiError> {
+    fn top(ty: &Ty, out: &mut Vec<String>) {
+        match ty {
+            Ty::Named(name) => out.push(name.clone()),
+            Ty::Union(members) | Ty::All(members) => members.iter().for_each(|m| top(m, out)),
+            _ => {}
+        }
+    }
+    let edges: BTreeMap<&str, Vec<String>> = types
+        .iter()
+        .map(|t| {
+            let mut out = Vec::new();
+            top(&t.ty, &mut out);
+            (t.name.as_str(), out)
+        })
+        .collect();
+    // Depth-first search with colours; the path is the loop's report.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        New,
+        Open,
+        Done,
+    }
+    let mut marks: BTreeMap<&str, Mark> = edges.keys().map(|k| (*k, Mark::New)).collect();
+    for start in edges.keys() {
+        if marks[start] != Mark::New {
+            continue;
+        }
+        let mut stack: Vec<(&str, usize)> = vec![(start, 0)];
+        marks.insert(start, Mark::Open);
+        while let Some((node, next)) = stack.last().copied() {
+            let children = &edges[node];
+            if next >= children.len() {
+                marks.insert(node, Mark::Done);
+                stack.pop();
+                continue;
+            }
+            if let Some(top) = stack.last_mut() {
+                top.1 += 1;
+            }
+            let child = children[next].as_str();
+            match marks.get(child).copied() {
+                Some(Mark::Open) => {
+                    let at = stack.iter().position(|(n, _)| *n == child).unwrap_or(0);
+                    let mut ring: Vec<&str> = stack[at..].iter().map(|(n, _)| *n).collect();
+                    ring.push(child);
+                    return Err(OpenApiError::Reference(format!(
+                        "$ref loop: the schemas {} are only references to each other, so no \
+                         value can have that type; give one of them properties or items",
+                        ring.join(" → ")
+                    )));
+                }
+                Some(Mark::New) => {
+                    marks.insert(child, Mark::Open);
+                    stack.push((child, 0));
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_globs() {
+        assert_eq!(path_glob("/pets/{petId}"), "/pets/*");
+        assert_eq!(path_glob("/a*b/{x}/c"), "/a\\*b/*/c");
+        assert_eq!(path_glob(""), "/");
+    }
+
+    #[test]
+    fn secret_names() {
+        assert_eq!(secret_name("petstore"), "PETSTORE_API_KEY");
+        assert_eq!(secret_name("my-api"), "MY_API_API_KEY");
+        assert_eq!(secret_name("1pass"), "API_1PASS_API_KEY");
+    }
+
+    #[test]
+    fn a_30_document_is_brought_to_31() {
+        let mut v = serde_json::json!({"type": "string", "nullable": true,
+            "properties": {"n": {"type": "integer", "minimum": 1, "exclusiveMinimum": true}},
+            "items": {"$ref": "#/components/schemas/A", "nullable": true}});
+        upgrade_30(&mut v, 0);
+        assert_eq!(v["type"], serde_json::json!(["string", "null"]));
+        assert_eq!(v["properties"]["n"]["exclusiveMinimum"], 1);
+        assert!(v["properties"]["n"].get("minimum").is_none());
+        assert_eq!(v["items"]["anyOf"][1]["type"], "null");
+    }
+}

@@ -25,7 +25,7 @@ use crate::config::{Auth, AuthKind, ConnectorFile, METHODS, Operation as Connect
 /// The largest document read.
 pub const MAX_DOCUMENT_BYTES: usize = 10 * 1024 * 1024;
 /// The deepest schema nesting followed.
-const MAX_DEPTH: usize = 64;
+const MAX_DEPTH: usize = 40;
 /// The most `$ref` hops from one reference to its object.
 const MAX_HOPS: usize = 32;
 
@@ -83,6 +83,14 @@ pub fn read_document(text: &str) -> Result<Value, OpenApiError> {
             OpenApiError::Malformed(format!("the document is not valid JSON: {err}"))
         })?
     } else {
+        // The YAML parser reads a whole flow collection before it checks its depth, slowly: a
+        // few kilobytes of `[[[[` would hold it for minutes. Brackets are counted first.
+        if flow_depth(trimmed) > MAX_FLOW_DEPTH {
+            return Err(OpenApiError::Malformed(format!(
+                "the document nests brackets deeper than {MAX_FLOW_DEPTH} levels; it is not a \
+                 usable OpenAPI document"
+            )));
+        }
         yaml_serde::from_str(trimmed).map_err(|err| {
             OpenApiError::Malformed(format!("the document is not valid JSON or YAML: {err}"))
         })?
@@ -111,6 +119,25 @@ pub fn read_document(text: &str) -> Result<Value, OpenApiError> {
         )));
     }
     Ok(value)
+}
+
+/// The deepest `[`/`{` nesting a YAML document may have (quotes are not looked at: prose with
+/// that many unclosed brackets is not an API description).
+const MAX_FLOW_DEPTH: usize = 256;
+
+fn flow_depth(text: &str) -> usize {
+    let (mut depth, mut max) = (0usize, 0usize);
+    for b in text.bytes() {
+        match b {
+            b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
 }
 
 /// OpenAPI 3.0's `nullable: true` → a `null` in `type`; its boolean `exclusiveMinimum` and
@@ -164,9 +191,7 @@ pub fn import(text: &str, options: &ImportOptions) -> Result<Imported, OpenApiEr
 
 /// Import a document already read by [`read_document`].
 pub fn import_value(document: Value, options: &ImportOptions) -> Result<Imported, OpenApiError> {
-    let spec: oas3::Spec = serde_json::from_value(document.clone()).map_err(|err| {
-        OpenApiError::Malformed(format!("the document is not valid OpenAPI 3: {err}"))
-    })?;
+    let spec = parse_spec(&document)?;
     let mut notes = Vec::new();
     let api = build_api(&spec, &mut notes)?;
     let base_url = match &options.base_url {
@@ -212,10 +237,46 @@ pub fn import_value(document: Value, options: &ImportOptions) -> Result<Imported
 
 /// The typed API of a document (what connector_scaffold needs; no connector file).
 pub fn api_of(document: &Value) -> Result<Api, OpenApiError> {
-    let spec: oas3::Spec = serde_json::from_value(document.clone()).map_err(|err| {
-        OpenApiError::Malformed(format!("the document is not valid OpenAPI 3: {err}"))
-    })?;
+    let spec = parse_spec(document)?;
     build_api(&spec, &mut Vec::new())
+}
+
+/// The deepest JSON nesting accepted (the JSON and YAML parsers stop at 128 too).
+const MAX_JSON_DEPTH: usize = 128;
+
+/// `document` as an [`oas3::Spec`]. oas3's untagged enums buffer and recurse deeply per level,
+/// so the conversion runs on a thread of its own with a large stack, after the depth is checked
+/// without recursion.
+fn parse_spec(document: &Value) -> Result<oas3::Spec, OpenApiError> {
+    let mut deepest = 0;
+    let mut stack = vec![(document, 1usize)];
+    while let Some((value, depth)) = stack.pop() {
+        deepest = deepest.max(depth);
+        if deepest > MAX_JSON_DEPTH {
+            return Err(OpenApiError::Unsupported(format!(
+                "the document nests deeper than {MAX_JSON_DEPTH} levels"
+            )));
+        }
+        match value {
+            Value::Array(items) => stack.extend(items.iter().map(|v| (v, depth + 1))),
+            Value::Object(map) => stack.extend(map.values().map(|v| (v, depth + 1))),
+            _ => {}
+        }
+    }
+    let document = document.clone();
+    let parsed = std::thread::Builder::new()
+        .name("openapi".into())
+        .stack_size(64 * 1024 * 1024)
+        .spawn(move || {
+            let spec = serde_json::from_value::<oas3::Spec>(document);
+            spec.map_err(|err| err.to_string())
+        })
+        .map_err(|err| OpenApiError::Unsupported(format!("no thread to parse it on: {err}")))?
+        .join()
+        .map_err(|_| OpenApiError::Malformed("the document could not be parsed".into()))?;
+    parsed.map_err(|err| {
+        OpenApiError::Malformed(format!("the document is not valid OpenAPI 3: {err}"))
+    })
 }
 
 /// `/pets/{petId}` → `/pets/*`, other glob characters escaped.

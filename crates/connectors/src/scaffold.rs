@@ -226,11 +226,11 @@ fn output(result: &ScaffoldResult, connector: &Connector, side: Side, dir: &str)
         text.push_str(&format!("- {} ({})\n", f.path, f.action));
     }
     text.push_str(&format!(
-        "Use it: `import {{ create{stem}Client }} from \"./connectors/{}\"` (from {}), then \
-         `const api = create{stem}Client();` — one method per operation{}, plus `request(method, \
-         path, {{ query, body }})`.\n",
+        "Use it: `import {{ create{stem}Client }} from \"./connectors/{}\"` (from a module {}), \
+         then `const api = create{stem}Client();` — one method per operation{}, plus \
+         `request(method, path, {{ query, body }})`.\n",
         connector.name,
-        dir.trim_end_matches("/connectors"),
+        if dir.starts_with("src/") { "in src/" } else { "at the project root" },
         if result.typed_from_openapi { ", typed from the OpenAPI document" } else { "" },
     ));
     if side == Side::ViaRoute {

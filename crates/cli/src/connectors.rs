@@ -73,17 +73,15 @@ pub fn run(
             let (file, document, notes) = match from_openapi {
                 Some(source) => {
                     let (text, url) = read_source(&source, net)?;
-                    let options = ImportOptions {
-                        name: name.clone(),
-                        source_url: url,
-                        base_url,
-                        secret,
-                    };
+                    let options =
+                        ImportOptions { name: name.clone(), source_url: url, base_url, secret };
                     let imported = hands_connectors::openapi::import(&text, &options)
                         .with_context(|| format!("the OpenAPI document {source}"))?;
                     (imported.file, Some(imported.document), imported.notes)
                 }
-                None => (by_flags(&name, base_url, auth, secret, methods, paths)?, None, Vec::new()),
+                None => {
+                    (by_flags(&name, base_url, auth, secret, methods, paths)?, None, Vec::new())
+                }
             };
             let written = files::write(root, &name, &file, document.as_ref(), force)?;
             for path in &written {
@@ -120,10 +118,7 @@ pub fn run(
 }
 
 /// The document's text, and its URL when it was fetched.
-fn read_source(
-    source: &str,
-    net: &hands_net::NetConfig,
-) -> Result<(String, Option<url::Url>)> {
+fn read_source(source: &str, net: &hands_net::NetConfig) -> Result<(String, Option<url::Url>)> {
     let cap = MAX_DOCUMENT_BYTES as u64;
     if source.starts_with("http://") || source.starts_with("https://") {
         let url = url::Url::parse(source).with_context(|| format!("{source} is not a URL"))?;
@@ -168,9 +163,15 @@ fn by_flags(
         bail!("give --from-openapi FILE_OR_URL, or --base-url URL with --path GLOB");
     };
     if paths.is_empty() {
-        bail!("give at least one --path GLOB: the paths connector_call may call, like --path '/v1/**'");
+        bail!(
+            "give at least one --path GLOB: the paths connector_call may call, like --path '/v1/**'"
+        );
     }
-    let (kind, param) = match auth.as_deref().unwrap_or(if secret.is_some() { "bearer" } else { "none" }) {
+    let (kind, param) = match auth.as_deref().unwrap_or(if secret.is_some() {
+        "bearer"
+    } else {
+        "none"
+    }) {
         "none" => (AuthKind::None, None),
         "bearer" => (AuthKind::Bearer, None),
         "basic" => (AuthKind::Basic, None),
@@ -220,7 +221,9 @@ fn secret_state(store: Option<&dyn SecretStore>, root: &Path, secret: &str, host
     }
     match store.host(root, secret) {
         Some(recorded) if recorded.eq_ignore_ascii_case(host) => "stored for this host".into(),
-        Some(recorded) => format!("stored for {recorded} only, so connector_call refuses to send it"),
+        Some(recorded) => {
+            format!("stored for {recorded} only, so connector_call refuses to send it")
+        }
         None => "stored without a host, so connector_call refuses to send it".into(),
     }
 }
@@ -265,7 +268,8 @@ fn list(root: &Path, store: Option<&dyn SecretStore>, json: bool) -> Result<Exit
                 row["base_url"].as_str().unwrap_or_default(),
                 row["auth"].as_str().unwrap_or_default(),
                 match row["secret"].as_str() {
-                    Some(s) => format!(" {s}: {}", row["secret_state"].as_str().unwrap_or_default()),
+                    Some(s) =>
+                        format!(" {s}: {}", row["secret_state"].as_str().unwrap_or_default()),
                     None => String::new(),
                 },
                 row["operations"],

@@ -114,12 +114,20 @@ fn add_list_and_rm_from_a_file_and_through_the_guard() {
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("wrote .hands/connectors/petstore.toml"), "{out}");
     assert!(out.contains("stored without a host"), "{out}");
-    assert!(out.contains("hands secrets set PETSTORE_API_KEY --host petstore.example.com"), "{out}");
-    let toml = std::fs::read_to_string(setup.root().join(".hands/connectors/petstore.toml")).unwrap();
-    assert!(toml.contains("allowed_paths = [\"/pets\", \"/pets/*\", \"/categories/tree\"]"), "{toml}");
+    assert!(
+        out.contains("hands secrets set PETSTORE_API_KEY --host petstore.example.com"),
+        "{out}"
+    );
+    let toml =
+        std::fs::read_to_string(setup.root().join(".hands/connectors/petstore.toml")).unwrap();
+    assert!(
+        toml.contains("allowed_paths = [\"/pets\", \"/pets/*\", \"/categories/tree\"]"),
+        "{toml}"
+    );
     assert!(toml.contains("kind = \"header\"") && toml.contains("name = \"X-Api-Key\""), "{toml}");
     for file in ["petstore.toml", "petstore.openapi.json"] {
-        let text = std::fs::read_to_string(setup.root().join(".hands/connectors").join(file)).unwrap();
+        let text =
+            std::fs::read_to_string(setup.root().join(".hands/connectors").join(file)).unwrap();
         assert!(!text.contains(CANARY), "{file} holds the secret");
     }
     let (code, _, err) =
@@ -133,7 +141,8 @@ fn add_list_and_rm_from_a_file_and_through_the_guard() {
     let url = format!("http://127.0.0.1:{port}/docs/openapi.yaml");
     let (code, out, err) = setup.run(&["connectors", "add", "served", "--from-openapi", &url]);
     assert_eq!(code, 0, "{out}{err}");
-    let served = std::fs::read_to_string(setup.root().join(".hands/connectors/served.toml")).unwrap();
+    let served =
+        std::fs::read_to_string(setup.root().join(".hands/connectors/served.toml")).unwrap();
     assert!(served.contains(&format!("base_url = \"http://127.0.0.1:{port}/api/v1\"")), "{served}");
     assert!(served.contains("secret = \"SERVED_API_KEY\""), "{served}");
     let before = *count.lock().unwrap();
@@ -152,7 +161,10 @@ fn add_list_and_rm_from_a_file_and_through_the_guard() {
     assert!(rows[0]["secret_state"].as_str().unwrap().contains("evil.example only"), "{rows}");
     assert_eq!(rows[1]["secret_state"], "not stored");
     assert!(!out.contains(CANARY));
-    setup.store().set_host(&setup.root(), "PETSTORE_API_KEY", Some("petstore.example.com")).unwrap();
+    setup
+        .store()
+        .set_host(&setup.root(), "PETSTORE_API_KEY", Some("petstore.example.com"))
+        .unwrap();
     let (_, out, _) = setup.run(&["connectors", "list"]);
     assert!(out.contains("PETSTORE_API_KEY: stored for this host"), "{out}");
 
@@ -193,9 +205,25 @@ fn bad_documents_and_flags_are_refused_and_nothing_is_written() {
     for (args, says) in [
         (vec!["connectors", "add", "x"], "--from-openapi"),
         (vec!["connectors", "add", "x", "--base-url", "https://x.example"], "--path"),
-        (vec!["connectors", "add", "X!", "--base-url", "https://x.example", "--path", "/a"], "not a connector name"),
+        (
+            vec!["connectors", "add", "X!", "--base-url", "https://x.example", "--path", "/a"],
+            "not a connector name",
+        ),
         (vec!["connectors", "add", "x", "--base-url", "ftp://x.example", "--path", "/a"], "http"),
-        (vec!["connectors", "add", "x", "--base-url", "https://x.example", "--path", "/a", "--auth", "cookie"], "--auth"),
+        (
+            vec![
+                "connectors",
+                "add",
+                "x",
+                "--base-url",
+                "https://x.example",
+                "--path",
+                "/a",
+                "--auth",
+                "cookie",
+            ],
+            "--auth",
+        ),
         (vec!["connectors", "add", "x", "--from-openapi", "/nonexistent.yaml"], "cannot read"),
     ] {
         let (code, _, err) = setup.run(&args);
@@ -209,8 +237,19 @@ fn bad_documents_and_flags_are_refused_and_nothing_is_written() {
     );
     // By flags: a connector connector_call accepts.
     let (code, out, err) = setup.run(&[
-        "connectors", "add", "notes", "--base-url", "https://notes.example.com", "--path",
-        "/notes/**", "--method", "get", "--method", "post", "--auth", "header:X-Key",
+        "connectors",
+        "add",
+        "notes",
+        "--base-url",
+        "https://notes.example.com",
+        "--path",
+        "/notes/**",
+        "--method",
+        "get",
+        "--method",
+        "post",
+        "--auth",
+        "header:X-Key",
     ]);
     assert_eq!(code, 0, "{out}{err}");
     let toml = std::fs::read_to_string(setup.root().join(".hands/connectors/notes.toml")).unwrap();

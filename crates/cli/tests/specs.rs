@@ -135,12 +135,18 @@ async fn every_description_example_is_a_valid_call() {
 /// static site) and spawn_subagent.
 fn full_registry(root: &std::path::Path) -> Registry {
     std::fs::write(root.join("index.html"), "<h1>hi</h1>\n").unwrap();
+    std::fs::create_dir_all(root.join(".hands/connectors")).unwrap();
+    std::fs::write(root.join(".hands/connectors/example.toml"), "base_url = \"https://x.test\"\n")
+        .unwrap();
     let builder = hands_fs::register(Registry::builder(CoreConfig::default()), &Default::default());
     let builder = hands_exec::register(builder, &Default::default());
     let skills = hands_agent::UseSkill::discover(None, None);
     let builder = hands_agent::register_with(builder, &Default::default(), skills);
     let builder = hands_agent::subagent::register(builder, true);
-    hands_preview::register(builder, &Default::default(), &Default::default(), root).build()
+    let builder = hands_preview::register(builder, &Default::default(), &Default::default(), root);
+    let store = std::sync::Arc::new(hands_secrets::Store::at(root.join(".state/secrets")));
+    let approval = hands_core::config::Approval::Auto;
+    hands_connectors::register(builder, &Default::default(), store, approval, root).unwrap().build()
 }
 
 /// Property names anywhere in `schema`.
@@ -176,8 +182,17 @@ fn descriptions_name_only_tools_hands_offers() {
     }
     // Words that are neither tools nor fields: folder names, status and stage values, settings.
     known.extend(
-        ["node_modules", "in_progress", "starting_server", "launching_browser", "window_size"]
-            .map(String::from),
+        [
+            "node_modules",
+            "in_progress",
+            "starting_server",
+            "launching_browser",
+            "window_size",
+            "allowed_methods",
+            "allowed_paths",
+            "base_url",
+        ]
+        .map(String::from),
     );
     let mut unknown = Vec::new();
     for spec in &specs {

@@ -43,6 +43,8 @@ pub struct Captured {
     pub screenshot: Vec<u8>,
     pub fetched: Vec<Fetched>,
     pub blocked: Vec<Blocked>,
+    /// The browser on its way out (await it before answering).
+    pub stopping: Option<tokio::task::JoinHandle<()>>,
 }
 
 /// Limits of one capture.
@@ -75,6 +77,7 @@ pub async fn capture(
     url: &str,
     limits: &Limits,
 ) -> Result<Captured, ToolError> {
+    let started = Instant::now();
     let supervisor = Supervisor::of(ctx.session(), &ExecConfig::default());
     let cancel = ctx.cancel_token().clone();
     let launch = Launch {
@@ -90,12 +93,17 @@ pub async fn capture(
             LaunchError::Cancelled => ToolError::model("clone_site was cancelled."),
         })?;
     let hands_preview::Browser { proc, profile, cdp, events } = browser;
+    let launched = started.elapsed();
     let result = drive(&cdp, events, guard, url, limits, &cancel).await;
+    tracing::debug!(?launched, driven = ?started.elapsed(), "clone_site's browser");
     cdp.close();
-    proc.stop("clone_site done", Duration::from_secs(2)).await;
-    supervisor.forget(&proc.id);
-    drop(profile);
-    result
+    // The browser stops while the files are written: the tool awaits it before it answers.
+    let stopping = tokio::spawn(async move {
+        proc.stop("clone_site done", Duration::from_secs(2)).await;
+        supervisor.forget(&proc.id);
+        drop(profile);
+    });
+    result.map(|captured| Captured { stopping: Some(stopping), ..captured })
 }
 
 fn cdp_error(err: hands_preview::cdp::CdpError) -> ToolError {
@@ -229,9 +237,8 @@ async fn drive(
     // that the screenshot shows the page in its own type.
     let fonts = "Promise.race([document.fonts.ready.then(() => true), \
                  new Promise((done) => setTimeout(() => done(false), 3000))])";
-    let _ = cdp
-        .call("Runtime.evaluate", json!({"expression": fonts, "awaitPromise": true}), s)
-        .await;
+    let _ =
+        cdp.call("Runtime.evaluate", json!({"expression": fonts, "awaitPromise": true}), s).await;
     cdp.call("Runtime.evaluate", json!({"expression": cleanup}), s).await.map_err(cdp_error)?;
     let doc = cdp.call("DOM.getDocument", json!({"depth": 0}), s).await.map_err(cdp_error)?;
     let root = doc["root"]["nodeId"].clone();
@@ -252,7 +259,14 @@ async fn drive(
         .decode(png["data"].as_str().unwrap_or_default())
         .map_err(|err| ToolError::Fatal(format!("the screenshot was not base64: {err}")))?;
     let t = std::mem::take(&mut *tally.lock().unwrap_or_else(PoisonError::into_inner));
-    Ok(Captured { url: url.to_owned(), html, screenshot, fetched: t.fetched, blocked: t.blocked })
+    Ok(Captured {
+        url: url.to_owned(),
+        html,
+        screenshot,
+        fetched: t.fetched,
+        blocked: t.blocked,
+        stopping: None,
+    })
 }
 
 /// Answer a paused request in its own task (the page's requests are fetched in parallel).

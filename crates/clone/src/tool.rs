@@ -174,11 +174,14 @@ impl Tool for CloneSite {
             .await??
         };
         let limits = Limits { max_assets, max_bytes, full_page: args.full_page };
+        let started = std::time::Instant::now();
         let mut captured =
             capture::capture(&ctx, &self.guard, &self.chromium, page.as_str(), &limits).await?;
         // The srcset candidates the browser did not pick for its screen, so that the clone
         // holds every one.
+        let loaded = started.elapsed();
         fetch_candidates(&ctx, &self.guard, &mut captured, &limits).await;
+        let candidates = started.elapsed();
 
         let saved = save_plan(&captured.fetched, page.as_str());
         let mut colours = BTreeSet::new();
@@ -237,6 +240,10 @@ impl Tool for CloneSite {
             let ctx = ctx.clone();
             let dest = dest.clone();
             blocking(move || write_all(&ctx, &ws, &dest, files)).await??;
+        }
+        tracing::debug!(?loaded, ?candidates, written = ?started.elapsed(), "clone_site's phases");
+        if let Some(stopping) = captured.stopping.take() {
+            let _ = stopping.await;
         }
         let mut text = format!(
             "Cloned {} into {}/: index.html, {} assets, screenshot.png, page.md, manifest.json.",

@@ -146,8 +146,11 @@ async fn a_page_is_cloned_with_its_assets_and_the_forbidden_one_blocked() {
     // The web font: saved under its hash, named by the stylesheet that now points at it.
     let font = format!("{}.woff2", sha16(FONT));
     assert!(clone.join("assets").join(&font).exists(), "{manifest}");
-    assert!(assets.iter().any(|a| a["type"] == "font/woff2" && a["path"] == format!("assets/{font}")));
-    let css_path = assets.iter().find(|a| a["type"] == "text/css").unwrap()["path"].as_str().unwrap();
+    assert!(
+        assets.iter().any(|a| a["type"] == "font/woff2" && a["path"] == format!("assets/{font}"))
+    );
+    let css_path =
+        assets.iter().find(|a| a["type"] == "text/css").unwrap()["path"].as_str().unwrap();
     let css = std::fs::read_to_string(clone.join(css_path)).unwrap();
     assert!(css.contains(&format!("url({font})")), "{css}");
     assert!(!css.contains("fonts/brand.woff2"), "{css}");
@@ -228,9 +231,14 @@ async fn render_offline(file: &Path) -> Offline {
             .await
             .unwrap_or_else(|_| panic!("Chromium did not start"));
     let hands_preview::Browser { proc, profile, cdp, mut events } = browser;
-    let target = cdp.call("Target.createTarget", json!({"url": "about:blank"}), None).await.unwrap();
+    let target =
+        cdp.call("Target.createTarget", json!({"url": "about:blank"}), None).await.unwrap();
     let attached = cdp
-        .call("Target.attachToTarget", json!({"targetId": target["targetId"], "flatten": true}), None)
+        .call(
+            "Target.attachToTarget",
+            json!({"targetId": target["targetId"], "flatten": true}),
+            None,
+        )
         .await
         .unwrap();
     let sid = attached["sessionId"].as_str().unwrap().to_owned();
@@ -273,7 +281,11 @@ async fn render_offline(file: &Path) -> Offline {
     tokio::time::timeout(Duration::from_secs(20), loaded).await.unwrap().unwrap();
     let fonts = "document.fonts.ready.then(() => [...document.fonts].map(f => f.family + ':' + f.status).join(','))";
     let fonts = cdp
-        .call("Runtime.evaluate", json!({"expression": fonts, "awaitPromise": true, "returnByValue": true}), s)
+        .call(
+            "Runtime.evaluate",
+            json!({"expression": fonts, "awaitPromise": true, "returnByValue": true}),
+            s,
+        )
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -337,8 +349,12 @@ async fn the_clone_renders_offline_like_the_original() {
     let clone = dir.path().join("clone");
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(clone.join("manifest.json")).unwrap()).unwrap();
-    let blocked: Vec<&str> =
-        manifest["blocked"].as_array().unwrap().iter().map(|b| b["url"].as_str().unwrap()).collect();
+    let blocked: Vec<&str> = manifest["blocked"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["url"].as_str().unwrap())
+        .collect();
     let original = std::fs::read(clone.join("screenshot.png")).unwrap();
 
     let offline = render_offline(&clone.join("index.html")).await;

@@ -195,7 +195,9 @@ fn words(raw: &str) -> Vec<String> {
 fn capitalized(word: &str) -> String {
     let mut chars = word.chars();
     match chars.next() {
-        Some(first) => first.to_ascii_uppercase().to_string() + &chars.as_str().to_ascii_lowercase(),
+        Some(first) => {
+            first.to_ascii_uppercase().to_string() + &chars.as_str().to_ascii_lowercase()
+        }
         None => String::new(),
     }
 }

@@ -40,13 +40,20 @@ pub struct CallArgs {
     pub method: String,
     /// The path after the connector's base_url, like `/pets/12` (no scheme, host or `..`).
     pub path: String,
-    /// Query parameters.
+    /// Query parameters (names to string values).
+    // The schemas say `object` only: a typed `additionalProperties` is outside the subset every
+    // client takes (Gemini refuses it); the parser still wants string values.
     #[serde(default)]
+    #[schemars(with = "serde_json::Map<String, Value>")]
     pub query: BTreeMap<String, String>,
-    /// A JSON body (sent as application/json).
+    /// A JSON body, sent as application/json (an object; an array or another JSON value is sent
+    /// as given too).
+    #[schemars(with = "Option<serde_json::Map<String, Value>>")]
     pub json: Option<Value>,
-    /// Extra headers (Authorization, Cookie and the connector's auth header are refused).
+    /// Extra headers, names to string values (Authorization, Cookie and the connector's auth
+    /// header are refused).
     #[serde(default)]
+    #[schemars(with = "serde_json::Map<String, Value>")]
     pub headers: BTreeMap<String, String>,
 }
 

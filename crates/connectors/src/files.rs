@@ -52,9 +52,9 @@ pub fn render(name: &str, file: &ConnectorFile) -> String {
         .ok()
         .and_then(|u| u.host_str().map(str::to_owned))
         .unwrap_or_default();
-    let mut out = format!("# The connector {name}: no secret in this file, only the secret's name.\n");
-    if let Some(secret) = file.auth.secret.as_deref().filter(|_| file.auth.kind != AuthKind::None)
-    {
+    let mut out =
+        format!("# The connector {name}: no secret in this file, only the secret's name.\n");
+    if let Some(secret) = file.auth.secret.as_deref().filter(|_| file.auth.kind != AuthKind::None) {
         out.push_str(&format!(
             "# Store the key for {host} only: hands secrets set {secret} --host {host}\n"
         ));
@@ -111,7 +111,8 @@ pub fn write(
     if let std::borrow::Cow::Owned(_) = hands_core::redact::text(&text) {
         return Err(FileError::Secret(format!("{DIR}/{name}.toml")));
     }
-    let ws = Workspace::open(root).map_err(|err| FileError::Io(format!("{}: {err}", root.display())))?;
+    let ws =
+        Workspace::open(root).map_err(|err| FileError::Io(format!("{}: {err}", root.display())))?;
     let rel = format!("{DIR}/{name}.toml");
     if !force && ws.dir().exists(&rel) {
         return Err(FileError::Exists(name.to_owned()));
@@ -146,7 +147,8 @@ fn put(ws: &Workspace, path: &str, bytes: &[u8]) -> Result<(), FileError> {
 /// Remove connector `name` and the OpenAPI document it names. Returns the paths removed.
 pub fn remove(root: &Path, name: &str) -> Result<Vec<String>, FileError> {
     check_name(name).map_err(FileError::Invalid)?;
-    let ws = Workspace::open(root).map_err(|err| FileError::Io(format!("{}: {err}", root.display())))?;
+    let ws =
+        Workspace::open(root).map_err(|err| FileError::Io(format!("{}: {err}", root.display())))?;
     let rel = format!("{DIR}/{name}.toml");
     let text = match ws.dir().read_to_string(&rel) {
         Ok(text) => text,
@@ -173,7 +175,8 @@ pub fn remove(root: &Path, name: &str) -> Result<Vec<String>, FileError> {
 /// Read and check connector `name` of the project at `root`.
 pub fn read(root: &Path, name: &str) -> Result<Connector, FileError> {
     check_name(name).map_err(FileError::Invalid)?;
-    let ws = Workspace::open(root).map_err(|err| FileError::Io(format!("{}: {err}", root.display())))?;
+    let ws =
+        Workspace::open(root).map_err(|err| FileError::Io(format!("{}: {err}", root.display())))?;
     let rel = format!("{DIR}/{name}.toml");
     match ws.dir().read_to_string(&rel) {
         Ok(text) => Connector::parse(name, &text).map_err(FileError::Invalid),
@@ -224,7 +227,10 @@ mod tests {
         let doc = serde_json::json!({"openapi": "3.1.0"});
         let written = write(dir.path(), "ex", &sample(), Some(&doc), false).unwrap();
         assert_eq!(written, [".hands/connectors/ex.openapi.json", ".hands/connectors/ex.toml"]);
-        assert!(matches!(write(dir.path(), "ex", &sample(), None, false), Err(FileError::Exists(_))));
+        assert!(matches!(
+            write(dir.path(), "ex", &sample(), None, false),
+            Err(FileError::Exists(_))
+        ));
         assert!(read(dir.path(), "ex").is_ok());
         let removed = remove(dir.path(), "ex").unwrap();
         assert_eq!(removed.len(), 2);

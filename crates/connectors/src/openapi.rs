@@ -156,10 +156,7 @@ fn upgrade_30(value: &mut Value, depth: usize) {
                     None => {
                         // `nullable` beside a $ref or an allOf: a union with null.
                         let inner = Value::Object(std::mem::take(map));
-                        map.insert(
-                            "anyOf".into(),
-                            serde_json::json!([inner, {"type": "null"}]),
-                        );
+                        map.insert("anyOf".into(), serde_json::json!([inner, {"type": "null"}]));
                     }
                 }
             } else if map.get("nullable").is_some_and(Value::is_boolean) {
@@ -346,8 +343,7 @@ fn auth(spec: &oas3::Spec, options: &ImportOptions, notes: &mut Vec<String>) -> 
         .find(|name| schemes.contains_key(*name))
         .or_else(|| schemes.keys().next());
     let Some(name) = named else { return Auth::default() };
-    let scheme = match follow(schemes.get(name), |c| &c.security_schemes, spec, "securitySchemes")
-    {
+    let scheme = match follow(schemes.get(name), |c| &c.security_schemes, spec, "securitySchemes") {
         Ok(Some(scheme)) => scheme,
         Ok(None) => return Auth::default(),
         Err(err) => {
@@ -542,7 +538,8 @@ impl Types<'_> {
         };
         let mut path_params = Vec::new();
         for name in placeholders(path) {
-            let declared = params.iter().find(|p| p.location == ParameterIn::Path && p.name == name);
+            let declared =
+                params.iter().find(|p| p.location == ParameterIn::Path && p.name == name);
             path_params.push(match declared {
                 Some(p) => param_of(p)?,
                 None => Param { name, ty: Ty::String, required: true, description: String::new() },
@@ -552,7 +549,12 @@ impl Types<'_> {
         for p in params.iter().filter(|p| p.location == ParameterIn::Query) {
             query.push(param_of(p)?);
         }
-        let body = match follow(op.request_body.as_ref(), |c| &c.request_bodies, self.spec, "requestBodies")? {
+        let body = match follow(
+            op.request_body.as_ref(),
+            |c| &c.request_bodies,
+            self.spec,
+            "requestBodies",
+        )? {
             Some(RequestBody { content, required, .. }) => {
                 Some((self.media_ty(&content)?, required.unwrap_or(false)))
             }

@@ -32,10 +32,32 @@ pub enum Side {
 
 /// Names the module declares or uses: a schema of that name is renamed.
 const RESERVED: &[&str] = &[
-    "Array", "ArrayBuffer", "BodyInit", "Boolean", "Date", "Error", "Headers", "HeadersInit",
-    "JSON", "Map", "Number", "Object", "Partial", "Promise", "ReadonlyArray", "Record", "RegExp",
-    "Request", "RequestInit", "Response", "ReturnType", "Set", "String", "URL",
-    "URLSearchParams", "Uint8Array",
+    "Array",
+    "ArrayBuffer",
+    "BodyInit",
+    "Boolean",
+    "Date",
+    "Error",
+    "Headers",
+    "HeadersInit",
+    "JSON",
+    "Map",
+    "Number",
+    "Object",
+    "Partial",
+    "Promise",
+    "ReadonlyArray",
+    "Record",
+    "RegExp",
+    "Request",
+    "RequestInit",
+    "Response",
+    "ReturnType",
+    "Set",
+    "String",
+    "URL",
+    "URLSearchParams",
+    "Uint8Array",
 ];
 
 /// The PascalCase stem of the module's own names (`petstore` → `Petstore`).
@@ -82,8 +104,11 @@ impl Types {
             .types
             .iter()
             .map(|t| {
-                let wanted =
-                    if RESERVED.contains(&t.name.as_str()) { format!("{}Type", t.name) } else { t.name.clone() };
+                let wanted = if RESERVED.contains(&t.name.as_str()) {
+                    format!("{}Type", t.name)
+                } else {
+                    t.name.clone()
+                };
                 (t.name.clone(), names.unique(&wanted))
             })
             .collect();
@@ -109,7 +134,12 @@ impl Types {
                 let mut out = String::from("{ ");
                 for p in props {
                     let inner = if p.ty == Ty::Void { "unknown".into() } else { self.ts(&p.ty) };
-                    let _ = write!(out, "{}{}: {inner}; ", key(&p.name), if p.required { "" } else { "?" });
+                    let _ = write!(
+                        out,
+                        "{}{}: {inner}; ",
+                        key(&p.name),
+                        if p.required { "" } else { "?" }
+                    );
                 }
                 match rest {
                     // Declared properties must fit the index signature: with some, it is unknown.
@@ -180,7 +210,9 @@ pub fn client(connector: &Connector, api: &Api, side: Side, route: &str) -> Stri
             "  /** The runtime's environment bindings (a Worker's `env`), read before `process.env`. */\n  env?: Record<string, string | undefined>;\n",
         );
     }
-    out.push_str("  /** The fetch to use (default: the global one). */\n  fetch?: typeof fetch;\n}\n\n");
+    out.push_str(
+        "  /** The fetch to use (default: the global one). */\n  fetch?: typeof fetch;\n}\n\n",
+    );
     let _ = write!(
         out,
         "/** A non-2xx answer: its status and its body (parsed when it is JSON). */\n\
@@ -296,8 +328,11 @@ fn operation(op: &ApiOperation, types: &Types, stem: &str) -> String {
     let mut members = Vec::new();
     let mut required = false;
     if !op.path_params.is_empty() {
-        let fields: Vec<String> =
-            op.path_params.iter().map(|p| format!("{}: {}", key(&p.name), types.ts(&p.ty))).collect();
+        let fields: Vec<String> = op
+            .path_params
+            .iter()
+            .map(|p| format!("{}: {}", key(&p.name), types.ts(&p.ty)))
+            .collect();
         members.push(format!("path: {{ {} }}", fields.join("; ")));
         required = true;
     }
@@ -307,7 +342,12 @@ fn operation(op: &ApiOperation, types: &Types, stem: &str) -> String {
             let fields: Vec<String> = params
                 .iter()
                 .map(|p| {
-                    format!("{}{}: {}", key(&p.name), if p.required { "" } else { "?" }, types.ts(&p.ty))
+                    format!(
+                        "{}{}: {}",
+                        key(&p.name),
+                        if p.required { "" } else { "?" },
+                        types.ts(&p.ty)
+                    )
                 })
                 .collect();
             members.push(format!(
@@ -342,7 +382,8 @@ fn operation(op: &ApiOperation, types: &Types, stem: &str) -> String {
     } else {
         format!("params: {{ {} }} = {{}}", members.join("; "))
     };
-    let query = if op.query.as_ref().is_some_and(Vec::is_empty) { "undefined" } else { "params.query" };
+    let query =
+        if op.query.as_ref().is_some_and(Vec::is_empty) { "undefined" } else { "params.query" };
     let body = if op.body.is_some() { "params.body" } else { "undefined" };
     let response = types.ts(&op.response);
     let summary = if op.description.is_empty() {
@@ -397,8 +438,10 @@ pub fn glob_regex(glob: &str) -> String {
                 match close {
                     Some(end) => {
                         let inner: String = chars[i + 1..end].iter().collect();
-                        let inner = inner.strip_prefix('!').map(|r| format!("^{r}")).unwrap_or(inner);
-                        let _ = write!(out, "[{}]", inner.replace('\\', "\\\\").replace(']', "\\]"));
+                        let inner =
+                            inner.strip_prefix('!').map(|r| format!("^{r}")).unwrap_or(inner);
+                        let _ =
+                            write!(out, "[{}]", inner.replace('\\', "\\\\").replace(']', "\\]"));
                         i = end;
                     }
                     None => out.push_str("\\["),

@@ -61,14 +61,11 @@ fn project(base: Option<&str>) -> tempfile::TempDir {
 }
 
 async fn scaffold(root: &Path, args: Value) -> ToolOutput {
-    let registry = Registry::builder(CoreConfig::default())
-        .tool(hands_connectors::ConnectorScaffold)
-        .build();
+    let registry =
+        Registry::builder(CoreConfig::default()).tool(hands_connectors::ConnectorScaffold).build();
     let session = Session::new("s1", root);
-    let out = registry
-        .dispatch(&session, ToolCall::new("c1", "connector_scaffold", args))
-        .await
-        .unwrap();
+    let out =
+        registry.dispatch(&session, ToolCall::new("c1", "connector_scaffold", args)).await.unwrap();
     session.close().await;
     out
 }
@@ -149,7 +146,8 @@ async fn the_petstore_document_becomes_clients_that_tsc_accepts_for_each_target(
         let s = out.structured.clone().unwrap();
         assert_eq!(s["typed_from_openapi"], true);
         assert_eq!(s["env"], json!(["PETSTORE_API_KEY"]));
-        let client = std::fs::read_to_string(dir.path().join("src/connectors/petstore.ts")).unwrap();
+        let client =
+            std::fs::read_to_string(dir.path().join("src/connectors/petstore.ts")).unwrap();
         assert!(client.contains("headers[\"x-api-key\"] = key"), "{client}");
         std::fs::write(dir.path().join("src/use.ts"), USE_SERVER).unwrap();
         compile(&tsc, dir.path(), TSCONFIG);
@@ -312,11 +310,18 @@ async fn a_file_the_user_changed_is_never_overwritten() {
     assert!(out.is_error);
     assert!(out.joined_text().contains("changed since hands wrote it"), "{}", out.joined_text());
     assert_eq!(std::fs::read_to_string(&client).unwrap(), mine);
-    assert_eq!(std::fs::read_to_string(dir.path().join(".env.example")).unwrap(), "# mine\nOTHER=1");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join(".env.example")).unwrap(),
+        "# mine\nOTHER=1"
+    );
     // A file of the same name that hands never wrote.
     std::fs::write(&client, "export const theirs = 1;\n").unwrap();
     let out = scaffold(dir.path(), args.clone()).await;
-    assert!(out.joined_text().contains("not written by connector_scaffold"), "{}", out.joined_text());
+    assert!(
+        out.joined_text().contains("not written by connector_scaffold"),
+        "{}",
+        out.joined_text()
+    );
     // Moved aside, it is written again, and .env.example only gains a line.
     std::fs::remove_file(&client).unwrap();
     assert!(!scaffold(dir.path(), args).await.is_error);
@@ -346,12 +351,22 @@ async fn bad_input_is_refused_and_nothing_is_written() {
     // Another ecosystem: said, not guessed.
     let py = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(py.path().join(".hands/connectors")).unwrap();
-    std::fs::copy(root.join(".hands/connectors/petstore.toml"), py.path().join(".hands/connectors/petstore.toml")).unwrap();
-    std::fs::copy(root.join(".hands/connectors/petstore.openapi.json"), py.path().join(".hands/connectors/petstore.openapi.json")).unwrap();
+    std::fs::copy(
+        root.join(".hands/connectors/petstore.toml"),
+        py.path().join(".hands/connectors/petstore.toml"),
+    )
+    .unwrap();
+    std::fs::copy(
+        root.join(".hands/connectors/petstore.openapi.json"),
+        py.path().join(".hands/connectors/petstore.openapi.json"),
+    )
+    .unwrap();
     std::fs::write(py.path().join("pyproject.toml"), "[project]\nname = 'x'\n").unwrap();
     let out = scaffold(py.path(), json!({"connector": "petstore", "target": "server"})).await;
     assert!(out.joined_text().contains("Python project"), "{}", out.joined_text());
-    let out = scaffold(py.path(), json!({"connector": "petstore", "target": "server", "language": "ts"})).await;
+    let out =
+        scaffold(py.path(), json!({"connector": "petstore", "target": "server", "language": "ts"}))
+            .await;
     assert!(!out.is_error, "{}", out.joined_text());
     assert!(py.path().join("connectors/petstore.ts").exists(), "no src/: connectors/");
 
@@ -366,7 +381,8 @@ async fn bad_input_is_refused_and_nothing_is_written() {
     // A connector that names a document outside its folder does not check.
     let toml = root.join(".hands/connectors/petstore.toml");
     let text = std::fs::read_to_string(&toml).unwrap();
-    std::fs::write(&toml, text.replace("\"petstore.openapi.json\"", "\"../../etc/passwd.json\"")).unwrap();
+    std::fs::write(&toml, text.replace("\"petstore.openapi.json\"", "\"../../etc/passwd.json\""))
+        .unwrap();
     let out = scaffold(root, json!({"connector": "petstore", "target": "server"})).await;
     assert!(out.joined_text().contains("not a path"), "{}", out.joined_text());
     // Its document gone: said, with the fix.

@@ -44,5 +44,5 @@ pub fn is_project(root: &std::path::Path) -> bool {
         return false;
     }
     let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(std::path::PathBuf::from);
-    !home.and_then(|h| std::fs::canonicalize(h).ok()).is_some_and(|h| h == canonical)
+    home.and_then(|h| std::fs::canonicalize(h).ok()).is_none_or(|h| h != canonical)
 }

@@ -111,7 +111,7 @@ pub struct Api {
 impl Api {
     /// The untyped API of a connector file's `operations`.
     pub fn from_connector(connector: &Connector) -> Self {
-        let mut names = Names::default();
+        let mut names = Names::for_operations();
         let operations = connector
             .file
             .operations
@@ -132,7 +132,11 @@ impl Api {
                         })
                         .collect(),
                     method,
-                    path: op.path.clone(),
+                    path: if op.path.starts_with('/') {
+                        op.path.clone()
+                    } else {
+                        format!("/{}", op.path)
+                    },
                     description: one_line(&op.description),
                     query: None,
                     body,
@@ -249,6 +253,13 @@ fn fix_start(out: String, empty: &str) -> String {
 pub struct Names(std::collections::BTreeSet<String>);
 
 impl Names {
+    /// Names for operations: `request` is the clients' own method for any call.
+    pub fn for_operations() -> Self {
+        let mut names = Self::default();
+        names.unique("request");
+        names
+    }
+
     /// `wanted`, or the first free variant of it.
     pub fn unique(&mut self, wanted: &str) -> String {
         let mut name = wanted.to_owned();

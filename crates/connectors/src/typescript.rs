@@ -60,6 +60,12 @@ const RESERVED: &[&str] = &[
     "Uint8Array",
 ];
 
+/// `my-api` → `MY_API` (`_1API` for a name that starts with a digit): a constant's name.
+fn constant(name: &str) -> String {
+    let upper = name.to_ascii_uppercase().replace('-', "_");
+    if upper.starts_with(|c: char| c.is_ascii_digit()) { format!("_{upper}") } else { upper }
+}
+
 /// The PascalCase stem of the module's own names (`petstore` → `Petstore`).
 pub fn stem(connector: &str) -> String {
     pascal_ident(connector)
@@ -492,7 +498,7 @@ pub fn route(connector: &Connector, prefix: &str) -> String {
         secret_js = js(&secret),
         methods = methods.join(", "),
         paths = paths.join("\n"),
-        upper = connector.name.to_ascii_uppercase().replace('-', "_"),
+        upper = constant(&connector.name),
         prefix_js = js(prefix),
     );
     out.push_str(READ_ENV);
@@ -520,7 +526,7 @@ pub fn route(connector: &Connector, prefix: &str) -> String {
          const type = request.headers.get(\"content-type\");\n  \
          if (type) headers[\"content-type\"] = type;\n",
         name = connector.name,
-        upper = connector.name.to_ascii_uppercase().replace('-', "_"),
+        upper = constant(&connector.name),
     );
     let name = auth.name.clone().unwrap_or_default();
     match auth.kind {

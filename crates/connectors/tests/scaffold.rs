@@ -395,28 +395,36 @@ async fn bad_input_is_refused_and_nothing_is_written() {
 
 #[tokio::test]
 async fn a_connector_without_a_document_gets_an_untyped_client_that_compiles() {
+    // A name that starts with a digit, an operation called like the clients' own `request`, a
+    // path without its leading slash: still valid TypeScript.
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join(".hands/connectors")).unwrap();
     std::fs::write(
-        dir.path().join(".hands/connectors/notes.toml"),
+        dir.path().join(".hands/connectors/2do-list.toml"),
         "base_url = \"https://notes.example.com\"\nallowed_methods = [\"GET\", \"POST\"]\n\
          allowed_paths = [\"/notes/**\"]\n[auth]\nkind = \"basic\"\nsecret = \"NOTES_PASSWORD\"\n\
          username = \"me\"\n[[operations]]\nname = \"get-note\"\nmethod = \"GET\"\npath = \"/notes/{id}\"\n\
-         [[operations]]\nname = \"add note\"\nmethod = \"POST\"\npath = \"/notes\"\n",
+         [[operations]]\nname = \"request\"\nmethod = \"POST\"\npath = \"notes\"\n",
     )
     .unwrap();
-    let out = scaffold(dir.path(), json!({"connector": "notes", "target": "client"})).await;
+    let out = scaffold(dir.path(), json!({"connector": "2do-list", "target": "client"})).await;
     assert!(!out.is_error, "{}", out.joined_text());
     assert_eq!(out.structured.clone().unwrap()["typed_from_openapi"], false);
+    let client = std::fs::read_to_string(dir.path().join("connectors/2do-list.ts")).unwrap();
+    assert!(client.contains("request2(") && client.contains("`/notes`"), "{client}");
     let Some(tsc) = tsc() else { return };
     std::fs::write(
         dir.path().join("connectors/use.ts"),
-        "import { createNotesClient } from \"./notes.js\";\n\
-         export const note: Promise<unknown> = createNotesClient().getNote({ path: { id: \"1\" } });\n\
-         export const added: Promise<unknown> = createNotesClient().addNote({ body: { text: \"x\" } });\n",
+        "import { create_2doListClient } from \"./2do-list.js\";\n\
+         import { handle_2doList, _2DO_LIST_ROUTE_PREFIX } from \"./2do-list.route.js\";\n\
+         const api = create_2doListClient();\n\
+         export const note: Promise<unknown> = api.getNote({ path: { id: \"1\" } });\n\
+         export const added: Promise<unknown> = api.request2({ body: { text: \"x\" } });\n\
+         export const any: Promise<unknown> = api.request(\"GET\", \"/notes/1\");\n\
+         export const route = [handle_2doList, _2DO_LIST_ROUTE_PREFIX];\n",
     )
     .unwrap();
     compile(&tsc, dir.path(), &TSCONFIG.replace("src/**/*.ts", "connectors/**/*.ts"));
-    let route = std::fs::read_to_string(dir.path().join("connectors/notes.route.ts")).unwrap();
+    let route = std::fs::read_to_string(dir.path().join("connectors/2do-list.route.ts")).unwrap();
     assert!(route.contains("btoa(\"me\" + \":\" + key)"), "{route}");
 }

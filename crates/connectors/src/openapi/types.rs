@@ -86,7 +86,7 @@ pub(super) fn build_api(spec: &oas3::Spec, notes: &mut Vec<String>) -> Result<Ap
         });
     }
     check_alias_loops(&named)?;
-    let mut op_names = Names::default();
+    let mut op_names = Names::for_operations();
     let mut operations = Vec::new();
     for (path, item) in spec.paths.iter().flat_map(|p| p.iter()) {
         for (method, op) in item.methods() {

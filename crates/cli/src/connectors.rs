@@ -262,7 +262,10 @@ fn list(root: &Path, store: Option<&dyn SecretStore>, json: bool) -> Result<Exit
     for row in rows {
         let name = row["name"].as_str().unwrap_or_default();
         match row["error"].as_str() {
-            Some(error) => term::out(&format!("{name}  (broken: {error})\n")),
+            Some(error) => {
+                let error = error.split_whitespace().collect::<Vec<_>>().join(" ");
+                term::out(&format!("{name}  (broken: {error})\n"));
+            }
             None => term::out(&format!(
                 "{name}  {}  auth {}{}  ({} operations)\n",
                 row["base_url"].as_str().unwrap_or_default(),

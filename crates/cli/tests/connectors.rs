@@ -267,9 +267,9 @@ fn connector_scaffold_through_hands_call() {
     assert_eq!(code, 0, "{out}{err}");
     let args = r#"{"connector": "petstore", "target": "client"}"#;
     // Under ask, with nobody at a terminal to answer: refused, nothing written.
-    let (code, out, _) = setup.run(&["-c", "approval=ask", "call", "connector_scaffold", args]);
+    let (code, out, err) = setup.run(&["-c", "approval=ask", "call", "connector_scaffold", args]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("needs the user's approval"), "{out}");
+    assert!(format!("{out}{err}").contains("needs the user's approval"), "{out}{err}");
     assert!(!setup.root().join("connectors").exists());
     let (code, out, err) = setup.run(&["call", "connector_scaffold", args, "--json"]);
     assert_eq!(code, 0, "{out}{err}");

@@ -5,6 +5,7 @@ mod approve;
 mod call;
 mod chat;
 mod checkpoints;
+mod connectors;
 mod log;
 mod run;
 mod secret_prompt;
@@ -123,6 +124,12 @@ enum Command {
         #[command(subcommand)]
         action: secrets::Action,
     },
+    /// The project's connectors (`.hands/connectors/<name>.toml`, no secret in them): list, add
+    /// (from an OpenAPI 3 document with --from-openapi FILE_OR_URL), rm.
+    Connectors {
+        #[command(subcommand)]
+        action: connectors::Action,
+    },
     /// The project's checkpoints (one before and after each turn): list, diff, restore, gc.
     Checkpoints {
         #[command(subcommand)]
@@ -222,6 +229,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
     }
     match cli.command {
         Command::Checkpoints { action } => checkpoints::run(&root, action),
+        Command::Connectors { action } => {
+            let store = secrets.ok();
+            let store = store.as_deref().map(|s| s as &dyn hands_core::secret::SecretStore);
+            connectors::run(&root, store, &loaded.settings.net, action)
+        }
         Command::Secrets { action } => {
             let store = secrets.context("cannot open the secret store")?;
             secrets::run(&store, &root, action)

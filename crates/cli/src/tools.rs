@@ -58,6 +58,7 @@ const FAMILIES: &[(Family, &str)] = &[
     (Family::Mcp, "mcp"),
     (Family::Preview, "preview"),
     (Family::Web, "web"),
+    (Family::Connectors, "connectors"),
     (Family::Data, "data"),
     (Family::Project, "project"),
     (Family::Other, "other"),

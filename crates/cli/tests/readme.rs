@@ -1,8 +1,8 @@
 //! The README cannot drift from what hands is:
 //! - its tool tables (and docs/tools.md's) are what `hands tools --markdown` prints for a project that offers every tool
 //!   (a static site: the preview tools; a model: spawn_subagent; an MCP server: mcp_list and
-//!   mcp_call; a reference project: reference_project), each between its `<!-- tools:KEY -->`
-//!   markers;
+//!   mcp_call; a reference project: reference_project; a connector file: connector_call and
+//!   connector_scaffold), each between its `<!-- tools:KEY -->` markers;
 //! - its Layout table lists the workspace's members with each crate's package name and the
 //!   `description` of its Cargo.toml;
 //! - no tracked file points at documents outside the repository.
@@ -48,6 +48,13 @@ fn tools_markdown() -> String {
     std::fs::create_dir_all(home.join(".config/hands")).unwrap();
     std::fs::create_dir_all(tmp.path().join("inner-home")).unwrap();
     std::fs::write(root.join("index.html"), "<h1>hi</h1>\n").unwrap();
+    // A connector: connector_call and connector_scaffold.
+    std::fs::create_dir_all(root.join(".hands/connectors")).unwrap();
+    std::fs::write(
+        root.join(".hands/connectors/example.toml"),
+        "base_url = \"https://api.example.com\"\nallowed_paths = [\"/items\"]\n",
+    )
+    .unwrap();
     let bin = assert_cmd::cargo::cargo_bin("hands");
     std::fs::write(
         home.join(".config/hands/config.toml"),
@@ -92,6 +99,7 @@ fn readme_tool_tables_are_the_registrys() {
             "mcp",
             "preview",
             "web",
+            "connectors",
             "data",
             "project"
         ],
@@ -112,6 +120,9 @@ fn readme_tool_tables_are_the_registrys() {
         "`run_security_scan`",
         "`web_scrape`",
         "`image_gen`",
+        "`connector_call`",
+        "`connector_scaffold`",
+        "`clone_site`",
     ] {
         assert!(markdown.contains(&format!("| {name} |")), "{name} is not listed:\n{markdown}");
     }

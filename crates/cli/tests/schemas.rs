@@ -75,6 +75,9 @@ fn tools_list() -> Vec<Value> {
     std::fs::create_dir_all(&root).unwrap();
     std::fs::create_dir_all(home.join(".config/hands")).unwrap();
     std::fs::write(root.join("index.html"), "<h1>hi</h1>\n").unwrap();
+    std::fs::create_dir_all(root.join(".hands/connectors")).unwrap();
+    std::fs::write(root.join(".hands/connectors/example.toml"), "base_url = \"https://x.test\"\n")
+        .unwrap();
     std::fs::create_dir_all(tmp.path().join("inner-home")).unwrap();
     let bin = assert_cmd::cargo::cargo_bin("hands");
     std::fs::write(
@@ -114,6 +117,8 @@ fn tools_list() -> Vec<Value> {
         "mcp__inner__grep",
         "web_scrape",
         "image_gen",
+        "connector_call",
+        "connector_scaffold",
     ] {
         assert!(names.contains(&name), "{name} is not offered: {names:?}");
     }

@@ -144,6 +144,9 @@ async fn every_description_example_is_a_valid_call() {
 /// static site) and spawn_subagent.
 fn full_registry(root: &std::path::Path) -> Registry {
     std::fs::write(root.join("index.html"), "<h1>hi</h1>\n").unwrap();
+    std::fs::create_dir_all(root.join(".hands/connectors")).unwrap();
+    std::fs::write(root.join(".hands/connectors/example.toml"), "base_url = \"https://x.test\"\n")
+        .unwrap();
     // read_file pointing to parse_document, as the binary registers them.
     let hints = hands_fs::Hints { documents: Some(hands_document::NAME) };
     let builder = hands_fs::register_with(
@@ -172,6 +175,10 @@ fn full_registry(root: &std::path::Path) -> Registry {
     let scrape = hands_web::ScrapeConfig { builtin: true, base_url: None };
     let builder = hands_web::register_scrape(builder, &guard, &scrape, None, None);
     let builder = hands_web::register_image(builder, &guard, &Default::default(), None);
+    let store = std::sync::Arc::new(hands_secrets::Store::at(root.join(".state/secrets")));
+    let approval = hands_core::config::Approval::Auto;
+    let builder =
+        hands_connectors::register(builder, &Default::default(), store, approval, root).unwrap();
     builder
         .conditions(hands_core::Conditions {
             secrets: [hands_web::FAL_KEY.to_owned()].into_iter().collect(),
@@ -213,8 +220,17 @@ fn descriptions_name_only_tools_hands_offers() {
     }
     // Words that are neither tools nor fields: folder names, status and stage values, settings.
     known.extend(
-        ["node_modules", "in_progress", "starting_server", "launching_browser", "window_size"]
-            .map(String::from),
+        [
+            "node_modules",
+            "in_progress",
+            "starting_server",
+            "launching_browser",
+            "window_size",
+            "allowed_methods",
+            "allowed_paths",
+            "base_url",
+        ]
+        .map(String::from),
     );
     let mut unknown = Vec::new();
     for spec in &specs {

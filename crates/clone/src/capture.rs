@@ -37,10 +37,14 @@ pub struct Blocked {
 
 /// What the browser produced.
 pub struct Captured {
+    /// The page's URL (after the browser's own resolution of it).
+    pub url: String,
     pub html: String,
     pub screenshot: Vec<u8>,
     pub fetched: Vec<Fetched>,
     pub blocked: Vec<Blocked>,
+    /// The browser on its way out (await it before answering).
+    pub stopping: Option<tokio::task::JoinHandle<()>>,
 }
 
 /// Limits of one capture.
@@ -73,6 +77,7 @@ pub async fn capture(
     url: &str,
     limits: &Limits,
 ) -> Result<Captured, ToolError> {
+    let started = Instant::now();
     let supervisor = Supervisor::of(ctx.session(), &ExecConfig::default());
     let cancel = ctx.cancel_token().clone();
     let launch = Launch {
@@ -88,12 +93,17 @@ pub async fn capture(
             LaunchError::Cancelled => ToolError::model("clone_site was cancelled."),
         })?;
     let hands_preview::Browser { proc, profile, cdp, events } = browser;
+    let launched = started.elapsed();
     let result = drive(&cdp, events, guard, url, limits, &cancel).await;
+    tracing::debug!(?launched, driven = ?started.elapsed(), "clone_site's browser");
     cdp.close();
-    proc.stop("clone_site done", Duration::from_secs(2)).await;
-    supervisor.forget(&proc.id);
-    drop(profile);
-    result
+    // The browser stops while the files are written: the tool awaits it before it answers.
+    let stopping = tokio::spawn(async move {
+        proc.stop("clone_site done", Duration::from_secs(2)).await;
+        supervisor.forget(&proc.id);
+        drop(profile);
+    });
+    result.map(|captured| Captured { stopping: Some(stopping), ..captured })
 }
 
 fn cdp_error(err: hands_preview::cdp::CdpError) -> ToolError {
@@ -180,6 +190,34 @@ async fn drive(
     // Scripts are never saved: removed from the DOM with inline handlers; URLs made absolute so
     // that they can be mapped to the saved files.
     let cleanup = r#"(() => {
+      // srcset candidates as the HTML standard splits them, each URL made absolute.
+      const absoluteSrcset = (v) => {
+        const out = [];
+        let i = 0;
+        while (i < v.length) {
+          while (i < v.length && /[\s,]/.test(v[i])) i++;
+          if (i >= v.length) break;
+          const start = i;
+          while (i < v.length && !/\s/.test(v[i])) i++;
+          let url = v.slice(start, i), desc = '';
+          if (url.endsWith(',')) {
+            url = url.replace(/,+$/, '');
+          } else {
+            const from = i;
+            let depth = 0;
+            while (i < v.length && !(v[i] === ',' && depth <= 0)) {
+              if (v[i] === '(') depth++;
+              if (v[i] === ')') depth--;
+              i++;
+            }
+            desc = v.slice(from, i).trim();
+            i++;
+          }
+          try { url = new URL(url, document.baseURI).href; } catch (e) {}
+          if (url) out.push(desc ? url + ' ' + desc : url);
+        }
+        return out.join(', ');
+      };
       document.querySelectorAll('script, link[rel=modulepreload], link[as=script], base').forEach(e => e.remove());
       for (const el of document.querySelectorAll('*')) {
         for (const a of [...el.attributes]) {
@@ -188,11 +226,19 @@ async fn drive(
         for (const name of ['src', 'href', 'poster']) {
           if (el.hasAttribute(name) && typeof el[name] === 'string' && el[name]) el.setAttribute(name, el[name]);
         }
-        if (el.hasAttribute('srcset')) { el.removeAttribute('srcset'); }
+        for (const name of ['srcset', 'imagesrcset']) {
+          if (el.hasAttribute(name)) el.setAttribute(name, absoluteSrcset(el.getAttribute(name)));
+        }
       }
       document.querySelectorAll('a[href^="javascript:"]').forEach(e => e.setAttribute('href', '#'));
       return true;
     })()"#;
+    // Web fonts may still be loading after the load event: wait for them (3 s at most), so
+    // that the screenshot shows the page in its own type.
+    let fonts = "Promise.race([document.fonts.ready.then(() => true), \
+                 new Promise((done) => setTimeout(() => done(false), 3000))])";
+    let _ =
+        cdp.call("Runtime.evaluate", json!({"expression": fonts, "awaitPromise": true}), s).await;
     cdp.call("Runtime.evaluate", json!({"expression": cleanup}), s).await.map_err(cdp_error)?;
     let doc = cdp.call("DOM.getDocument", json!({"depth": 0}), s).await.map_err(cdp_error)?;
     let root = doc["root"]["nodeId"].clone();
@@ -213,7 +259,14 @@ async fn drive(
         .decode(png["data"].as_str().unwrap_or_default())
         .map_err(|err| ToolError::Fatal(format!("the screenshot was not base64: {err}")))?;
     let t = std::mem::take(&mut *tally.lock().unwrap_or_else(PoisonError::into_inner));
-    Ok(Captured { html, screenshot, fetched: t.fetched, blocked: t.blocked })
+    Ok(Captured {
+        url: url.to_owned(),
+        html,
+        screenshot,
+        fetched: t.fetched,
+        blocked: t.blocked,
+        stopping: None,
+    })
 }
 
 /// Answer a paused request in its own task (the page's requests are fetched in parallel).

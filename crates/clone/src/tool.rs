@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::capture::{self, Fetched, Limits};
-use crate::{css, markdown};
+use crate::{css, markdown, srcset};
 
 /// Default of `max_assets`.
 pub const DEFAULT_MAX_ASSETS: usize = 200;
@@ -174,8 +174,14 @@ impl Tool for CloneSite {
             .await??
         };
         let limits = Limits { max_assets, max_bytes, full_page: args.full_page };
-        let captured =
+        let started = std::time::Instant::now();
+        let mut captured =
             capture::capture(&ctx, &self.guard, &self.chromium, page.as_str(), &limits).await?;
+        // The srcset candidates the browser did not pick for its screen, so that the clone
+        // holds every one.
+        let loaded = started.elapsed();
+        fetch_candidates(&ctx, &self.guard, &mut captured, &limits).await;
+        let candidates = started.elapsed();
 
         let saved = save_plan(&captured.fetched, page.as_str());
         let mut colours = BTreeSet::new();
@@ -235,6 +241,10 @@ impl Tool for CloneSite {
             let dest = dest.clone();
             blocking(move || write_all(&ctx, &ws, &dest, files)).await??;
         }
+        tracing::debug!(?loaded, ?candidates, written = ?started.elapsed(), "clone_site's phases");
+        if let Some(stopping) = captured.stopping.take() {
+            let _ = stopping.await;
+        }
         let mut text = format!(
             "Cloned {} into {}/: index.html, {} assets, screenshot.png, page.md, manifest.json.",
             result.url,
@@ -265,6 +275,61 @@ impl Tool for CloneSite {
             .content
             .push(Content::Image { data: captured.screenshot, mime_type: "image/png".into() });
         Ok(output)
+    }
+}
+
+/// Fetch through the guard the `srcset` candidates the page did not load, within what is left
+/// of the limits; a refusal or a failure is listed as blocked (and the candidate is dropped
+/// from the clone).
+async fn fetch_candidates(
+    ctx: &Context,
+    guard: &Guard,
+    captured: &mut capture::Captured,
+    limits: &Limits,
+) {
+    let base = url::Url::parse(&captured.url).ok();
+    let mut missing: Vec<String> = Vec::new();
+    for value in srcset::values(&captured.html) {
+        for candidate in srcset::parse(&value) {
+            let Some(abs) = base.as_ref().and_then(|b| b.join(&candidate.url).ok()) else {
+                continue;
+            };
+            let abs = abs.to_string();
+            let known = captured.fetched.iter().any(|f| f.url == abs)
+                || captured.blocked.iter().any(|b| b.url == abs)
+                || missing.contains(&abs);
+            if matches!(abs.split(':').next(), Some("http" | "https")) && !known {
+                missing.push(abs);
+            }
+        }
+    }
+    let mut requests = captured.fetched.len() + captured.blocked.len();
+    let mut bytes: u64 = captured.fetched.iter().map(|f| f.body.len() as u64).sum();
+    for url in missing {
+        if requests >= limits.max_assets || bytes >= limits.max_bytes {
+            let why = if bytes >= limits.max_bytes { "max_bytes" } else { "max_assets" };
+            captured.blocked.push(capture::Blocked { url, reason: format!("over {why}") });
+            continue;
+        }
+        requests += 1;
+        let request = hands_net::Request::get(url.clone()).max_bytes(limits.max_bytes - bytes);
+        match guard.send(request, ctx.cancel_token()).await {
+            Ok(got) if (200..300).contains(&got.status) => {
+                bytes += got.body.len() as u64;
+                let mime = got.content_type.unwrap_or_default();
+                let mime = mime.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+                captured.fetched.push(Fetched {
+                    url,
+                    resource_type: "Image".into(),
+                    mime,
+                    body: got.body,
+                });
+            }
+            Ok(got) => captured
+                .blocked
+                .push(capture::Blocked { url, reason: format!("HTTP {}", got.status) }),
+            Err(err) => captured.blocked.push(capture::Blocked { url, reason: err.to_string() }),
+        }
     }
 }
 
@@ -317,7 +382,12 @@ fn extension(f: &Fetched) -> String {
 /// absolute by the capture, `&` escaped as `&amp;`) and CSS `url()`s of `<style>` and `style=""`.
 fn rewrite_html(html: &str, page: &str, by_url: &HashMap<&str, &str>) -> String {
     let base = url::Url::parse(page).ok();
-    let mut html = css::rewrite_urls(html, &mut |raw| {
+    // srcset first: its values hold several URLs, which the whole-value pass below would miss.
+    let html = srcset::rewrite(html, &mut |raw| {
+        let abs = base.as_ref()?.join(raw).ok()?;
+        by_url.get(abs.as_str()).map(|n| format!("assets/{n}"))
+    });
+    let mut html = css::rewrite_urls(&html, &mut |raw| {
         let raw = raw.replace("&amp;", "&").replace("&quot;", "");
         let abs = base.as_ref()?.join(&raw).ok()?;
         by_url.get(abs.as_str()).map(|n| format!("assets/{n}"))

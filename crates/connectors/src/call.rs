@@ -40,13 +40,20 @@ pub struct CallArgs {
     pub method: String,
     /// The path after the connector's base_url, like `/pets/12` (no scheme, host or `..`).
     pub path: String,
-    /// Query parameters.
+    /// Query parameters (names to string values).
+    // The schemas say `object` only: a typed `additionalProperties` is outside the subset every
+    // client takes (Gemini refuses it); the parser still wants string values.
     #[serde(default)]
+    #[schemars(with = "serde_json::Map<String, Value>")]
     pub query: BTreeMap<String, String>,
-    /// A JSON body (sent as application/json).
+    /// A JSON body, sent as application/json (an object; an array or another JSON value is sent
+    /// as given too).
+    #[schemars(with = "Option<serde_json::Map<String, Value>>")]
     pub json: Option<Value>,
-    /// Extra headers (Authorization, Cookie and the connector's auth header are refused).
+    /// Extra headers, names to string values (Authorization, Cookie and the connector's auth
+    /// header are refused).
     #[serde(default)]
+    #[schemars(with = "serde_json::Map<String, Value>")]
     pub headers: BTreeMap<String, String>,
 }
 
@@ -128,7 +135,7 @@ impl Tool for ConnectorCall {
     fn policy(&self) -> Policy {
         Policy::from_annotations(self.annotations())
             .label(Label::Key { key: "path" })
-            .family(Family::Web)
+            .family(Family::Connectors)
             .timeout_ms(120_000)
     }
 
@@ -429,7 +436,7 @@ impl ConnectorCall {
 }
 
 /// Read `.hands/connectors/<name>.toml` through the confined workspace.
-fn load(ctx: &Context, name: &str) -> Result<Connector, ToolError> {
+pub(crate) fn load(ctx: &Context, name: &str) -> Result<Connector, ToolError> {
     let ws = Workspace::of(ctx)?;
     let rel = format!("{DIR}/{name}.toml");
     let text = match ws.dir().read_to_string(&rel) {

@@ -5,6 +5,7 @@
 //! allowed_methods = ["GET", "POST"]      # default: GET only
 //! allowed_paths = ["/pets", "/pets/*"]   # globs over the path after base_url; `*` stays in
 //!                                        # one segment, `**` crosses them
+//! openapi = "petstore.openapi.json"      # optional: the document it was imported from
 //! [auth]
 //! kind = "bearer"                        # bearer | header | query | basic | none
 //! secret = "PETSTORE_API_KEY"            # the stored secret's name (not its value)
@@ -45,6 +46,16 @@ pub struct ConnectorFile {
     /// Named operations, for people, the model and connector_scaffold.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub operations: Vec<Operation>,
+    /// The OpenAPI document the connector was imported from, a file beside it in
+    /// `.hands/connectors/` (`hands connectors add --from-openapi` writes it): connector_scaffold
+    /// takes the client's types from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub openapi: Option<String>,
+}
+
+/// The name of the OpenAPI document kept beside connector `name`.
+pub fn openapi_file(name: &str) -> String {
+    format!("{name}.openapi.json")
 }
 
 fn default_methods() -> Vec<String> {
@@ -182,6 +193,20 @@ impl Connector {
             set.add(compiled);
         }
         let paths = set.build().map_err(|err| format!("{at}: allowed_paths: {err}"))?;
+        if let Some(doc) = &file.openapi {
+            let plain = !doc.is_empty()
+                && doc.len() <= 128
+                && doc.ends_with(".json")
+                && !doc.starts_with('.')
+                && doc.bytes().all(|c| c.is_ascii_alphanumeric() || b"._-".contains(&c));
+            if !plain {
+                return Err(format!(
+                    "{at}: openapi {doc:?} must be the name of a .json file beside the connector \
+                     file (like {}), not a path",
+                    openapi_file(name)
+                ));
+            }
+        }
         let auth = &file.auth;
         match auth.kind {
             AuthKind::None => {

@@ -1,30 +1,40 @@
 //! Connectors of hands: a connector is `.hands/connectors/<name>.toml` (no secret in it: a base
-//! URL, how the stored secret is sent, allowed methods and path globs, named operations), and
-//! `connector_call` calls the connected service through the egress guard. The invariant: a
-//! secret is sent only to the host the user recorded with it when it was stored
+//! URL, how the stored secret is sent, allowed methods and path globs, named operations, the
+//! OpenAPI document it came from), `connector_call` calls the connected service through the
+//! egress guard, and `connector_scaffold` writes a typed client of it into the project. The
+//! invariant: a secret is sent only to the host the user recorded with it when it was stored
 //! (`hands secrets set NAME --host HOST`), so a repository's connector file cannot redirect a
 //! key.
 //!
-//! Offered when the project has at least one connector file (see [`register`]).
+//! Both tools are offered while the project has at least one connector file (see [`register`]
+//! and [`source`]). `hands connectors add|rm|list` use [`files`] and [`openapi`].
 
+pub mod api;
 mod call;
 pub mod config;
+pub mod files;
+pub mod openapi;
+mod scaffold;
+pub mod source;
+pub mod typescript;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 pub use call::{CallArgs, CallResult, ConnectorCall, Header, MAX_RESPONSE_BYTES, check_path};
 pub use config::{Auth, AuthKind, Connector, ConnectorFile, Operation, list};
+pub use scaffold::{ConnectorScaffold, ScaffoldArgs, ScaffoldFile, ScaffoldResult, Target};
 
 use hands_core::RegistryBuilder;
 use hands_core::config::Approval;
 use hands_core::secret::SecretStore;
 use hands_net::{Guard, NetConfig, NetError};
 
-/// Register connector_call, offered while the project at `root` has a connector file (checked
-/// whenever the registry refreshes). It sends through a guard built from `net` that follows no
-/// redirect, takes keys from `store`, and asks the user before any method but GET under
-/// `approval = "ask"`.
+/// Register connector_call and connector_scaffold as a live source, offered while the project at
+/// `root` has a connector file (looked for after every mutating call, on a configuration
+/// refresh, and at most once a second when the tools are listed). connector_call sends through a
+/// guard built from `net` that follows no redirect, takes keys from `store`, and asks the user
+/// before any method but GET under `approval = "ask"`; connector_scaffold asks before it writes.
 pub fn register(
     builder: RegistryBuilder,
     net: &NetConfig,
@@ -33,7 +43,9 @@ pub fn register(
     root: &Path,
 ) -> Result<RegistryBuilder, NetError> {
     let guard = Guard::new(&NetConfig { max_redirects: 0, ..net.clone() })?;
-    let root: PathBuf = root.to_path_buf();
-    Ok(builder
-        .tool_if(move |_| !list(&root).is_empty(), ConnectorCall::new(guard, store, approval)))
+    let tools = vec![
+        hands_core::erase(ConnectorCall::new(guard, store, approval)),
+        hands_core::erase(ConnectorScaffold),
+    ];
+    Ok(builder.source(Arc::new(source::ConnectorSource::new(root, tools))))
 }

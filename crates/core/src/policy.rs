@@ -121,6 +121,8 @@ pub enum Family {
     Mcp,
     /// Searching and reading the web.
     Web,
+    /// Connected outside services (connector files).
+    Connectors,
     /// Databases and data files.
     Data,
     /// The project's own commands and metadata.

@@ -164,10 +164,11 @@ fn functions_sql() -> String {
            and not exists (select 1 from pg_depend d where d.classid = 'pg_proc'::regclass
                            and d.objid = p.oid and d.deptype = 'e')
            and (($2::text is null and {})
-                or exists (select 1 from pg_trigger g
-                           join pg_class c on c.oid = g.tgrelid
-                           join pg_namespace cn on cn.oid = c.relnamespace
-                           where g.tgfoid = p.oid and {}))
+                or ($2::text is not null and exists (
+                      select 1 from pg_trigger g
+                      join pg_class c on c.oid = g.tgrelid
+                      join pg_namespace cn on cn.oid = c.relnamespace
+                      where g.tgfoid = p.oid and not g.tgisinternal and {})))
          order by 1, 2, 4",
         in_schema("n"),
         scope("c", "cn")

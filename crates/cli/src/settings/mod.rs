@@ -78,6 +78,9 @@ pub struct Settings {
     pub stripe: hands_connect::StripeConfig,
     /// `[supabase]`: the hosts connect_supabase accepts besides `*.supabase.co` (the user's only).
     pub supabase: hands_connect::SupabaseConfig,
+    /// `[database]`: the database db_schema and supabase_setup read, when it is not
+    /// connect_supabase's (a secret of the project holding a PostgreSQL URL, or a SQLite file).
+    pub database: hands_connect::DatabaseConfig,
 }
 
 impl Default for Settings {
@@ -108,6 +111,7 @@ impl Default for Settings {
             web_search: hands_web::SearchConfig::default(),
             stripe: hands_connect::StripeConfig::default(),
             supabase: hands_connect::SupabaseConfig::default(),
+            database: hands_connect::DatabaseConfig::default(),
         }
     }
 }

@@ -325,3 +325,14 @@ pub async fn notify(client: &Client, payloads: &[&str]) -> Result<(), tokio_post
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lock_key_is_the_one_the_docs_give() {
+        assert_eq!(LOCK_KEY, 7_521_414_230_396_857_703);
+        assert_eq!(&LOCK_KEY.to_be_bytes(), b"hands_mg");
+    }
+}

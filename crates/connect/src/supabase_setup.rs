@@ -9,146 +9,28 @@
 //! ending with `NOTIFY pgrst, 'reload schema'`; `restart` sends PostgREST's two reloads and
 //! connects again. A database URL is only ever shown redacted.
 
+mod link;
 mod local;
 mod migrate;
+mod report;
 mod split;
+mod types;
 
 use std::borrow::Cow;
-use std::sync::Arc;
 
 use hands_core::approval::{ApprovalRequest, ApproverHandle, Decision};
 use hands_core::config::Approval;
-use hands_core::secret::{SecretStore, SecretValue};
+use hands_core::secret::SecretValue;
 use hands_core::{Annotations, Context, Family, Label, Policy, Tool, ToolError, ToolOutput};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 
-use crate::config::DatabaseConfig;
+use crate::ask;
 use crate::database::{self, Database};
 use crate::postgres::{self, DbError};
-use crate::{DB_URL_NAME, ask, files};
 
 pub use migrate::{Failure, LOCK_KEY, TABLE};
 pub use split::{Statement, statements};
-
-const TOOL: &str = "supabase_setup";
-
-/// What supabase_setup does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Action {
-    /// Link the project to its database: verify the URL and record which secret holds it.
-    Link,
-    /// Write a new migration file from `name` and `sql`.
-    New,
-    /// Apply the pending migrations in order.
-    Migrate,
-    /// Show which migrations are applied and which are pending.
-    Status,
-    /// Make PostgREST reload its schema cache and configuration, and reconnect.
-    Restart,
-}
-
-/// Arguments of supabase_setup.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SupabaseSetupArgs {
-    /// What to do: `link`, `new`, `migrate`, `status` or `restart`.
-    pub action: Action,
-    /// For `new`: the migration's name, 1 to 100 letters, digits, `_` or `-` (like create_todos).
-    #[serde(default)]
-    pub name: Option<String>,
-    /// For `new`: the migration's SQL (at most 1 MiB).
-    #[serde(default)]
-    pub sql: Option<String>,
-    /// For `link`: the Supabase project's ref (20 lowercase letters and digits); read from the
-    /// database URL when left out.
-    #[serde(default)]
-    pub project_ref: Option<String>,
-    /// For `link`: the name of the secret holding the database URL (default SUPABASE_DB_URL);
-    /// the user is asked for it when it is not stored.
-    #[serde(default)]
-    pub secret: Option<String>,
-}
-
-/// One migration, as the folder and the database know it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
-pub struct MigrationState {
-    /// Its version (the file name's leading digits).
-    pub version: String,
-    /// Its name.
-    pub name: String,
-    /// Its file, when the folder has one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub file: Option<String>,
-    /// `applied`, `pending`, or `only_in_database` (a version no file has).
-    pub state: String,
-    /// True when the file was edited after it was applied.
-    pub edited: bool,
-}
-
-/// The structured result of supabase_setup: everything its text says.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, JsonSchema)]
-pub struct SetupResult {
-    /// The action.
-    pub action: String,
-    /// The database, as `user@host:port/database` (never the password).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub database: Option<String>,
-    /// The name of the secret holding the database URL.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub secret: Option<String>,
-    /// The Supabase project's ref, when known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub project_ref: Option<String>,
-    /// The database's `select version()`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub postgres_version: Option<String>,
-    /// The file written (`new`) or the file the link is recorded in (`link`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub file: Option<String>,
-    /// The new migration's version (`new`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
-    /// Every migration and its state (`migrate`, `status`).
-    pub migrations: Vec<MigrationState>,
-    /// The files this call applied, in order.
-    pub applied: Vec<String>,
-    /// The file that failed, where and why.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failed: Option<Failure>,
-    /// Why `migrate` applied nothing at all, when it refused.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub refused: Option<String>,
-    /// The `NOTIFY pgrst` payloads sent.
-    pub notified: Vec<String>,
-    /// What needs a look: edited files, versions only in the database, files out of order.
-    pub warnings: Vec<String>,
-    /// Files of the migrations folder that are not migrations.
-    pub skipped: Vec<String>,
-}
-
-/// The supabase_setup tool.
-#[derive(Clone)]
-pub struct SupabaseSetup {
-    net: hands_net::NetConfig,
-    database: DatabaseConfig,
-    approval: Approval,
-    store: Arc<dyn SecretStore>,
-}
-
-impl SupabaseSetup {
-    /// With the `[net]` rule for the database's address, the `[database]` settings, the
-    /// approval policy and the user's secret store.
-    pub fn new(
-        net: hands_net::NetConfig,
-        database: DatabaseConfig,
-        approval: Approval,
-        store: Arc<dyn SecretStore>,
-    ) -> Self {
-        Self { net, database, approval, store }
-    }
-}
+use types::TOOL;
+pub use types::{Action, MigrationState, SetupResult, SupabaseSetup, SupabaseSetupArgs};
 
 impl Tool for SupabaseSetup {
     type Args = SupabaseSetupArgs;
@@ -193,7 +75,7 @@ impl Tool for SupabaseSetup {
             Action::Status => (self.status(&ctx).await?, false),
             Action::Restart => (self.restart(&ctx).await?, false),
         };
-        let text = render(&result);
+        let text = report::render(&result);
         let structured = serde_json::to_value(&result)
             .map_err(|err| ToolError::Fatal(format!("a result did not serialize: {err}")))?;
         let out = if error { ToolOutput::error(text) } else { ToolOutput::text(text) };
@@ -228,10 +110,10 @@ fn check_args(args: &SupabaseSetupArgs) -> Result<(), ToolError> {
         local::check_sql(sql)?;
     }
     if let Some(secret) = &args.secret {
-        check_secret_name(secret)?;
+        link::check_secret_name(secret)?;
     }
     if let Some(reference) = &args.project_ref
-        && !is_ref(reference)
+        && !link::is_ref(reference)
     {
         return Err(ToolError::model(
             "`project_ref` must be the Supabase project's ref: 20 lowercase letters and digits \
@@ -239,39 +121,6 @@ fn check_args(args: &SupabaseSetupArgs) -> Result<(), ToolError> {
         ));
     }
     Ok(())
-}
-
-fn check_secret_name(name: &str) -> Result<(), ToolError> {
-    let ok = (2..=64).contains(&name.len())
-        && name.starts_with(|c: char| c.is_ascii_uppercase())
-        && name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
-    if ok {
-        Ok(())
-    } else {
-        Err(ToolError::model(format!(
-            "`secret` must be a secret's name: 2 to 64 of A-Z, 0-9 and _, starting with a letter \
-             (like {DB_URL_NAME})"
-        )))
-    }
-}
-
-fn is_ref(text: &str) -> bool {
-    text.len() == 20 && text.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-}
-
-/// The project ref a Supabase database URL names: `db.<ref>.supabase.co`, or the pooler's user
-/// `postgres.<ref>`.
-fn ref_of(url: &str) -> Option<String> {
-    let parsed = url::Url::parse(url.trim()).ok()?;
-    let host = parsed.host_str()?.to_ascii_lowercase();
-    let from_host = host
-        .strip_prefix("db.")
-        .and_then(|rest| rest.strip_suffix(".supabase.co"))
-        .filter(|r| is_ref(r))
-        .map(str::to_owned);
-    from_host.or_else(|| {
-        parsed.username().strip_prefix("postgres.").filter(|r| is_ref(r)).map(str::to_owned)
-    })
 }
 
 fn db_error(err: &DbError) -> ToolError {
@@ -345,74 +194,6 @@ impl SupabaseSetup {
         }
     }
 
-    async fn link(
-        &self,
-        ctx: &Context,
-        args: &SupabaseSetupArgs,
-    ) -> Result<SetupResult, ToolError> {
-        let name = args
-            .secret
-            .clone()
-            .or_else(|| database::recorded_secret(ctx))
-            .unwrap_or_else(|| DB_URL_NAME.to_owned());
-        let stored = self.store.get(ctx.root(), &name);
-        let asked = stored.is_none();
-        let url = match stored {
-            Some(url) => url,
-            None => {
-                ask::secret(
-                    ctx,
-                    &*self.store,
-                    TOOL,
-                    &name,
-                    "the database's connection URL with its password \
-                     (postgresql://postgres:PASSWORD@db.REF.supabase.co:5432/postgres: Supabase \
-                     dashboard → Connect)",
-                )
-                .await?
-            }
-        };
-        let version = postgres::version(url.expose(), &self.net, ctx.cancel_token())
-            .await
-            .map_err(|err| {
-                ToolError::model(format!(
-                    "the database could not be verified: {err}. Nothing was stored or recorded; \
-                     ask the user to check {name}, then call again."
-                ))
-            })?;
-        if asked {
-            self.store.put(ctx.root(), &name, &url).map_err(|err| {
-                ToolError::model(format!("the database answered but {name} was not stored: {err}"))
-            })?;
-        }
-        let reference = args.project_ref.clone().or_else(|| ref_of(url.expose()));
-        let path = ".hands/project.toml";
-        let ws = hands_fs::Workspace::of(ctx)?;
-        let dir = files::hands_dir(ws.dir()).map_err(|err| files::error(path, &err))?;
-        let existing = files::read(&dir, "project.toml").map_err(|err| files::error(path, &err))?;
-        let mut entries = vec![(database::LINK_KEY, name.as_str())];
-        if let Some(reference) = &reference {
-            entries.push(("ref", reference.as_str()));
-        }
-        let text = files::project_toml_with(&existing, "supabase", &entries).map_err(|why| {
-            ToolError::model(format!(
-                "{path} was not changed because {why}; fix the file (or remove it) and call \
-                 again."
-            ))
-        })?;
-        files::write(&dir, "project.toml", text.as_bytes())
-            .map_err(|err| files::error(path, &err))?;
-        Ok(SetupResult {
-            action: "link".to_owned(),
-            database: Some(database::redacted(url.expose())),
-            secret: Some(name),
-            project_ref: reference,
-            postgres_version: Some(version),
-            file: Some(path.to_owned()),
-            ..SetupResult::default()
-        })
-    }
-
     async fn connect(&self, url: &str) -> Result<tokio_postgres::Client, ToolError> {
         postgres::connect(url, &self.net).await.map_err(|err| db_error(&err))
     }
@@ -429,8 +210,8 @@ impl SupabaseSetup {
             action: "status".to_owned(),
             database: Some(database::redacted(url.expose())),
             secret: Some(secret),
-            migrations: states(&local, &remote, &plan, &[]),
-            warnings: warnings(&plan),
+            migrations: report::states(&local, &remote, &plan, &[]),
+            warnings: report::warnings(&plan),
             skipped,
             ..SetupResult::default()
         })
@@ -479,9 +260,9 @@ impl SupabaseSetup {
         let remote =
             migrate::history(client).await.map_err(|e| sql_failed("read the history", &e))?;
         let plan = migrate::plan(local, &remote);
-        result.warnings = warnings(&plan);
+        result.warnings = report::warnings(&plan);
         if !plan.missing.is_empty() {
-            result.migrations = states(local, &remote, &plan, &[]);
+            result.migrations = report::states(local, &remote, &plan, &[]);
             result.refused = Some(format!(
                 "the database has migrations that {} does not: {}. Nothing was applied. Restore \
                  those files (from git or whoever wrote them); if they were removed on purpose, \
@@ -513,7 +294,7 @@ impl SupabaseSetup {
                 .map_err(|e| sql_failed("notify PostgREST", &e))?;
             result.notified.push("reload schema".to_owned());
         }
-        result.migrations = states(local, &remote, &plan, &result.applied);
+        result.migrations = report::states(local, &remote, &plan, &result.applied);
         Ok(result.failed.is_some())
     }
 
@@ -556,161 +337,4 @@ fn create(ctx: &Context, args: &SupabaseSetupArgs) -> Result<SetupResult, ToolEr
         warnings,
         ..SetupResult::default()
     })
-}
-
-fn states(
-    local: &[local::Local],
-    remote: &[migrate::Remote],
-    plan: &migrate::Plan<'_>,
-    applied: &[String],
-) -> Vec<MigrationState> {
-    let mut out: Vec<MigrationState> = local
-        .iter()
-        .map(|m| {
-            let done = remote.iter().any(|r| r.version == m.version) || applied.contains(&m.file);
-            MigrationState {
-                version: m.version.clone(),
-                name: m.name.clone(),
-                file: Some(m.file.clone()),
-                state: if done { "applied" } else { "pending" }.to_owned(),
-                edited: plan.edited.iter().any(|e| e.version == m.version),
-            }
-        })
-        .collect();
-    out.extend(remote.iter().filter(|r| plan.missing.contains(&r.version)).map(|r| {
-        MigrationState {
-            version: r.version.clone(),
-            name: r.name.clone().unwrap_or_default(),
-            file: None,
-            state: "only_in_database".to_owned(),
-            edited: false,
-        }
-    }));
-    out.sort_by(|a, b| a.version.cmp(&b.version));
-    out
-}
-
-fn warnings(plan: &migrate::Plan<'_>) -> Vec<String> {
-    let mut out = Vec::new();
-    for m in &plan.edited {
-        out.push(format!(
-            "{} was edited after it was applied: the database ran its earlier text, and editing \
-             an applied file changes nothing there. Put the change in a new migration (action \
-             new).",
-            m.file
-        ));
-    }
-    for m in &plan.out_of_order {
-        out.push(format!(
-            "{} is older than the newest applied migration; it is applied now, after newer ones",
-            m.file
-        ));
-    }
-    out
-}
-
-/// The text of a result: what the structured result says.
-fn render(r: &SetupResult) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::new();
-    let db = r.database.as_deref().unwrap_or("the database");
-    match r.action.as_str() {
-        "link" => {
-            let _ = write!(
-                out,
-                "Linked {db} ({}), its URL kept in the secret {}; recorded in {}.",
-                r.postgres_version.as_deref().unwrap_or_default(),
-                r.secret.as_deref().unwrap_or_default(),
-                r.file.as_deref().unwrap_or_default()
-            );
-            if let Some(reference) = &r.project_ref {
-                let _ = write!(out, " Supabase project {reference}.");
-            }
-        }
-        "new" => {
-            let _ = write!(
-                out,
-                "Wrote {} (version {}). Apply it with action migrate.",
-                r.file.as_deref().unwrap_or_default(),
-                r.version.as_deref().unwrap_or_default()
-            );
-        }
-        "restart" => {
-            let _ = write!(
-                out,
-                "Sent NOTIFY pgrst '{}' to {db} and reconnected ({}).",
-                r.notified.join("' and '"),
-                r.postgres_version.as_deref().unwrap_or_default()
-            );
-        }
-        _ => {
-            if let Some(refused) = &r.refused {
-                let _ = writeln!(out, "Refused: {refused}");
-            } else if r.action == "migrate" {
-                if r.applied.is_empty() && r.failed.is_none() {
-                    let _ = writeln!(out, "Nothing to apply to {db}.");
-                } else if !r.applied.is_empty() {
-                    let _ = writeln!(out, "Applied to {db}: {}.", r.applied.join(", "));
-                }
-                if let Some(failed) = &r.failed {
-                    let undone = if failed.rolled_back {
-                        "it was rolled back"
-                    } else {
-                        "it ran without a transaction: its statements before the failing one \
-                         stayed applied, and it is not recorded"
-                    };
-                    let _ = writeln!(
-                        out,
-                        "{}\n{} failed at statement {}; {undone}; nothing after it ran. Fix it and \
-                         call migrate again.",
-                        failed.render(),
-                        failed.file,
-                        failed.statement
-                    );
-                }
-                if !r.notified.is_empty() {
-                    let _ = writeln!(out, "Sent NOTIFY pgrst '{}'.", r.notified.join("', '"));
-                }
-            } else {
-                let _ = writeln!(out, "Migrations of {db}:");
-            }
-            for m in &r.migrations {
-                let edited = if m.edited { " (edited since applied)" } else { "" };
-                let what = m.file.as_deref().unwrap_or("(no file)");
-                let _ = writeln!(out, "  {} {} {what}{edited}", m.state, m.version);
-            }
-            if r.migrations.is_empty() {
-                let _ = writeln!(out, "  (no migrations in {})", local::DIR);
-            }
-        }
-    }
-    for w in &r.warnings {
-        let _ = write!(out, "\nwarning: {w}");
-    }
-    for s in &r.skipped {
-        let _ = write!(out, "\nskipped: {s}");
-    }
-    out.trim_end().to_owned()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn refs_come_from_supabase_urls() {
-        assert_eq!(
-            ref_of("postgresql://postgres:pw@db.abcdefghijklmnopqrst.supabase.co:5432/postgres")
-                .as_deref(),
-            Some("abcdefghijklmnopqrst")
-        );
-        assert_eq!(
-            ref_of("postgres://postgres.abcdefghijklmnopqrst:pw@aws-0-eu.pooler.supabase.com/x")
-                .as_deref(),
-            Some("abcdefghijklmnopqrst")
-        );
-        assert_eq!(ref_of("postgres://u:p@127.0.0.1/x"), None);
-        assert!(check_secret_name("MY_DB_URL").is_ok());
-        assert!(check_secret_name("lower").is_err() && check_secret_name("A").is_err());
-    }
 }

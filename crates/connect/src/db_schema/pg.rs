@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{
+use super::types::{
     Column, Constraint, EnumType, Function, Include, Request, RlsPolicy, SchemaResult, Table, View,
 };
 use crate::postgres::{self, DbError};

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use hands_core::{Context, ToolError};
 use rusqlite::{Connection, OpenFlags, params};
 
-use super::{Column, Constraint, Include, Request, SchemaResult, Table, View};
+use super::types::{Column, Constraint, Include, Request, SchemaResult, Table, View};
 
 /// The first 16 bytes of every SQLite database file.
 const MAGIC: &[u8; 16] = b"SQLite format 3\0";

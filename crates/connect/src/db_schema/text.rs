@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::SchemaResult;
+use super::types::SchemaResult;
 
 /// The text of `result`.
 pub(super) fn render(result: &SchemaResult) -> String {

@@ -217,7 +217,7 @@ async fn a_tables_enums_are_those_of_the_table_in_its_schema() {
         &url,
         "create type public.mood as enum ('calm', 'busy'); create schema other;
          create table other.todos (id int, mood public.mood[]);
-         create table public.moods (m public.mood);",
+         create table public.moods (m public.mood, w int, area int generated always as (w * w) stored);",
     )
     .await;
     let tmp = tempfile::tempdir().unwrap();
@@ -239,6 +239,8 @@ async fn a_tables_enums_are_those_of_the_table_in_its_schema() {
     assert_eq!(enums(&out), ["public.mood"], "other.todos uses mood (as an array)");
     let out = call(&reg, &sess, "db_schema", json!({"table": "moods"})).await;
     assert_eq!(enums(&out), ["public.mood"]);
+    // A generated column's expression names its table's columns: deparsed with its table.
+    assert_eq!(out.structured.unwrap()["tables"][0]["columns"][2]["default"], "(w * w)");
     let out = call(&reg, &sess, "db_schema", json!({})).await;
     assert_eq!(enums(&out), ["public.mood", "public.status"]);
     // A view by name is found too.

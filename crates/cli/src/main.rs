@@ -447,13 +447,16 @@ fn build_registry_with_mcp(
     let builder =
         hands_web::register_image(builder, &guard, &loaded.settings.image_gen, search_secrets);
     // enable_stripe and connect_supabase: keys asked of the user, verified (Stripe through the
-    // guard, the database under its address rule) and kept in the user's secret store.
+    // guard, the database under its address rule) and kept in the user's secret store; db_schema
+    // and supabase_setup on the linked database.
     let builder = match store.clone() {
         Some(store) => {
             let connect = hands_connect::ConnectConfig {
                 stripe: loaded.settings.stripe.clone(),
                 supabase: loaded.settings.supabase.clone(),
                 net: loaded.settings.net.clone(),
+                database: loaded.settings.database.clone(),
+                approval: loaded.settings.approval,
             };
             let builder = hands_connect::register(builder, &connect, &guard, store.clone());
             // run_security_scan: the stored secrets are what it looks for.

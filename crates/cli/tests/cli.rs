@@ -59,7 +59,8 @@ fn tools_lists_the_fs_and_process_tools_and_plan_mode_the_read_only_ones() {
             "clone_site",
             "enable_stripe",
             "connect_supabase",
-            "db_schema"
+            "db_schema",
+            "supabase_setup"
         ]
     );
     let read = &v["tools"][0];

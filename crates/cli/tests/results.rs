@@ -203,6 +203,7 @@ const EXERCISED: &[&str] = &[
     "enable_stripe",
     "connect_supabase",
     "db_schema",
+    "supabase_setup",
     "clone_site",
     "add_dependency",
     "run_security_scan",
@@ -579,6 +580,33 @@ fn connect_tools_structured_results_validate() {
     );
     holds("db_schema", &s, &["information_schema", "sql_features"]);
     assert!(!text.contains(postgres::PASSWORD) && !s.to_string().contains(postgres::PASSWORD));
+
+    // supabase_setup writes a migration, applies it to the same database, shows the status; a
+    // failing migration's result (an error) carries the same structure.
+    let args = json!({"action": "new", "name": "results_table", "sql": "create table results_t (id int);"});
+    let (text, s) = checked(&schemas, "supabase_setup", &p.call("supabase_setup", &args));
+    holds("supabase_setup", &s, &["supabase/migrations/", "_results_table.sql"]);
+    assert!(text.contains("_results_table.sql"), "{text}");
+    let (text, s) = checked(
+        &schemas,
+        "supabase_setup",
+        &p.call("supabase_setup", &json!({"action": "migrate"})),
+    );
+    holds("supabase_setup", &s, &["_results_table.sql", "reload schema", "applied"]);
+    assert!(!text.contains(postgres::PASSWORD) && !s.to_string().contains(postgres::PASSWORD));
+    let (_, s) = checked(
+        &schemas,
+        "supabase_setup",
+        &p.call("supabase_setup", &json!({"action": "status"})),
+    );
+    assert_eq!(s["migrations"][0]["state"], "applied", "{s}");
+    p.put("supabase/migrations/29990101000000_bad.sql", "select * from missing_table;\n");
+    let failed = p.call("supabase_setup", &json!({"action": "migrate"}));
+    assert_eq!(failed["isError"], true, "{failed:#}");
+    let schema = schemas["supabase_setup"].as_ref().unwrap();
+    let validator = jsonschema::validator_for(schema).unwrap();
+    assert!(validator.is_valid(&failed["structuredContent"]), "{failed:#}");
+    assert_eq!(failed["structuredContent"]["failed"]["sqlstate"], "42P01");
 }
 
 /// run_security_scan's structured result holds what its text says: a key in the build output

@@ -1,6 +1,8 @@
-//! The user-only settings of the connect tools: where the Stripe API is (`[stripe]`) and which
-//! hosts besides `*.supabase.co` a Supabase project URL may name (`[supabase]`). A repository's
-//! `.hands/config.toml` cannot set either: it could send the user's key to its own server.
+//! The settings of the connect tools: where the Stripe API is (`[stripe]`) and which hosts besides
+//! `*.supabase.co` a Supabase project URL may name (`[supabase]`), both the user's only (a
+//! repository's `.hands/config.toml` could send the user's key to its own server); and which
+//! database db_schema and supabase_setup read (`[database]`), which a project may set: it names
+//! only a secret stored for that project, or a file inside it.
 
 use serde::{Deserialize, Serialize};
 
@@ -45,6 +47,31 @@ impl SupabaseConfig {
     }
 }
 
+/// The statement timeout of db_schema's read when none is configured.
+pub const STATEMENT_TIMEOUT_MS: u64 = 10_000;
+
+/// `[database]`: the database linked to the project, when it is not the one connect_supabase
+/// stored (`SUPABASE_DB_URL`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DatabaseConfig {
+    /// The name of a secret stored for the project whose value is a PostgreSQL URL
+    /// (`hands secrets set NAME`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url_secret: Option<String>,
+    /// A SQLite database file in the project (a path relative to the root), read read-only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sqlite: Option<String>,
+    /// The statement timeout of db_schema's read, in milliseconds.
+    pub statement_timeout_ms: u64,
+}
+
+impl Default for DatabaseConfig {
+    fn default() -> Self {
+        Self { url_secret: None, sqlite: None, statement_timeout_ms: STATEMENT_TIMEOUT_MS }
+    }
+}
+
 /// Everything the connect tools read from the settings.
 #[derive(Debug, Clone, Default)]
 pub struct ConnectConfig {
@@ -54,6 +81,10 @@ pub struct ConnectConfig {
     pub supabase: SupabaseConfig,
     /// `[net]`: the rule a database connection's address is checked by, as every fetch's.
     pub net: hands_net::NetConfig,
+    /// `[database]`
+    pub database: DatabaseConfig,
+    /// `approval`: supabase_setup asks the user before every action but `status` under `ask`.
+    pub approval: hands_core::config::Approval,
 }
 
 #[cfg(test)]

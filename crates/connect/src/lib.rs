@@ -1,5 +1,6 @@
 //! The tools of hands that connect a project to outside services: `enable_stripe`,
-//! `connect_supabase`, and `db_schema` (the linked database's live schema).
+//! `connect_supabase`, `db_schema` (the linked database's live schema) and `supabase_setup`
+//! (link the database, write and apply migrations as the Supabase CLI does, reload PostgREST).
 //!
 //! Each asks the user for its keys out of band (the session's
 //! [`SecretAskerHandle`](hands_core::secret::SecretAskerHandle): the model never sees a value),
@@ -23,23 +24,29 @@
 mod ask;
 mod config;
 mod connect_supabase;
+pub mod database;
 mod db_schema;
 mod enable_stripe;
 pub mod files;
 pub mod postgres;
+pub mod supabase_setup;
 
 use std::sync::Arc;
 
-pub use config::{ConnectConfig, STRIPE_BASE_URL, StripeConfig, SupabaseConfig};
+pub use config::{
+    ConnectConfig, DatabaseConfig, STATEMENT_TIMEOUT_MS, STRIPE_BASE_URL, StripeConfig,
+    SupabaseConfig,
+};
 pub use connect_supabase::{
     ConnectSupabase, ConnectSupabaseArgs, DB_URL_NAME, Project, SERVICE_ROLE_NAME, SupabaseResult,
     check_anon_key, project,
 };
-pub use db_schema::{DbSchema, DbSchemaArgs, Include, SchemaResult};
+pub use db_schema::{DbSchema, DbSchemaArgs, Include, SchemaResult, catalog_queries};
 pub use enable_stripe::{
     EnableStripe, EnableStripeArgs, PUBLISHABLE_NAME, SECRET_NAME, StripeMode, StripeResult,
     check_key,
 };
+pub use supabase_setup::{SetupResult, SupabaseSetup, SupabaseSetupArgs};
 
 use hands_core::RegistryBuilder;
 use hands_core::secret::SecretStore;
@@ -57,5 +64,11 @@ pub fn register(
     builder
         .tool(EnableStripe::new(config.stripe.clone(), guard.clone(), Arc::clone(&store)))
         .tool(ConnectSupabase::new(config.supabase.clone(), config.net.clone(), Arc::clone(&store)))
-        .tool(DbSchema::new(config.net.clone(), store))
+        .tool(DbSchema::new(config.net.clone(), config.database.clone(), Arc::clone(&store)))
+        .tool(SupabaseSetup::new(
+            config.net.clone(),
+            config.database.clone(),
+            config.approval,
+            store,
+        ))
 }

@@ -49,7 +49,7 @@ struct Target {
 fn target(url: &str) -> Result<Target, DbError> {
     let bad = |why: &str| {
         DbError::Url(format!(
-            "SUPABASE_DB_URL is not a usable PostgreSQL URL: {why}. It looks like \
+            "the stored database URL is not a usable PostgreSQL URL: {why}. It looks like \
              postgresql://postgres:PASSWORD@db.REF.supabase.co:5432/postgres (Supabase dashboard → \
              Connect → connection string)"
         ))
@@ -169,8 +169,30 @@ pub async fn connect(
     }
 }
 
+/// Start the transaction db_schema reads in: READ ONLY (a write in it fails with SQLSTATE 25006),
+/// with `statement_timeout` set to `timeout` for every statement in it (SQLSTATE 57014 past it).
+pub async fn read_only(
+    client: &mut tokio_postgres::Client,
+    timeout: Duration,
+) -> Result<tokio_postgres::Transaction<'_>, tokio_postgres::Error> {
+    let tx = client.build_transaction().read_only(true).start().await?;
+    // A number of milliseconds, not an identifier: nothing from the caller is spliced in.
+    tx.batch_execute(&format!("set local statement_timeout = {}", timeout.as_millis().max(1)))
+        .await?;
+    Ok(tx)
+}
+
 async fn open(url: &str, net: &hands_net::NetConfig) -> Result<tokio_postgres::Client, DbError> {
     let target = target(url)?;
+    let stream = checked_stream(&target, net).await?;
+    login(&target, stream).await
+}
+
+/// A TCP connection to the first address of the target's host that the guard allows.
+async fn checked_stream(
+    target: &Target,
+    net: &hands_net::NetConfig,
+) -> Result<tokio::net::TcpStream, DbError> {
     let (host, port) = (&target.host, target.port);
     let mut refused = None;
     let mut last = None;
@@ -180,7 +202,7 @@ async fn open(url: &str, net: &hands_net::NetConfig) -> Result<tokio_postgres::C
             continue;
         }
         match tokio::net::TcpStream::connect(addr).await {
-            Ok(stream) => return login(&target, stream).await,
+            Ok(stream) => return Ok(stream),
             Err(err) => {
                 last = Some(format!("cannot connect to the database at {host}:{port}: {err}"))
             }
@@ -195,6 +217,43 @@ async fn open(url: &str, net: &hands_net::NetConfig) -> Result<tokio_postgres::C
     }
 }
 
+/// Ask the server to cancel what `token`'s session is running (a cancel request over a new
+/// connection to the same host, under the same address rule and TLS), within [`TIMEOUT`].
+pub async fn cancel(
+    token: &tokio_postgres::CancelToken,
+    url: &str,
+    net: &hands_net::NetConfig,
+) -> Result<(), DbError> {
+    let work = async {
+        let target = target(url)?;
+        let stream = checked_stream(&target, net).await?;
+        let sent = if target.config.get_ssl_mode() == SslMode::Disable {
+            token.cancel_query_raw(stream, tokio_postgres::NoTls).await
+        } else {
+            token.cancel_query_raw(stream, tls_for(&target)?).await
+        };
+        sent.map_err(|err| DbError::Connect(format!("the cancel request failed: {err}")))
+    };
+    tokio::time::timeout(TIMEOUT, work)
+        .await
+        .unwrap_or_else(|_| Err(DbError::Connect("the cancel request timed out".to_owned())))
+}
+
+/// The TLS connector of one connection to the database.
+type Tls = <tokio_postgres_rustls::MakeRustlsConnect as tokio_postgres::tls::MakeTlsConnect<
+    tokio::net::TcpStream,
+>>::TlsConnect;
+
+fn tls_for(target: &Target) -> Result<Tls, DbError> {
+    let mut make = tokio_postgres_rustls::MakeRustlsConnect::new(tls_config(target.verify)?);
+    <tokio_postgres_rustls::MakeRustlsConnect as tokio_postgres::tls::MakeTlsConnect<
+        tokio::net::TcpStream,
+    >>::make_tls_connect(&mut make, &target.host)
+    .map_err(|err| {
+        DbError::Url(format!("the database host {} is not a TLS name: {err}", target.host))
+    })
+}
+
 async fn login(
     target: &Target,
     stream: tokio::net::TcpStream,
@@ -207,8 +266,8 @@ async fn login(
             if code.starts_with("28") {
                 return DbError::Auth(format!(
                     "the database at {host}:{port} refused the login: {} (check the user and \
-                     password in SUPABASE_DB_URL: Supabase dashboard → Connect, or reset the \
-                     database password under Project Settings → Database)",
+                     password in the stored database URL: Supabase dashboard → Connect, or \
+                     reset the database password under Project Settings → Database)",
                     db.message()
                 ));
             }
@@ -238,14 +297,7 @@ async fn login(
         tokio::spawn(connection);
         client
     } else {
-        let mut make = tokio_postgres_rustls::MakeRustlsConnect::new(tls_config(target.verify)?);
-        let tls =
-            <tokio_postgres_rustls::MakeRustlsConnect as tokio_postgres::tls::MakeTlsConnect<
-                tokio::net::TcpStream,
-            >>::make_tls_connect(&mut make, host)
-            .map_err(|err| {
-                DbError::Url(format!("the database host {host} is not a TLS name: {err}"))
-            })?;
+        let tls = tls_for(target)?;
         let (client, connection) = target.config.connect_raw(stream, tls).await.map_err(failed)?;
         tokio::spawn(connection);
         client

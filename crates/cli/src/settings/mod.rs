@@ -89,6 +89,9 @@ pub struct Settings {
     pub reference_projects: BTreeMap<String, PathBuf>,
     /// `[security]`: run_security_scan's advisory database and audit commands (the user's only).
     pub security: hands_scan::SecurityConfig,
+    /// `[database]`: the database db_schema and supabase_setup read, when it is not
+    /// connect_supabase's (a secret of the project holding a PostgreSQL URL, or a SQLite file).
+    pub database: hands_connect::DatabaseConfig,
 }
 
 impl Default for Settings {
@@ -124,6 +127,7 @@ impl Default for Settings {
             deps: hands_deps::DepsConfig::default(),
             reference_projects: BTreeMap::new(),
             security: hands_scan::SecurityConfig::default(),
+            database: hands_connect::DatabaseConfig::default(),
         }
     }
 }

@@ -79,6 +79,8 @@ const PROJECT_MAXIMA: &[(&str, Option<u64>)] = &[
     ("ask_user.timeout_ms", Some(3_600_000)),
     ("mcp_call_timeout_ms", Some(600_000)),
     ("model.request_timeout_ms", Some(600_000)),
+    // db_schema's statement timeout: a read of the catalog needs no minute.
+    ("database.statement_timeout_ms", Some(60_000)),
     // Sizes: memory, disk and what goes into the model's context.
     ("output.max_bytes", Some(262_144)),
     ("bash.max_output_bytes", Some(16_777_216)),

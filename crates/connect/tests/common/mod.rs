@@ -1,6 +1,9 @@
 //! What the connect tests share: an in-memory secret store, scripted askers (secrets and
-//! questions), a registry with the two tools, and a grep for canaries.
+//! questions), a registry with the connect tools, a grep for canaries, and (supabase.rs) the
+//! Supabase-like database fixture.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+pub mod supabase;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

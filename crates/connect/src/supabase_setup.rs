@@ -1,0 +1,340 @@
+//! supabase_setup: link a PostgreSQL (Supabase) database, write a migration, apply the pending
+//! ones, show their status, and make PostgREST reload.
+//!
+//! Flow: the arguments are checked for the action; every action but `status` then waits for the
+//! user's yes under `approval = "ask"`; `link` verifies the database URL (stored, else asked of
+//! the user out of band) and records the secret's name in `.hands/project.toml`; `new` writes
+//! local.rs's file; `migrate` and `status` compare local.rs's folder with migrate.rs's history
+//! (the Supabase CLI's table), `migrate` applying what is pending under an advisory lock and
+//! ending with `NOTIFY pgrst, 'reload schema'`; `restart` sends PostgREST's two reloads and
+//! connects again. A database URL is only ever shown redacted.
+
+mod link;
+mod local;
+mod migrate;
+mod report;
+mod split;
+mod types;
+
+use std::borrow::Cow;
+
+use hands_core::approval::{ApprovalRequest, ApproverHandle, Decision};
+use hands_core::config::Approval;
+use hands_core::secret::SecretValue;
+use hands_core::{Annotations, Context, Family, Label, Policy, Tool, ToolError, ToolOutput};
+
+use crate::ask;
+use crate::database::{self, Database};
+use crate::postgres::{self, DbError};
+
+pub use migrate::{Failure, LOCK_KEY, TABLE};
+pub use split::{Statement, statements};
+use types::TOOL;
+pub use types::{Action, MigrationState, SetupResult, SupabaseSetup, SupabaseSetupArgs};
+
+impl Tool for SupabaseSetup {
+    type Args = SupabaseSetupArgs;
+
+    fn name(&self) -> &'static str {
+        TOOL
+    }
+
+    fn description(&self) -> Cow<'static, str> {
+        Cow::Borrowed(include_str!("supabase_setup.md"))
+    }
+
+    fn annotations(&self) -> Annotations {
+        Annotations { read_only: false, destructive: true, idempotent: false, open_world: true }
+    }
+
+    // `status` needs no approval; every other action asks inside `call`.
+    fn needs_approval(&self) -> bool {
+        false
+    }
+
+    fn policy(&self) -> Policy {
+        Policy::from_annotations(self.annotations())
+            .label(Label::Key { key: "action" })
+            .family(Family::Project)
+            .timeout_ms(ask::ASK_TIMEOUT_MS)
+    }
+
+    fn output_schema(&self) -> Option<serde_json::Value> {
+        Some(hands_core::output_schema_for::<SetupResult>())
+    }
+
+    async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {
+        check_args(&args)?;
+        if args.action != Action::Status {
+            self.approve(&ctx, &args).await?;
+        }
+        let (result, error) = match args.action {
+            Action::Link => (self.link(&ctx, &args).await?, false),
+            Action::New => (create(&ctx, &args)?, false),
+            Action::Migrate => self.migrate(&ctx).await?,
+            Action::Status => (self.status(&ctx).await?, false),
+            Action::Restart => (self.restart(&ctx).await?, false),
+        };
+        let text = report::render(&result);
+        let structured = serde_json::to_value(&result)
+            .map_err(|err| ToolError::Fatal(format!("a result did not serialize: {err}")))?;
+        let out = if error { ToolOutput::error(text) } else { ToolOutput::text(text) };
+        Ok(out.with_structured(structured))
+    }
+}
+
+fn check_args(args: &SupabaseSetupArgs) -> Result<(), ToolError> {
+    let only = |field: &str, value: bool, action: &str| {
+        if value {
+            Err(ToolError::model(format!(
+                "`{field}` is only for action {action}; call again without it"
+            )))
+        } else {
+            Ok(())
+        }
+    };
+    let new = args.action == Action::New;
+    let link = args.action == Action::Link;
+    only("name", args.name.is_some() && !new, "new")?;
+    only("sql", args.sql.is_some() && !new, "new")?;
+    only("project_ref", args.project_ref.is_some() && !link, "link")?;
+    only("secret", args.secret.is_some() && !link, "link")?;
+    if new {
+        let name = args.name.as_deref().ok_or_else(|| {
+            ToolError::model("action new needs `name` (like create_todos) and `sql`")
+        })?;
+        local::check_name(name)?;
+        let sql = args.sql.as_deref().ok_or_else(|| {
+            ToolError::model("action new needs `sql`: the migration's statements")
+        })?;
+        local::check_sql(sql)?;
+    }
+    if let Some(secret) = &args.secret {
+        link::check_secret_name(secret)?;
+    }
+    if let Some(reference) = &args.project_ref
+        && !link::is_ref(reference)
+    {
+        return Err(ToolError::model(
+            "`project_ref` must be the Supabase project's ref: 20 lowercase letters and digits \
+             (Supabase dashboard → Project Settings → General)",
+        ));
+    }
+    Ok(())
+}
+
+fn db_error(err: &DbError) -> ToolError {
+    ToolError::model(format!("supabase_setup could not reach the database: {err}"))
+}
+
+fn sql_failed(what: &str, err: &tokio_postgres::Error) -> ToolError {
+    ToolError::model(format!("supabase_setup could not {what}: {}", migrate::sql_error(err)))
+}
+
+impl SupabaseSetup {
+    async fn approve(&self, ctx: &Context, args: &SupabaseSetupArgs) -> Result<(), ToolError> {
+        if self.approval == Approval::Auto {
+            return Ok(());
+        }
+        let action = format!("{:?}", args.action).to_ascii_lowercase();
+        let session = ctx.session();
+        let Some(ApproverHandle(approver)) =
+            session.get_extension::<ApproverHandle>().as_deref().cloned()
+        else {
+            return Err(ToolError::model(format!(
+                "{TOOL} {action} needs the user's approval (approval = \"ask\"), but there is \
+                 nobody to ask in this session, so it was not run. Only `status` runs without it."
+            )));
+        };
+        let what = match args.action {
+            Action::New => format!(
+                "write {}/<timestamp>_{}.sql",
+                local::DIR,
+                args.name.as_deref().unwrap_or_default()
+            ),
+            Action::Migrate => format!("apply the pending migrations of {}", local::DIR),
+            Action::Link => "link the project's database".to_owned(),
+            Action::Restart => "make PostgREST reload its schema and configuration".to_owned(),
+            Action::Status => "show the migrations".to_owned(),
+        };
+        let mut shown = serde_json::json!({
+            "action": action, "name": args.name, "sql": args.sql,
+            "project_ref": args.project_ref, "secret": args.secret,
+        });
+        hands_core::redact::json(&mut shown);
+        let request = ApprovalRequest {
+            session: session.id().to_owned(),
+            tool: TOOL.to_owned(),
+            summary: format!("{TOOL}: {what}"),
+            args: shown,
+        };
+        match approver.approve(&request, ctx.cancel_token()).await {
+            Decision::Approve => Ok(()),
+            Decision::Deny(words) => Err(ToolError::model(match words {
+                Some(words) if !words.trim().is_empty() => {
+                    format!("The user declined {TOOL} {action} and said: {words}")
+                }
+                _ => format!(
+                    "The user declined {TOOL} {action}; nothing was done. Ask what they want \
+                     instead."
+                ),
+            })),
+        }
+    }
+
+    /// The linked PostgreSQL database's URL and secret name.
+    fn postgres(&self, ctx: &Context) -> Result<(SecretValue, String), ToolError> {
+        match database::linked(ctx, &*self.store, &self.database)? {
+            Database::Postgres { url, secret } => Ok((url, secret)),
+            Database::Sqlite { path } => Err(ToolError::model(format!(
+                "the project's database is the SQLite file {path} (`[database] sqlite`); \
+                 supabase_setup works on PostgreSQL (Supabase) databases. Link one with action \
+                 link."
+            ))),
+        }
+    }
+
+    async fn connect(&self, url: &str) -> Result<tokio_postgres::Client, ToolError> {
+        postgres::connect(url, &self.net).await.map_err(|err| db_error(&err))
+    }
+
+    async fn status(&self, ctx: &Context) -> Result<SetupResult, ToolError> {
+        let ws = hands_fs::Workspace::of(ctx)?;
+        let (local, skipped) = local::list(&ws)?;
+        let (url, secret) = self.postgres(ctx)?;
+        let client = self.connect(url.expose()).await?;
+        let remote =
+            migrate::history(&client).await.map_err(|e| sql_failed("read the history", &e))?;
+        let plan = migrate::plan(&local, &remote);
+        Ok(SetupResult {
+            action: "status".to_owned(),
+            database: Some(database::redacted(url.expose())),
+            secret: Some(secret),
+            migrations: report::states(&local, &remote, &plan, &[]),
+            warnings: report::warnings(&plan),
+            skipped,
+            ..SetupResult::default()
+        })
+    }
+
+    async fn migrate(&self, ctx: &Context) -> Result<(SetupResult, bool), ToolError> {
+        let ws = hands_fs::Workspace::of(ctx)?;
+        let (local, skipped) = local::list(&ws)?;
+        let (url, secret) = self.postgres(ctx)?;
+        let client = self.connect(url.expose()).await?;
+        let mut result = SetupResult {
+            action: "migrate".to_owned(),
+            database: Some(database::redacted(url.expose())),
+            secret: Some(secret),
+            skipped,
+            ..SetupResult::default()
+        };
+        match migrate::lock(&client, ctx.cancel_token()).await {
+            Ok(()) => {}
+            Err(migrate::LockError::Busy) => {
+                return Err(ToolError::model(format!(
+                    "another migrate has held the migration lock for {} s; nothing was applied. \
+                     Call again when it is done (status shows what it applied).",
+                    migrate::LOCK_WAIT.as_secs()
+                )));
+            }
+            Err(migrate::LockError::Cancelled) => {
+                return Err(ToolError::model("migrate was stopped while waiting for the lock"));
+            }
+            Err(migrate::LockError::Sql(err)) => return Err(sql_failed("take the lock", &err)),
+        }
+        let outcome = self.migrate_locked(ctx, &client, url.expose(), &local, &mut result).await;
+        migrate::unlock(&client).await;
+        outcome.map(|error| (result, error))
+    }
+
+    /// The part of migrate under the lock; true when the result is an error.
+    async fn migrate_locked(
+        &self,
+        ctx: &Context,
+        client: &tokio_postgres::Client,
+        url: &str,
+        local: &[local::Local],
+        result: &mut SetupResult,
+    ) -> Result<bool, ToolError> {
+        let remote =
+            migrate::history(client).await.map_err(|e| sql_failed("read the history", &e))?;
+        let plan = migrate::plan(local, &remote);
+        result.warnings = report::warnings(&plan);
+        if !plan.missing.is_empty() {
+            result.migrations = report::states(local, &remote, &plan, &[]);
+            result.refused = Some(format!(
+                "the database has migrations that {} does not: {}. Nothing was applied. Restore \
+                 those files (from git or whoever wrote them); if they were removed on purpose, \
+                 the user can mark them reverted with the Supabase CLI (`supabase migration \
+                 repair --status reverted VERSION`).",
+                local::DIR,
+                plan.missing.join(", ")
+            ));
+            return Ok(true);
+        }
+        if !plan.pending.is_empty() {
+            migrate::create_history(client)
+                .await
+                .map_err(|e| sql_failed("create the history table", &e))?;
+        }
+        let runner = migrate::Runner { client, cancel: ctx.cancel_token(), url, net: &self.net };
+        for m in &plan.pending {
+            match migrate::apply(&runner, m).await {
+                Ok(()) => result.applied.push(m.file.clone()),
+                Err(failure) => {
+                    result.failed = Some(failure);
+                    break;
+                }
+            }
+        }
+        if !result.applied.is_empty() {
+            migrate::notify(client, &["reload schema"])
+                .await
+                .map_err(|e| sql_failed("notify PostgREST", &e))?;
+            result.notified.push("reload schema".to_owned());
+        }
+        result.migrations = report::states(local, &remote, &plan, &result.applied);
+        Ok(result.failed.is_some())
+    }
+
+    async fn restart(&self, ctx: &Context) -> Result<SetupResult, ToolError> {
+        let (url, secret) = self.postgres(ctx)?;
+        let client = self.connect(url.expose()).await?;
+        let payloads = ["reload schema", "reload config"];
+        migrate::notify(&client, &payloads)
+            .await
+            .map_err(|e| sql_failed("notify PostgREST", &e))?;
+        drop(client);
+        let version = postgres::version(url.expose(), &self.net, ctx.cancel_token())
+            .await
+            .map_err(|err| db_error(&err))?;
+        Ok(SetupResult {
+            action: "restart".to_owned(),
+            database: Some(database::redacted(url.expose())),
+            secret: Some(secret),
+            postgres_version: Some(version),
+            notified: payloads.map(str::to_owned).to_vec(),
+            ..SetupResult::default()
+        })
+    }
+}
+
+fn create(ctx: &Context, args: &SupabaseSetupArgs) -> Result<SetupResult, ToolError> {
+    let (Some(name), Some(sql)) = (&args.name, &args.sql) else {
+        return Err(ToolError::model("action new needs `name` and `sql`"));
+    };
+    let ws = hands_fs::Workspace::of(ctx)?;
+    let (file, version) = local::create(&ws, name, sql, std::time::SystemTime::now())?;
+    let mut warnings = Vec::new();
+    if sql.lines().skip(1).any(|l| l.trim_end() == local::NO_TRANSACTION) {
+        warnings.push(format!("`{}` only counts on the file's first line", local::NO_TRANSACTION));
+    }
+    Ok(SetupResult {
+        action: "new".to_owned(),
+        file: Some(file),
+        version: Some(version),
+        warnings,
+        ..SetupResult::default()
+    })
+}

@@ -13,10 +13,11 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-/// The policy of every UI response. `img-src data:` is for images in tool results; `frame-src`
-/// allows the preview iframe of an app on loopback.
+/// The policy of every UI response. `img-src data:` is for images in tool results and `blob:` for
+/// the preview's screenshots (fetched with the bearer header); `frame-src` allows the preview
+/// iframe of an app on the server's loopback, and no other origin.
 pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
-     img-src 'self' data:; connect-src 'self'; font-src 'self'; \
+     img-src 'self' data: blob:; connect-src 'self'; font-src 'self'; \
      frame-src http://localhost:* http://127.0.0.1:* http://[::1]:*; base-uri 'none'; \
      form-action 'self'; frame-ancestors 'none'";
 

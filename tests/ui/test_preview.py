@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import axe_violations, shoot
+
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "preview" / "fixtures"
 TIMEOUT = 60_000  # ms: a Vite dev server and a browser start
@@ -100,6 +102,8 @@ def test_the_preview_pane_shows_the_app_its_errors_and_a_screenshot(setup, proje
         " return s && s.querySelector('[data-errors]').dataset.errors == e && s.querySelector('[data-warnings]').dataset.warnings == w; }",
         arg=[str(counts["errors"]), str(counts["warnings"])], timeout=TIMEOUT)
     assert errors.locator("li").count() == len(listed["errors"])
+    if fixture == "static-site":
+        shoot(page, "ui-preview.png")
     assert any(EXPECT[fixture]["error"] in e["message"] for e in listed["errors"]), listed
     # Reading them here left the model's cursor alone: its read returns them as new.
     read = hands.request("POST", f"/v1/sessions/{sid}/tools/read_runtime_errors", json={"args": {}}).json()
@@ -137,6 +141,35 @@ def test_the_preview_pane_shows_the_app_its_errors_and_a_screenshot(setup, proje
     others = [u for u in pg.foreign() if not u.startswith(preview_origin) and not u.startswith("blob:")]
     assert not others, others
     assert not pg.dialogs
+
+
+def test_the_preview_pane_has_no_serious_accessibility_violation(setup, project: Path, browser) -> None:
+    _copy_fixture("static-site", project)
+    _, hands = setup("anthropic", [{"tool_calls": [{"name": "preview_open", "input": {}}]}, {"text": "Open."}])
+    sid = hands.create_session()["id"]
+    ctx = browser.new_context(bypass_csp=True, viewport={"width": 1280, "height": 800})  # for axe's script
+    try:
+        page = ctx.new_page()
+
+        class Pg:
+            base = hands.base_url
+
+        pg = Pg()
+        pg.page = page
+        login_and_open(pg, hands, sid)
+        page.get_by_role("tab", name="Preview").click()
+        box = page.get_by_label("Message")
+        box.fill("open the preview")
+        box.press("Enter")
+        pane = page.get_by_role("region", name="Preview")
+        pane.locator('.stage[data-stage="ready"]').wait_for(timeout=TIMEOUT)
+        pane.locator(".runtime-errors li").first.wait_for(timeout=TIMEOUT)
+        assert not axe_violations(page)
+        pane.get_by_role("button", name="Screenshot").click()
+        pane.get_by_role("img", name="Screenshot of the app").wait_for(timeout=TIMEOUT)
+        assert not axe_violations(page)
+    finally:
+        ctx.close()
 
 
 def test_the_csp_frames_only_loopback_and_images_only_from_itself(setup, project: Path, open_page) -> None:

@@ -210,10 +210,12 @@ export function follow(
           const { value, done } = await reader.read();
           if (done) break;
           buf += value;
+          // One read may carry thousands of events (a replay): walk the buffer, cut it once.
+          let start = 0;
           let cut: number;
-          while ((cut = buf.indexOf("\n\n")) >= 0) {
-            const block = buf.slice(0, cut);
-            buf = buf.slice(cut + 2);
+          while ((cut = buf.indexOf("\n\n", start)) >= 0) {
+            const block = buf.slice(start, cut);
+            start = cut + 2;
             let data = "";
             for (const line of block.split("\n")) {
               if (line.startsWith("data:")) data += (data ? "\n" : "") + line.slice(5).replace(/^ /, "");
@@ -224,6 +226,7 @@ export function follow(
             last = ev.id;
             onEvent(ev);
           }
+          buf = buf.slice(start);
         }
       } catch {
         if (stopped) return;

@@ -4,10 +4,14 @@
 
 import { render } from "preact";
 import { useCallback, useEffect, useState } from "preact/hooks";
-import { api, ApiError, token } from "./api";
+import { api, ApiError, SessionInfo, token } from "./api";
 import { SessionView } from "./session";
 import { Login, Sessions } from "./sessions";
 import "./style.css";
+
+/// The first request, sent before anything renders: it tells whether the token is good and
+/// brings the session list.
+let firstList: Promise<{ sessions: SessionInfo[] }> | null = api.list();
 
 function sessionFromUrl(): string | null {
   const m = /^#\/s\/([^/]+)$/.exec(location.hash);
@@ -18,11 +22,16 @@ function App() {
   const [authed, setAuthed] = useState<"unknown" | "yes" | "no" | "failed">("unknown");
   const [current, setCurrent] = useState<string | null>(sessionFromUrl());
   const [error, setError] = useState("");
+  const [initial, setInitial] = useState<SessionInfo[]>([]);
 
   const check = useCallback(() => {
-    api
-      .list()
-      .then(() => setAuthed("yes"))
+    const list = firstList ?? api.list();
+    firstList = null;
+    list
+      .then((r) => {
+        setInitial(r.sessions);
+        setAuthed("yes");
+      })
       .catch((e) => {
         if (e instanceof ApiError && e.status === 401) setAuthed(token() ? "failed" : "no");
         else {
@@ -51,7 +60,7 @@ function App() {
   };
   return (
     <div class="app">
-      <Sessions current={current} onOpen={open} onError={setError} />
+      <Sessions initial={initial} current={current} onOpen={open} onError={setError} />
       <main>
         {error && (
           <div class="error banner" role="alert">

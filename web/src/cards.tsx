@@ -13,7 +13,7 @@ import type { Results } from "./results";
 const RESULT_TRIES = 4;
 
 export const ToolCard = memo(function ToolCard({ item, results }: { item: ItemOf<"tool">; results: Results }) {
-  const [open, setOpen] = useState(false);
+  const [open, setOpen] = useState(() => results.opened.has(item.key));
   const [result, setResult] = useState<any>(() => results.get(item.call, item.nth));
   const finished = item.duration !== undefined;
   useEffect(() => {
@@ -38,7 +38,16 @@ export const ToolCard = memo(function ToolCard({ item, results }: { item: ItemOf
   }, [open, finished, result]);
   const status = !finished ? "running" : item.error ? "error" : "ok";
   return (
-    <details class={`tool ${status}`} onToggle={(e) => setOpen((e.currentTarget as HTMLDetailsElement).open)}>
+    <details
+      class={`tool ${status}`}
+      open={open}
+      onToggle={(e) => {
+        const now = (e.currentTarget as HTMLDetailsElement).open;
+        if (now) results.opened.add(item.key);
+        else results.opened.delete(item.key);
+        setOpen(now);
+      }}
+    >
       <summary>
         <span class="name">{item.name}</span> <span class="args">{argLine(item.args)}</span>
         <span class="status">{status === "running" ? "…" : `${item.duration} ms${item.error ? " · failed" : ""}`}</span>

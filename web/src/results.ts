@@ -7,6 +7,8 @@ export class Results {
   private read = 0;
   private byCall = new Map<string, any[]>();
   private pending: Promise<void> | null = null;
+  /// The cards the user opened: a card scrolled out of the virtualised list and back stays open.
+  readonly opened = new Set<string>();
 
   constructor(private session: string) {}
 

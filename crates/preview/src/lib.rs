@@ -9,7 +9,9 @@
 //! process groups, markers, stopped with the session); the browser is driven over the Chrome
 //! DevTools Protocol by a small client of our own ([`cdp`]), whose events feed the session's
 //! [`Collector`]. New errors are announced on other tools' results through a session notice
-//! source.
+//! source. Front ends read a session's preview (its state, a screenshot, the errors, without
+//! moving the model's read cursor) through the [`PreviewReader`] that [`register`] installs as
+//! the registry's `PreviewService`.
 //!
 //! ```no_run
 //! use hands_core::{CoreConfig, Registry, Session, ToolCall};

@@ -123,6 +123,30 @@ mod tests {
     }
 
     #[test]
+    fn the_page_may_frame_loopback_only_and_show_images_of_its_own() {
+        let directive = |name: &str| {
+            CSP.split(';')
+                .map(str::trim)
+                .find_map(|d| {
+                    d.strip_prefix(name).map(|v| v.split_whitespace().collect::<Vec<_>>())
+                })
+                .unwrap_or_else(|| panic!("no {name} in {CSP}"))
+        };
+        let frames = directive("frame-src ");
+        assert!(!frames.is_empty());
+        for source in frames {
+            let host = source.strip_prefix("http://").unwrap_or_else(|| panic!("{source}"));
+            assert!(
+                ["localhost:*", "127.0.0.1:*", "[::1]:*"].contains(&host),
+                "frame-src {source} is not loopback"
+            );
+        }
+        assert_eq!(directive("img-src "), ["'self'", "data:", "blob:"]);
+        assert_eq!(directive("frame-ancestors "), ["'none'"]);
+        assert_eq!(directive("script-src "), ["'self'"]);
+    }
+
+    #[test]
     fn etags_differ_by_content() {
         assert_ne!(etag(b"a"), etag(b"b"));
         assert_eq!(etag(b"a"), etag(b"a"));

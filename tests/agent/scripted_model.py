@@ -430,7 +430,15 @@ def make_handler(script: Script, wire: type, expect_key: str | None) -> type:
                 events = wire.render(n, step, model, request)
             self.start_stream()
             pause = step.get("chunk_delay_ms", 0) / 1000
-            for event in events:
+            rate = float(step.get("events_per_second", 0))
+            started = time.monotonic()
+            for i, event in enumerate(events):
+                if rate > 0:
+                    # On a schedule rather than a sleep per event: event i leaves at i / rate, so
+                    # the rate holds however long each write takes.
+                    wait = started + i / rate - time.monotonic()
+                    if wait > 0:
+                        time.sleep(wait)
                 self.send_chunk(event)
                 if pause:
                     time.sleep(pause)

@@ -22,6 +22,8 @@ _spec.loader.exec_module(_e2e)
 hands_bin, project, setup = _e2e.hands_bin, _e2e.project, _e2e.setup  # the e2e fixtures
 
 CHROMIUM = os.environ.get("HANDS_UI_CHROMIUM", "/usr/bin/chromium")
+REPO = Path(__file__).resolve().parents[2]
+AXE = REPO / "web" / "node_modules" / "axe-core" / "axe.min.js"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]
 
@@ -60,10 +62,35 @@ def open_page(browser) -> Iterator:
     contexts = []
 
     def make(base: str) -> Page:
-        ctx = browser.new_context()
+        ctx = browser.new_context(viewport={"width": 1280, "height": 800})
         contexts.append(ctx)
         return Page(ctx.new_page(), base)
 
     yield make
     for ctx in contexts:
         ctx.close()
+
+
+def shoot(page, name: str) -> bytes:
+    """A screenshot of the page as `name` (a PNG); written under $HANDS_UI_SCREENSHOTS when set
+    (`HANDS_UI_SCREENSHOTS=docs` refreshes the README's pictures)."""
+    png = page.screenshot()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000, f"{name}: not a PNG of a page"
+    out = os.environ.get("HANDS_UI_SCREENSHOTS")
+    if out:
+        Path(REPO / out if not Path(out).is_absolute() else out, name).write_bytes(png)
+    return png
+
+
+def axe_violations(page) -> list[str]:
+    """The serious and critical violations axe-core finds in the page (its context must bypass
+    the CSP: axe is injected as a script). Frames are left out: the preview's iframe is the
+    user's app, not the UI."""
+    if not AXE.is_file():
+        msg = f"axe-core is missing at {AXE}: run `npm ci` in web/"
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    page.add_script_tag(path=str(AXE))
+    result = page.evaluate("async () => (await axe.run(document, {iframes: false})).violations.map(v => [v.id, v.impact, v.nodes.length])")
+    return [f"{vid} ({impact}, {n} nodes)" for vid, impact, n in result if impact in ("serious", "critical")]

@@ -68,6 +68,77 @@ export interface ProcessRow {
   [k: string]: any;
 }
 
+export type Stage = "stopped" | "typechecking" | "building" | "starting_server" | "launching_browser" | "attaching" | "ready" | "error";
+
+export interface ErrorCounts {
+  errors: number;
+  warnings: number;
+  occurrences: number;
+  unread: number;
+  dropped: number;
+}
+
+export interface PreviewState {
+  available: boolean;
+  stage: Stage;
+  running: boolean;
+  url?: string;
+  port?: number;
+  kind?: string;
+  last_error?: string;
+  page_loads: number;
+  errors: ErrorCounts;
+}
+
+export interface RuntimeError {
+  seq: number;
+  kind: string;
+  message: string;
+  location?: string;
+  originalLocation?: string;
+  count: number;
+  pageLoad: number;
+  lastAtMs: number;
+}
+
+export interface Checkpoint {
+  n: number;
+  turn: string;
+  kind: "turn_start" | "turn_end" | "restore";
+  created_at: string | number;
+  files_changed: number;
+  additions: number;
+  deletions: number;
+}
+
+export interface FileChange {
+  path: string;
+  change: "added" | "modified" | "deleted" | "mode";
+  additions: number;
+  deletions: number;
+  binary: boolean;
+  diff: string;
+}
+
+export type RestoreScope = "code" | "conversation" | "both";
+
+const s = (id: string) => `/v1/sessions/${encodeURIComponent(id)}`;
+
+/// A binary body (a screenshot) as a blob, with the bearer header.
+export async function blob(path: string): Promise<Blob> {
+  const res = await fetch(path, { headers: headers() });
+  if (!res.ok) {
+    let message = `${res.status} ${res.statusText}`;
+    try {
+      message = (await res.json())?.error?.message ?? message;
+    } catch {
+      /* not JSON */
+    }
+    throw new ApiError(res.status, message);
+  }
+  return res.blob();
+}
+
 export const api = {
   list: () => call<{ sessions: SessionInfo[] }>("GET", "/v1/sessions"),
   get: (id: string) => call<SessionInfo>("GET", `/v1/sessions/${encodeURIComponent(id)}`),
@@ -91,8 +162,14 @@ export const api = {
     ),
   stopProcess: (id: string, pid: string) =>
     call<unknown>("POST", `/v1/sessions/${encodeURIComponent(id)}/processes/${encodeURIComponent(pid)}/stop`),
-  tool: (id: string, name: string, args: Record<string, unknown>) =>
-    call<any>("POST", `/v1/sessions/${encodeURIComponent(id)}/tools/${encodeURIComponent(name)}`, { args }),
+  messages: (id: string, offset: number) => call<{ messages: any[] }>("GET", `${s(id)}/messages?offset=${offset}`),
+  preview: (id: string) => call<PreviewState>("GET", `${s(id)}/preview`),
+  previewErrors: (id: string) => call<{ errors: RuntimeError[]; counts: ErrorCounts }>("GET", `${s(id)}/preview/errors`),
+  screenshot: (id: string) => blob(`${s(id)}/preview/screenshot`),
+  checkpoints: (id: string) => call<{ checkpoints: Checkpoint[] }>("GET", `${s(id)}/checkpoints`),
+  diff: (id: string, n: number) => call<{ n: number; files: FileChange[] }>("GET", `${s(id)}/checkpoints/${n}/diff`),
+  restore: (id: string, n: number, scope: RestoreScope) =>
+    call<{ restored: number; scope: RestoreScope; undo?: number; files_changed?: number }>("POST", `${s(id)}/checkpoints/${n}/restore`, { scope }),
 };
 
 export type StreamState = "connecting" | "live" | "reconnecting" | "closed";
@@ -133,10 +210,12 @@ export function follow(
           const { value, done } = await reader.read();
           if (done) break;
           buf += value;
+          // One read may carry thousands of events (a replay): walk the buffer, cut it once.
+          let start = 0;
           let cut: number;
-          while ((cut = buf.indexOf("\n\n")) >= 0) {
-            const block = buf.slice(0, cut);
-            buf = buf.slice(cut + 2);
+          while ((cut = buf.indexOf("\n\n", start)) >= 0) {
+            const block = buf.slice(start, cut);
+            start = cut + 2;
             let data = "";
             for (const line of block.split("\n")) {
               if (line.startsWith("data:")) data += (data ? "\n" : "") + line.slice(5).replace(/^ /, "");
@@ -147,6 +226,7 @@ export function follow(
             last = ev.id;
             onEvent(ev);
           }
+          buf = buf.slice(start);
         }
       } catch {
         if (stopped) return;

@@ -1,6 +1,10 @@
 // A small Markdown renderer that builds Preact nodes, never HTML strings: text is always text,
 // so no HTML in model text or a tool result can execute. Links are kept only for http(s).
+//
+// The text is cut into chunks at blank lines outside code fences, and each chunk is a memoised
+// component: while a reply streams in, only its last chunk is parsed again.
 import { ComponentChildren } from "preact";
+import { memo } from "preact/compat";
 
 function inline(text: string, key = 0): ComponentChildren[] {
   const out: ComponentChildren[] = [];
@@ -32,13 +36,49 @@ function inline(text: string, key = 0): ComponentChildren[] {
   return out;
 }
 
-export function Markdown({ text }: { text: string }) {
+/// The chunks of `text`: runs of lines separated by blank lines, a code fence kept whole.
+export function chunks(text: string): string[] {
+  const out: string[] = [];
+  let start = 0;
+  let fence = false;
+  let at = 0;
+  while (at <= text.length) {
+    let end = text.indexOf("\n", at);
+    if (end < 0) end = text.length;
+    const line = text.slice(at, end);
+    if (line.startsWith("```")) fence = !fence;
+    else if (!fence && !line.trim()) {
+      if (at > start) out.push(text.slice(start, at));
+      start = end + 1;
+    }
+    at = end + 1;
+  }
+  if (start < text.length) out.push(text.slice(start));
+  return out;
+}
+
+const Chunk = memo(function Chunk({ text }: { text: string }) {
+  return <>{blocks(text)}</>;
+});
+
+/// Model text as Markdown.
+export const Markdown = memo(function Markdown({ text }: { text: string }) {
+  return (
+    <div class="md">
+      {chunks(text).map((c, i) => (
+        <Chunk key={i} text={c} />
+      ))}
+    </div>
+  );
+});
+
+function blocks(text: string): ComponentChildren[] {
   const lines = text.split("\n");
-  const blocks: ComponentChildren[] = [];
+  const out: ComponentChildren[] = [];
   let i = 0;
   let para: string[] = [];
   const flush = () => {
-    if (para.length) blocks.push(<p key={`p${i}`}>{inline(para.join(" "))}</p>);
+    if (para.length) out.push(<p key={`p${i}`}>{inline(para.join(" "))}</p>);
     para = [];
   };
   while (i < lines.length) {
@@ -49,7 +89,7 @@ export function Markdown({ text }: { text: string }) {
       i++;
       while (i < lines.length && !lines[i].startsWith("```")) body.push(lines[i++]);
       i++;
-      blocks.push(<pre key={`c${i}`}><code>{body.join("\n")}</code></pre>);
+      out.push(<pre key={`c${i}`}><code>{body.join("\n")}</code></pre>);
       continue;
     }
     const h = /^(#{1,4})\s+(.*)$/.exec(line);
@@ -57,7 +97,7 @@ export function Markdown({ text }: { text: string }) {
       flush();
       const level = h[1].length + 2;
       const Tag = `h${Math.min(level, 6)}` as "h3";
-      blocks.push(<Tag key={`h${i}`}>{inline(h[2])}</Tag>);
+      out.push(<Tag key={`h${i}`}>{inline(h[2])}</Tag>);
       i++;
       continue;
     }
@@ -69,7 +109,7 @@ export function Markdown({ text }: { text: string }) {
         items.push(<li key={i}>{inline(lines[i].replace(/^\s*([-*]|\d+\.)\s+/, ""))}</li>);
         i++;
       }
-      blocks.push(ordered ? <ol key={`o${i}`}>{items}</ol> : <ul key={`u${i}`}>{items}</ul>);
+      out.push(ordered ? <ol key={`o${i}`}>{items}</ol> : <ul key={`u${i}`}>{items}</ul>);
       continue;
     }
     if (!line.trim()) flush();
@@ -77,5 +117,5 @@ export function Markdown({ text }: { text: string }) {
     i++;
   }
   flush();
-  return <div class="md">{blocks}</div>;
+  return out;
 }

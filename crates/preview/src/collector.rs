@@ -9,117 +9,21 @@
 use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use schemars::JsonSchema;
-use serde::Serialize;
 use tokio::sync::watch;
 
 /// Stack frames kept per error.
 pub const MAX_FRAMES: usize = 5;
 
-/// What kind of problem an entry is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ErrorKind {
-    /// An uncaught exception.
-    Exception,
-    /// A promise rejected with nobody to catch it.
-    UnhandledRejection,
-    /// `console.error` (or a failed `console.assert`).
-    ConsoleError,
-    /// `console.warn`.
-    ConsoleWarning,
-    /// An error the browser itself logged (security, deprecation, intervention, …).
-    BrowserError,
-    /// A warning the browser itself logged.
-    BrowserWarning,
-    /// A request that got no response (refused, blocked, DNS, …).
-    RequestFailed,
-    /// A response with status 400 or more.
-    HttpError,
-    /// A typecheck error.
-    Typecheck,
-    /// A build error.
-    Build,
-    /// The server or the browser stopped, or the page crashed.
-    Crash,
-}
+pub use hands_core::preview::{ErrorCounts, ErrorKind, Frame, RuntimeError};
 
-impl ErrorKind {
-    /// Warnings are reported but not counted in the "new errors" notice.
-    pub fn is_warning(self) -> bool {
-        matches!(self, Self::ConsoleWarning | Self::BrowserWarning)
-    }
-
-    /// Its label in text results.
-    pub fn label(self) -> &'static str {
-        match self {
-            Self::Exception => "uncaught exception",
-            Self::UnhandledRejection => "unhandled rejection",
-            Self::ConsoleError => "console.error",
-            Self::ConsoleWarning => "console.warn",
-            Self::BrowserError => "browser error",
-            Self::BrowserWarning => "browser warning",
-            Self::RequestFailed => "request failed",
-            Self::HttpError => "HTTP error",
-            Self::Typecheck => "typecheck",
-            Self::Build => "build",
-            Self::Crash => "crash",
-        }
-    }
-}
-
-/// One stack frame, 1-based.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
-pub struct Frame {
-    /// Function name (empty for top-level code).
-    pub function: String,
-    /// Script URL (or file) as the browser saw it.
-    pub url: String,
-    /// Line, 1-based.
-    pub line: u32,
-    /// Column, 1-based.
-    pub column: u32,
-    /// `file:line:col` in the original source, when a source map told.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub original: Option<String>,
-}
-
-impl Frame {
-    /// `url:line:col`.
-    pub fn location(&self) -> String {
-        format!("{}:{}:{}", self.url, self.line, self.column)
-    }
-}
-
-/// One normalized error and how often it happened.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RuntimeError {
-    /// Sequence number of its last occurrence (what `since` compares with).
-    pub seq: u64,
-    /// Kind of problem.
-    pub kind: ErrorKind,
-    /// The message.
-    pub message: String,
-    /// Where: `url:line:col` (or `file:line:col` for build errors).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub location: Option<String>,
-    /// The original source location, when a source map told.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub original_location: Option<String>,
-    /// Top stack frames.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub stack: Vec<Frame>,
-    /// Occurrences.
-    pub count: u64,
-    /// The page load it happened in (1 for the first); 0 for build and typecheck errors.
-    pub page_load: u64,
-    /// Milliseconds since the Unix epoch of the last occurrence.
-    pub last_at_ms: u64,
+/// One kept entry: the row, whether source maps were consulted for it, and the key repeats of it
+/// share.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    /// What the model and the front ends see.
+    pub error: RuntimeError,
     /// True once source maps were consulted for its frames.
-    #[serde(skip)]
     pub mapped: bool,
-    #[serde(skip)]
     key: String,
 }
 
@@ -138,7 +42,7 @@ pub struct Occurrence {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Read {
     /// New or repeated entries since the cursor, oldest first.
-    pub entries: Vec<RuntimeError>,
+    pub entries: Vec<Entry>,
     /// The cursor to pass as `since` next time.
     pub cursor: u64,
     /// The cursor the read started from.
@@ -150,7 +54,7 @@ pub struct Read {
 }
 
 struct Inner {
-    entries: VecDeque<RuntimeError>,
+    entries: VecDeque<Entry>,
     seq: u64,
     read_cursor: u64,
     announced: u64,
@@ -242,11 +146,11 @@ impl Collector {
             inner.seq += 1;
             let seq = inner.seq;
             if let Some(entry) = inner.entries.iter_mut().find(|e| e.key == key) {
-                entry.seq = seq;
-                entry.count += 1;
-                entry.last_at_ms = now_ms;
+                entry.error.seq = seq;
+                entry.error.count += 1;
+                entry.error.last_at_ms = now_ms;
             } else {
-                inner.entries.push_back(RuntimeError {
+                let error = RuntimeError {
                     seq,
                     kind,
                     message: occurrence.message,
@@ -256,12 +160,11 @@ impl Collector {
                     count: 1,
                     page_load,
                     last_at_ms: now_ms,
-                    mapped: false,
-                    key,
-                });
+                };
+                inner.entries.push_back(Entry { error, mapped: false, key });
                 while inner.entries.len() > self.max {
                     if let Some(old) = inner.entries.pop_front() {
-                        inner.dropped_after.push(old.seq);
+                        inner.dropped_after.push(old.error.seq);
                         if inner.dropped_after.len() > 4096 {
                             inner.dropped_after.remove(0);
                         }
@@ -278,13 +181,13 @@ impl Collector {
     pub fn read(&self, since: Option<u64>, warnings: bool) -> Read {
         let mut inner = self.lock();
         let since = since.unwrap_or(inner.read_cursor);
-        let mut entries: Vec<RuntimeError> = inner
+        let mut entries: Vec<Entry> = inner
             .entries
             .iter()
-            .filter(|e| e.seq > since && (warnings || !e.kind.is_warning()))
+            .filter(|e| e.error.seq > since && (warnings || !e.error.kind.is_warning()))
             .cloned()
             .collect();
-        entries.sort_by_key(|e| e.seq);
+        entries.sort_by_key(|e| e.error.seq);
         let cursor = inner.seq;
         inner.read_cursor = inner.read_cursor.max(cursor);
         inner.announced = inner.announced.max(cursor);
@@ -293,13 +196,27 @@ impl Collector {
     }
 
     /// Store what source maps said about an entry's frames.
-    pub fn set_mapped(&self, seq_key: &RuntimeError, stack: Vec<Frame>, original: Option<String>) {
+    pub fn set_mapped(&self, of: &Entry, stack: Vec<Frame>, original: Option<String>) {
         let mut inner = self.lock();
-        if let Some(entry) = inner.entries.iter_mut().find(|e| e.key == seq_key.key) {
-            entry.stack = stack;
-            entry.original_location = original;
+        if let Some(entry) = inner.entries.iter_mut().find(|e| e.key == of.key) {
+            entry.error.stack = stack;
+            entry.error.original_location = original;
             entry.mapped = true;
         }
+    }
+
+    /// Every entry kept, oldest first, and the counts; the read cursor does not move (for front
+    /// ends that show the errors beside the model).
+    pub fn snapshot(&self) -> (Vec<RuntimeError>, ErrorCounts) {
+        let inner = self.lock();
+        let mut errors: Vec<RuntimeError> = inner.entries.iter().map(|e| e.error.clone()).collect();
+        errors.sort_by_key(|e| e.seq);
+        (errors, counts(&inner))
+    }
+
+    /// The counts alone.
+    pub fn counts(&self) -> ErrorCounts {
+        counts(&self.lock())
     }
 
     /// Errors (not warnings) new since the last read or notice, as one line for the next tool
@@ -310,7 +227,11 @@ impl Collector {
         if inner.seq <= after {
             return None;
         }
-        let new = inner.entries.iter().filter(|e| e.seq > after && !e.kind.is_warning()).count();
+        let new = inner
+            .entries
+            .iter()
+            .filter(|e| e.error.seq > after && !e.error.kind.is_warning())
+            .count();
         inner.announced = inner.seq;
         match new {
             0 => None,
@@ -328,7 +249,7 @@ impl Collector {
     /// Errors and warnings not yet read.
     pub fn unread(&self) -> usize {
         let inner = self.lock();
-        inner.entries.iter().filter(|e| e.seq > inner.read_cursor).count()
+        inner.entries.iter().filter(|e| e.error.seq > inner.read_cursor).count()
     }
 
     /// Entries kept.
@@ -345,6 +266,17 @@ impl Collector {
     /// benchmarks).
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.changes.subscribe()
+    }
+}
+
+fn counts(inner: &Inner) -> ErrorCounts {
+    let warnings = inner.entries.iter().filter(|e| e.error.kind.is_warning()).count();
+    ErrorCounts {
+        errors: inner.entries.len() - warnings,
+        warnings,
+        occurrences: inner.entries.iter().map(|e| e.error.count).sum(),
+        unread: inner.entries.iter().filter(|e| e.error.seq > inner.read_cursor).count(),
+        dropped: inner.dropped_after.len() as u64,
     }
 }
 
@@ -438,7 +370,7 @@ mod tests {
         let read = c.read(None, true);
         let shown = format!("{:?} {:?}", read.entries, read.loads);
         assert!(!shown.contains("canary-e5a0"), "{shown}");
-        assert_eq!(read.entries[0].message, "key is [secret:PAGE_KEY]");
+        assert_eq!(read.entries[0].error.message, "key is [secret:PAGE_KEY]");
         assert_eq!(read.loads[0].1, "http://127.0.0.1:5173/?key=[secret:PAGE_KEY]");
     }
 
@@ -451,22 +383,22 @@ mod tests {
         c.record(ErrorKind::ConsoleWarning, occurrence("careful", "http://h/src/a.ts:1:1"));
         let first = c.read(None, true);
         assert_eq!(first.entries.len(), 2);
-        assert_eq!(first.entries[0].count, 2);
-        assert_eq!(first.entries[0].location.as_deref(), Some("http://h/src/a.ts:3:9"));
-        assert_eq!(first.entries[0].page_load, 1);
+        assert_eq!(first.entries[0].error.count, 2);
+        assert_eq!(first.entries[0].error.location.as_deref(), Some("http://h/src/a.ts:3:9"));
+        assert_eq!(first.entries[0].error.page_load, 1);
         assert_eq!(first.cursor, 3);
         assert!(c.read(None, true).entries.is_empty(), "nothing new");
         c.record(ErrorKind::Exception, occurrence("Error: boom", "http://h/src/a.ts:3:9"));
         let again = c.read(None, true);
         assert_eq!(again.entries.len(), 1);
-        assert_eq!(again.entries[0].count, 3);
+        assert_eq!(again.entries[0].error.count, 3);
         // An explicit `since` reads from there.
         assert_eq!(c.read(Some(0), false).entries.len(), 1, "warnings left out");
         // A new page load makes a new entry for the same error.
         c.page_load("http://127.0.0.1:5173/");
         c.record(ErrorKind::Exception, occurrence("Error: boom", "http://h/src/a.ts:3:9"));
         let reloaded = c.read(None, true);
-        assert_eq!((reloaded.entries[0].page_load, reloaded.entries[0].count), (2, 1));
+        assert_eq!((reloaded.entries[0].error.page_load, reloaded.entries[0].error.count), (2, 1));
     }
 
     #[test]
@@ -495,7 +427,7 @@ mod tests {
         let read = c.read(None, true);
         assert_eq!(read.entries.len(), 2);
         assert_eq!(read.dropped, 3);
-        assert_eq!(read.entries[1].message, "e4");
+        assert_eq!(read.entries[1].error.message, "e4");
     }
 
     #[test]

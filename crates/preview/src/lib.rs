@@ -9,7 +9,9 @@
 //! process groups, markers, stopped with the session); the browser is driven over the Chrome
 //! DevTools Protocol by a small client of our own ([`cdp`]), whose events feed the session's
 //! [`Collector`]. New errors are announced on other tools' results through a session notice
-//! source.
+//! source. Front ends read a session's preview (its state, a screenshot, the errors, without
+//! moving the model's read cursor) through the [`PreviewReader`] that [`register`] installs as
+//! the registry's `PreviewService`.
 //!
 //! ```no_run
 //! use hands_core::{CoreConfig, Registry, Session, ToolCall};
@@ -36,6 +38,7 @@ mod events;
 mod launch;
 mod lifecycle;
 mod preview;
+mod service;
 pub mod source;
 pub mod sourcemap;
 mod static_server;
@@ -46,15 +49,16 @@ mod watch;
 use std::path::Path;
 use std::sync::Arc;
 
-use hands_core::RegistryBuilder;
+use hands_core::{PreviewService, RegistryBuilder};
 use hands_exec::ExecConfig;
 
 pub use approval::approval_detail;
-pub use collector::{Collector, ErrorKind, RuntimeError};
+pub use collector::{Collector, Entry, ErrorKind, RuntimeError};
 pub use config::{BRICKS_DISCOVERY_FILE, Compat, DEFAULT_DISCOVERY_FILE, PreviewConfig};
 pub use launch::{Browser, CHROMIUM_FLAGS, Launch, LaunchError, start_browser};
 pub use lifecycle::Opened;
 pub use preview::{CloseReport, Preview, PreviewStatus, Settings, Stage};
+pub use service::{PreviewReader, Screenshot};
 pub use static_server::StaticServer;
 pub use tools::{
     PreviewClose, PreviewOpen, PreviewScreenshot, PreviewStatusTool, ReadRuntimeErrors,
@@ -72,12 +76,15 @@ pub const TOOLS: &[&str] = &[
 
 /// Register the preview tools as a live source: offered while the project at `root` has a
 /// preview (configured or detected), looked for again after every mutating call and, at most once
-/// a second, when the tools are listed (see [`source::PreviewSource`]).
+/// a second, when the tools are listed (see [`source::PreviewSource`]); and the
+/// [`PreviewService`] front ends read a session's preview through ([`PreviewReader`]).
 pub fn register(
     builder: RegistryBuilder,
     config: &PreviewConfig,
     exec: &ExecConfig,
     root: &Path,
 ) -> RegistryBuilder {
-    builder.source(Arc::new(source::PreviewSource::new(root, config, exec)))
+    builder
+        .source(Arc::new(source::PreviewSource::new(root, config, exec)))
+        .service::<Arc<dyn PreviewService>>(PreviewReader::service(config))
 }

@@ -36,44 +36,7 @@ pub struct Settings {
     pub exec: ExecConfig,
 }
 
-/// Where the preview is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Stage {
-    /// Not opened, or closed.
-    #[default]
-    Stopped,
-    /// Running the typecheck command.
-    Typechecking,
-    /// Running the build command.
-    Building,
-    /// Starting the server and waiting until it answers.
-    StartingServer,
-    /// Starting Chromium.
-    LaunchingBrowser,
-    /// Connecting to Chromium and opening the page.
-    Attaching,
-    /// The page is open and watched.
-    Ready,
-    /// Something failed: see `lastError`.
-    Error,
-}
-
-impl Stage {
-    /// The word used in results.
-    pub fn word(self) -> &'static str {
-        match self {
-            Self::Stopped => "stopped",
-            Self::Typechecking => "typechecking",
-            Self::Building => "building",
-            Self::StartingServer => "starting_server",
-            Self::LaunchingBrowser => "launching_browser",
-            Self::Attaching => "attaching",
-            Self::Ready => "ready",
-            Self::Error => "error",
-        }
-    }
-}
+pub use hands_core::preview::Stage;
 
 /// What the status shows, kept as the preview goes.
 #[derive(Debug, Clone, Default)]

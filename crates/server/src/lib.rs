@@ -27,6 +27,7 @@ mod events;
 pub mod listener;
 pub mod openapi;
 mod operation;
+mod preview;
 pub mod routes;
 pub mod schemas;
 mod secrets;

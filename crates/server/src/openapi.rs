@@ -76,6 +76,10 @@ pub fn document(operations: &[Operation]) -> Value {
                     },
                 }}},
             }),
+            Payload::Png => json!({
+                "description": "A PNG image.",
+                "content": {"image/png": {"schema": {"type": "string", "contentMediaType": "image/png"}}},
+            }),
             Payload::Empty => json!({"description": status_text(op.status)}),
         };
         responses.insert(op.status.to_string(), success);

@@ -57,6 +57,8 @@ pub enum Payload {
     Json(SchemaFn),
     /// `text/event-stream` whose `data:` are [`docs::Event`]s.
     EventStream,
+    /// A PNG image (`image/png`).
+    Png,
     /// Nothing (204).
     Empty,
 }

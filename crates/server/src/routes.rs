@@ -21,7 +21,7 @@ use crate::schemas::{
     SecretAnswer, SecretReceipt, SessionListDoc, TranscriptDoc, TurnAccepted, UpdateSession,
     VibeAnswer,
 };
-use crate::{docs, events, openapi, secrets, sessions, vibe};
+use crate::{docs, events, openapi, preview, secrets, sessions, vibe};
 
 /// Any JSON object.
 fn any_object(_: &mut SchemaGenerator) -> Schema {
@@ -33,6 +33,12 @@ const OUTPUT_PARAMS: &[Param] = &[Param {
     name: "lines",
     description: "How many of the last lines to return (default 100; 1 to 2,000, larger values \
                   are capped).",
+}];
+
+const TRANSCRIPT_PARAMS: &[Param] = &[Param {
+    location: "query",
+    name: "offset",
+    description: "Leave out the first `offset` messages (default 0).",
 }];
 
 const EVENT_PARAMS: &[Param] = &[
@@ -77,8 +83,13 @@ pub fn operations() -> Vec<Operation> {
             .doc("Delete a session", "Aborts its turn, stops its processes, deletes its records.")
             .returns_with(204, Payload::Empty),
         Operation::new(Get, "/v1/sessions/{id}/messages", "getTranscript", sessions::transcript)
-            .doc("The conversation", "Every message of the session, oldest first.")
-            .returns::<TranscriptDoc>(200),
+            .doc(
+                "The conversation",
+                "Every message of the session, oldest first; with `offset`, those after the \
+                 first `offset` (a client that has read N messages asks for the new ones).",
+            )
+            .returns::<TranscriptDoc>(200)
+            .params(TRANSCRIPT_PARAMS),
         Operation::new(Post, "/v1/sessions/{id}/messages", "postMessage", sessions::post_message)
             .doc(
                 "Send a user message",
@@ -173,6 +184,35 @@ pub fn operations() -> Vec<Operation> {
             "SIGTERM to its group and descendants, a grace period, then SIGKILL.",
         )
         .returns::<docs::ProcessStopped>(200),
+        Operation::new(Get, "/v1/sessions/{id}/preview", "previewState", preview::state)
+            .doc(
+                "The session's preview",
+                "Whether the project has a preview, its stage (stopped, building, …, ready, \
+                 error), the app's URL on the server's loopback, the last error and the counts \
+                 of the runtime errors collected. The agent opens and closes the preview with its \
+                 tools; this only reads it.",
+            )
+            .returns::<hands_core::preview::PreviewState>(200),
+        Operation::new(
+            Get,
+            "/v1/sessions/{id}/preview/screenshot",
+            "previewScreenshot",
+            preview::screenshot,
+        )
+        .doc(
+            "A fresh screenshot of the preview",
+            "The page as the preview's browser shows it now, as a PNG. 409 when no page is open.",
+        )
+        .returns_with(200, Payload::Png)
+        .errors(&[409]),
+        Operation::new(Get, "/v1/sessions/{id}/preview/errors", "previewErrors", preview::errors)
+            .doc(
+                "The preview's runtime errors",
+                "Every entry the collector keeps (exceptions, rejections, console errors and \
+             warnings, failed requests, build and typecheck errors), each with its count, oldest \
+             first. Reading them here does not move the model's read_runtime_errors cursor.",
+            )
+            .returns::<hands_core::preview::RuntimeErrors>(200),
         Operation::new(Post, "/vibe/answer", "vibeAnswer", vibe::answer)
             .tag("compatibility")
             .doc(

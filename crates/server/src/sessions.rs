@@ -90,12 +90,24 @@ pub async fn delete(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// `GET /v1/sessions/{id}/messages`.
+/// `?offset=N` of the transcript.
+#[derive(Debug, serde::Deserialize)]
+pub struct TranscriptQuery {
+    /// Messages to leave out from the start.
+    #[serde(default)]
+    pub offset: Option<u64>,
+}
+
+/// `GET /v1/sessions/{id}/messages?offset=N`.
 pub async fn transcript(
     State(state): State<AppState>,
     Path(id): Path<String>,
+    axum::extract::Query(query): axum::extract::Query<TranscriptQuery>,
 ) -> Result<Json<Transcript>, ApiError> {
-    Ok(Json(Transcript { messages: state.host.transcript(&id).await? }))
+    let mut messages = state.host.transcript(&id).await?;
+    let skip = usize::try_from(query.offset.unwrap_or(0)).unwrap_or(usize::MAX);
+    messages.drain(..skip.min(messages.len()));
+    Ok(Json(Transcript { messages }))
 }
 
 /// `POST /v1/sessions/{id}/messages` → 202 with the turn id; the turn runs on.

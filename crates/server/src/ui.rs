@@ -13,10 +13,11 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-/// The policy of every UI response. `img-src data:` is for images in tool results; `frame-src`
-/// allows the preview iframe of an app on loopback.
+/// The policy of every UI response. `img-src data:` is for images in tool results and `blob:` for
+/// the preview's screenshots (fetched with the bearer header); `frame-src` allows the preview
+/// iframe of an app on the server's loopback, and no other origin.
 pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
-     img-src 'self' data:; connect-src 'self'; font-src 'self'; \
+     img-src 'self' data: blob:; connect-src 'self'; font-src 'self'; \
      frame-src http://localhost:* http://127.0.0.1:* http://[::1]:*; base-uri 'none'; \
      form-action 'self'; frame-ancestors 'none'";
 
@@ -119,6 +120,30 @@ mod tests {
         assert!(!js.contains("dangerouslySetInnerHTML:") && !js.contains("__html:"), "html sink");
         assert!(!js.contains("insertAdjacentHTML") && !js.contains("document.write"));
         assert!(!js.contains("eval("));
+    }
+
+    #[test]
+    fn the_page_may_frame_loopback_only_and_show_images_of_its_own() {
+        let directive = |name: &str| {
+            CSP.split(';')
+                .map(str::trim)
+                .find_map(|d| {
+                    d.strip_prefix(name).map(|v| v.split_whitespace().collect::<Vec<_>>())
+                })
+                .unwrap_or_else(|| panic!("no {name} in {CSP}"))
+        };
+        let frames = directive("frame-src ");
+        assert!(!frames.is_empty());
+        for source in frames {
+            let host = source.strip_prefix("http://").unwrap_or_else(|| panic!("{source}"));
+            assert!(
+                ["localhost:*", "127.0.0.1:*", "[::1]:*"].contains(&host),
+                "frame-src {source} is not loopback"
+            );
+        }
+        assert_eq!(directive("img-src "), ["'self'", "data:", "blob:"]);
+        assert_eq!(directive("frame-ancestors "), ["'none'"]);
+        assert_eq!(directive("script-src "), ["'self'"]);
     }
 
     #[test]

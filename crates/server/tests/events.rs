@@ -194,3 +194,29 @@ async fn an_idle_stream_gets_a_keep_alive_comment_every_15_s() {
         );
     }
 }
+
+#[tokio::test]
+async fn the_transcript_from_an_offset_is_its_tail() {
+    let model = Scripted::new([Reply::Text(vec!["one".into()]), Reply::Text(vec!["two".into()])]);
+    let server = TestServer::start(Some(model)).await;
+    let id = server.session(json!({})).await;
+    let mut after = 0;
+    for text in ["first", "second"] {
+        let (status, body) =
+            server.post(&format!("/v1/sessions/{id}/messages"), json!({"text": text})).await;
+        assert_eq!(status, 202, "{body}");
+        let events = server.events_until(&id, after, |m| m.event == "turn_ended").await;
+        after = events.last().unwrap().id.unwrap();
+    }
+    let path = format!("/v1/sessions/{id}/messages");
+    let (_, all) = server.get(&path).await;
+    let all = all["messages"].as_array().unwrap().clone();
+    assert_eq!(all.len(), 4, "{all:?}");
+    let (status, tail) = server.get(&format!("{path}?offset=2")).await;
+    assert_eq!(status, 200, "{tail}");
+    assert_eq!(tail["messages"].as_array().unwrap(), &all[2..]);
+    let (_, none) = server.get(&format!("{path}?offset=99")).await;
+    assert_eq!(none["messages"], json!([]));
+    let (status, bad) = server.get(&format!("{path}?offset=-1")).await;
+    assert_eq!(status, 400, "{bad}");
+}

@@ -29,6 +29,9 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/v1/sessions/{id}/processes"),
     ("get", "/v1/sessions/{id}/processes/{process_id}/output"),
     ("post", "/v1/sessions/{id}/processes/{process_id}/stop"),
+    ("get", "/v1/sessions/{id}/preview"),
+    ("get", "/v1/sessions/{id}/preview/screenshot"),
+    ("get", "/v1/sessions/{id}/preview/errors"),
     ("post", "/vibe/answer"),
     ("post", "/vibe/abort/{projectId}"),
     ("get", "/v1/openapi.json"),
@@ -198,7 +201,7 @@ async fn the_openapi_document_and_the_router_agree() {
             .map(|s| if s.starts_with('{') { "x" } else { s })
             .collect::<Vec<_>>()
             .join("/");
-        // No route takes PUT.
+        // PUT: a method no route of the API takes.
         let reply = server.client.put(server.url(&concrete)).send().await.unwrap();
         assert_eq!(reply.status(), 405, "PUT {concrete}");
         let allow: BTreeSet<String> = reply.headers()["allow"]

@@ -45,6 +45,7 @@ mod ids;
 mod live;
 mod lock;
 mod parts;
+mod preview;
 pub mod roots;
 mod secrets;
 mod turns;

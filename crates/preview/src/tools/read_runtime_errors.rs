@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 use super::Shared;
-use crate::collector::{Frame, RuntimeError};
+use crate::collector::{Entry, Frame, RuntimeError};
 use crate::preview::Preview;
 use crate::sourcemap::display_source;
 
@@ -103,6 +103,7 @@ impl Tool for ReadRuntimeErrors {
                 map_entry(&preview, entry, origin.as_ref()).await;
             }
         }
+        let entries: Vec<RuntimeError> = entries.into_iter().map(|e| e.error).collect();
         let mut text = if entries.is_empty() {
             format!(
                 "No new runtime errors since cursor {} (cursor now {}).",
@@ -161,21 +162,21 @@ impl Tool for ReadRuntimeErrors {
 }
 
 /// Map the entry's frames (and location) through source maps, and remember the result.
-async fn map_entry(preview: &Preview, entry: &mut RuntimeError, origin: Option<&Url>) {
-    let mut stack = entry.stack.clone();
+async fn map_entry(preview: &Preview, entry: &mut Entry, origin: Option<&Url>) {
+    let mut stack = entry.error.stack.clone();
     for frame in &mut stack {
         frame.original = original(preview, &frame.url, frame.line, frame.column, origin).await;
     }
     let original_location = match stack.first() {
         Some(frame) => frame.original.clone(),
-        None => match entry.location.as_deref().and_then(split_location) {
+        None => match entry.error.location.as_deref().and_then(split_location) {
             Some((url, line, column)) => original(preview, url, line, column, origin).await,
             None => None,
         },
     };
     preview.errors.set_mapped(entry, stack.clone(), original_location.clone());
-    entry.stack = stack;
-    entry.original_location = original_location;
+    entry.error.stack = stack;
+    entry.error.original_location = original_location;
     entry.mapped = true;
 }
 

@@ -14,7 +14,7 @@ use crate::run::{self, Agent, Prompter, Setup, Start};
 use crate::{term, view};
 
 const HELP: &str = "\
-/plan    plan mode: read-only tools; the agent proposes a plan with exit_plan_mode
+/plan    plan mode: read-only tools; the agent proposes a plan for you to approve
 /build   build mode: every tool
 /todos   the session's todo list
 /exit    leave (also Ctrl-D; Ctrl-C when no turn runs)

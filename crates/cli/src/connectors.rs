@@ -164,7 +164,7 @@ fn by_flags(
     };
     if paths.is_empty() {
         bail!(
-            "give at least one --path GLOB: the paths connector_call may call, like --path '/v1/**'"
+            "give at least one --path GLOB: the paths the agent may call through the connector, like --path '/v1/**'"
         );
     }
     let (kind, param) = match auth.as_deref().unwrap_or(if secret.is_some() {
@@ -222,9 +222,9 @@ fn secret_state(store: Option<&dyn SecretStore>, root: &Path, secret: &str, host
     match store.host(root, secret) {
         Some(recorded) if recorded.eq_ignore_ascii_case(host) => "stored for this host".into(),
         Some(recorded) => {
-            format!("stored for {recorded} only, so connector_call refuses to send it")
+            format!("stored for {recorded} only, so hands refuses to send it")
         }
-        None => "stored without a host, so connector_call refuses to send it".into(),
+        None => "stored without a host, so hands refuses to send it".into(),
     }
 }
 

@@ -509,6 +509,9 @@ fn document_parser() -> Result<std::sync::Arc<dyn hands_core::document::Document
     let command = hands_document::ChildCommand {
         program,
         args: vec![hands_document::CHILD_SUBCOMMAND.into()],
+        // hands' allocator (mimalloc) reserves address space 1 GiB at a time, as much as the
+        // child's whole limit: a child reserves 16 MiB at a time instead.
+        env: vec![("MIMALLOC_ARENA_RESERVE".into(), "16M".into())],
     };
     Ok(hands_document::parser(command, hands_document::Limits::default()))
 }
@@ -531,7 +534,7 @@ fn secret_store() -> Option<std::sync::Arc<hands_secrets::Store>> {
                 tracing::warn!(
                     %err,
                     "no secret store: stored secrets are neither given nor hidden, and \
-                     enable_stripe and connect_supabase are off"
+                     the tools that store secrets are off"
                 );
                 None
             }

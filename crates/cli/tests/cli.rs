@@ -31,7 +31,10 @@ fn run(cmd: &mut Command) -> Out {
 #[test]
 fn tools_lists_the_fs_and_process_tools_and_plan_mode_the_read_only_ones() {
     let tmp = tempfile::tempdir().unwrap();
-    let out = run(hands(tmp.path()).args(["tools", "--json", "--root"]).arg(tmp.path()));
+    // A project of its own, not the home folder (clone_site is offered only there).
+    let root = tmp.path().join("project");
+    std::fs::create_dir(&root).unwrap();
+    let out = run(hands(tmp.path()).args(["tools", "--json", "--root"]).arg(&root));
     assert_eq!(out.code, 0, "{}", out.stderr);
     let v: Value = serde_json::from_str(&out.stdout).unwrap();
     let names: Vec<&str> =
@@ -45,6 +48,7 @@ fn tools_lists_the_fs_and_process_tools_and_plan_mode_the_read_only_ones() {
             "list_files",
             "glob",
             "grep",
+            "parse_document",
             "bash",
             "spawn_process",
             "list_processes",
@@ -55,12 +59,14 @@ fn tools_lists_the_fs_and_process_tools_and_plan_mode_the_read_only_ones() {
             "ask_user",
             "use_skill",
             "secrets",
+            "add_dependency",
             "download_to_repo",
             "clone_site",
             "enable_stripe",
             "connect_supabase",
             "db_schema",
-            "supabase_setup"
+            "supabase_setup",
+            "run_security_scan"
         ]
     );
     let read = &v["tools"][0];
@@ -68,7 +74,7 @@ fn tools_lists_the_fs_and_process_tools_and_plan_mode_the_read_only_ones() {
     assert_eq!(read["annotations"]["readOnlyHint"], true);
     assert_eq!(v["tools"][1]["annotations"]["destructiveHint"], true);
 
-    let out = run(hands(tmp.path()).args(["tools", "--mode", "plan", "--root"]).arg(tmp.path()));
+    let out = run(hands(tmp.path()).args(["tools", "--mode", "plan", "--root"]).arg(&root));
     let names: Vec<&str> =
         out.stdout.lines().map(|l| l.split_whitespace().next().unwrap()).collect();
     assert_eq!(
@@ -78,10 +84,12 @@ fn tools_lists_the_fs_and_process_tools_and_plan_mode_the_read_only_ones() {
             "list_files",
             "glob",
             "grep",
+            "parse_document",
             "exit_plan_mode",
             "ask_user",
             "use_skill",
-            "db_schema"
+            "db_schema",
+            "run_security_scan"
         ]
     );
 }

@@ -180,7 +180,7 @@ fn scaffold(ctx: &Context, args: &ScaffoldArgs) -> Result<ToolOutput, ToolError>
     if !refused.is_empty() {
         return Err(ToolError::model(format!(
             "connector_scaffold refuses to overwrite {}; nothing was written. These files belong to \
-             the user now: read them and merge by hand with edit_file, or ask the user whether to \
+             the user now: read them and merge the changes by hand, or ask the user whether to \
              move them aside and scaffold again.",
             refused.join(", ")
         )));

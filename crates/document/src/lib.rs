@@ -14,6 +14,7 @@
 //! let command = hands_document::ChildCommand {
 //!     program: std::env::current_exe().unwrap(),
 //!     args: vec![hands_document::CHILD_SUBCOMMAND.into()],
+//!     env: Vec::new(),
 //! };
 //! let parser = hands_document::parser(command, hands_document::Limits::default());
 //! let registry =

@@ -24,6 +24,8 @@ pub struct ChildCommand {
     pub program: PathBuf,
     /// Its first arguments.
     pub args: Vec<OsString>,
+    /// Variables to set in its otherwise empty environment (besides `PATH` and `LC_ALL`).
+    pub env: Vec<(OsString, OsString)>,
 }
 
 /// A [`DocumentParser`] that parses in a child process under [`Limits`].
@@ -81,6 +83,7 @@ impl ChildParser {
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()))
             .env("LC_ALL", "C.UTF-8")
+            .envs(self.command.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -14,6 +14,7 @@ fn sh(script: &str, limits: Limits) -> ChildParser {
         ChildCommand {
             program: "sh".into(),
             args: vec!["-c".into(), script.into(), "child".into()],
+            env: Vec::new(),
         },
         limits,
     )
@@ -79,7 +80,7 @@ async fn a_child_that_dies_or_babbles_is_an_error_not_a_result() {
         "{err}"
     );
     let big = ChildParser::new(
-        ChildCommand { program: "true".into(), args: vec![] },
+        ChildCommand { program: "true".into(), args: vec![], env: vec![] },
         Limits { max_file_bytes: 4, ..Limits::default() },
     );
     let err = big

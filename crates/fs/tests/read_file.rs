@@ -208,7 +208,8 @@ async fn documents_point_to_the_document_tool_when_it_is_registered() {
     p.put("bundle.zip", b"PK\x03\x04\x14\0\0\0rest");
     let err = p.err("read_file", json!({"path": "bundle.zip"})).await;
     assert!(!err.contains("parse_document"), "a plain zip is not a document: {err}");
-    let spec = p.registry.get("read_file").unwrap().spec();
+    let tool = p.registry.get("read_file").unwrap();
+    let spec = tool.spec();
     assert!(
         spec.description.contains("with parse_document") && !spec.description.contains("pdftotext")
     );

@@ -35,8 +35,8 @@ const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
 
 const INSTRUCTIONS: &str = "hands runs coding tools in one project root: read, search and edit \
 files, run shell commands and background processes. Paths are relative to the root. Tool \
-failures come back as results with isError and say what to do next. enter_plan_mode restricts \
-the tools to read-only research until exit_plan_mode.";
+failures come back as results with isError and say what to do next. Plan mode restricts \
+the tools to read-only research until the user approves a plan.";
 
 /// What every connection of one server process shares: the registry, the root, the starting mode,
 /// and the tool lists of both modes converted once per version of the registry's list.

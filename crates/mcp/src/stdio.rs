@@ -49,7 +49,11 @@ pub async fn serve_stdio(factory: Arc<ServerFactory>) -> Result<(), StdioError> 
     };
     signals.abort();
     session.close().await;
-    drop(streams.restore);
+    // Last saved, first put back: when stdin and stdout are one socket, the second save holds
+    // the flags the first side's change made.
+    for flags in streams.restore.into_iter().rev() {
+        drop(flags);
+    }
     result
 }
 

@@ -97,7 +97,7 @@ pub async fn start_server(
         if port_taken(port) {
             return Err(LaunchError::Failed(format!(
                 "Port {port} is already in use on 127.0.0.1, so the preview server cannot listen \
-                 there. Stop what listens on it (list_processes shows this session's processes), \
+                 there. Stop what listens on it (the session's process list shows what it runs), \
                  or set preview.port to another port (0 picks a free one)."
             )));
         }

@@ -170,7 +170,7 @@ impl RunSecurityScan {
             return (
                 CheckRun::skipped(
                     "database",
-                    format!("no database is linked (connect_supabase stores one as {name})"),
+                    format!("no database is linked (no secret {name} is stored)"),
                 ),
                 Vec::new(),
             );

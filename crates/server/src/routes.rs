@@ -210,7 +210,7 @@ pub fn operations() -> Vec<Operation> {
                 "The preview's runtime errors",
                 "Every entry the collector keeps (exceptions, rejections, console errors and \
              warnings, failed requests, build and typecheck errors), each with its count, oldest \
-             first. Reading them here does not move the model's read_runtime_errors cursor.",
+             first. Reading them here does not move the model's cursor in them.",
             )
             .returns::<hands_core::preview::RuntimeErrors>(200),
         Operation::new(Post, "/vibe/answer", "vibeAnswer", vibe::answer)

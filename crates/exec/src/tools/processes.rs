@@ -195,7 +195,7 @@ impl Tool for ProcessOutput {
         if dropped > 0 {
             let log = proc.log_path().map_or_else(
                 || "it was not logged".to_owned(),
-                |log| format!("the whole output is in {log} (read_file can page through it)"),
+                |log| format!("the whole output is in {log} (read it in parts, with an offset and a limit)"),
             );
             text.push_str(&format!(
                 "\n[{dropped} bytes of output were dropped from memory before they were read; {log}]"

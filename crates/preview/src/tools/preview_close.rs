@@ -45,8 +45,8 @@ impl Tool for PreviewClose {
             "No preview was running; nothing to stop.".to_owned()
         } else if report.survivors > 0 {
             format!(
-                "Stopped the preview, but {} process(es) survived the stop; list_processes shows \
-                 them.",
+                "Stopped the preview, but {} process(es) survived the stop; the session's \
+                 process list shows them.",
                 report.survivors
             )
         } else {

@@ -9,7 +9,7 @@
 use hands_core::{Context, ToolError};
 use hands_fs::{FsConfig, RelPath, Workspace, atomic};
 
-use super::SavedImage;
+use super::types::SavedImage;
 use crate::download::exists;
 
 /// The folder of images saved without a `path`.

@@ -10,7 +10,7 @@ use hands_core::{Context, ToolError};
 use hands_net::{Guard, Request};
 use serde_json::{Value, json};
 
-use super::{FAL_KEY, ImageConfig, ImageProvider, OPENAI_KEY, Size};
+use super::types::{FAL_KEY, ImageConfig, ImageProvider, OPENAI_KEY, Size};
 use crate::api::{self, Keys};
 
 /// fal's synchronous endpoint, unless the user sets `[image_gen] base_url`.

@@ -13,7 +13,8 @@ use hands_core::document::{DocumentParser, DocumentRequest};
 use hands_core::{Context, ToolError};
 use hands_net::{Guard, Request};
 
-use super::{Format, MAX_HTML_BYTES, Scraped, extract};
+use super::extract;
+use super::types::{Format, MAX_HTML_BYTES, Scraped};
 
 /// The most bytes fetched (after decompression): a page, or a document for the parser.
 const MAX_FETCH_BYTES: u64 = 20 * 1024 * 1024;

@@ -9,7 +9,7 @@
 use dom_query::Document;
 use dom_smoothie::{Config, Readability, TextMode};
 
-use super::Format;
+use super::types::Format;
 
 /// Main content shorter than this (in non-space characters) is not trusted: the whole page is
 /// returned instead.

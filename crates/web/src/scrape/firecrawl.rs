@@ -11,7 +11,7 @@ use hands_net::{Guard, Request};
 use serde_json::{Value, json};
 
 use super::extract::{MIN_MAIN_CHARS, html_to_text, visible_chars};
-use super::{FIRECRAWL_KEY, Format, Scraped};
+use super::types::{FIRECRAWL_KEY, Format, Scraped};
 use crate::api::{self, Keys};
 
 /// Firecrawl's answers are JSON of the page: bounded like any page.

@@ -6,6 +6,7 @@ mod call;
 mod chat;
 mod checkpoints;
 mod log;
+mod rewind;
 mod run;
 mod secret_prompt;
 mod secrets;
@@ -212,7 +213,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
         hands_agent::host::roots::check_root(&root, &store_dir).map_err(anyhow::Error::msg)?;
     }
     match cli.command {
-        Command::Checkpoints { action } => checkpoints::run(&root, action),
+        Command::Checkpoints { action } => {
+            checkpoints::run(&root, &loaded.settings.checkpoints, action)
+        }
         Command::Secrets { action } => {
             let store = secrets.context("cannot open the secret store")?;
             secrets::run(&store, &root, action)
@@ -263,6 +266,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 store: loaded.settings.store.clone(),
                 provider: serve::provider(&loaded.settings.model)?,
                 agent: loaded.settings.agent.clone(),
+                checkpoints: loaded.settings.checkpoints.clone(),
             };
             serve::http(registry, &root, mode, listen, &config, setup, open)
         }

@@ -36,7 +36,7 @@ const ABORT_WAIT: Duration = Duration::from_secs(10);
 
 /// The live sessions of one hands process.
 pub struct Host {
-    parts: HostParts,
+    pub(super) parts: HostParts,
     live: Mutex<HashMap<String, Arc<Live>>>,
     /// Serialises loading sessions from the store (a transcript is repaired once).
     loading: tokio::sync::Mutex<()>,
@@ -261,7 +261,7 @@ impl Host {
         }
     }
 
-    async fn stored_messages(&self, id: &str) -> StoreResult<Vec<Message>> {
+    pub(super) async fn stored_messages(&self, id: &str) -> StoreResult<Vec<Message>> {
         let records = self.parts.store.messages(id).await?;
         Ok(records
             .into_iter()
@@ -276,7 +276,7 @@ impl Host {
     }
 
     /// The live session `id`, loaded from the store when it is not live (resume).
-    async fn live(&self, id: &str) -> HostResult<Arc<Live>> {
+    pub(super) async fn live(&self, id: &str) -> HostResult<Arc<Live>> {
         if let Some(live) = lock(&self.live).get(id) {
             return Ok(Arc::clone(live));
         }

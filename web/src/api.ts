@@ -68,6 +68,25 @@ export interface ProcessRow {
   [k: string]: any;
 }
 
+export interface CheckpointRow {
+  n: number;
+  turn?: string | null;
+  kind: "turn_start" | "turn_end" | "restore";
+  created_at: string;
+  files_changed: number;
+  additions: number;
+  deletions: number;
+}
+
+export interface FileChange {
+  path: string;
+  change: "added" | "modified" | "deleted" | "mode";
+  additions: number;
+  deletions: number;
+  binary: boolean;
+  diff?: string | null;
+}
+
 export const api = {
   list: () => call<{ sessions: SessionInfo[] }>("GET", "/v1/sessions"),
   get: (id: string) => call<SessionInfo>("GET", `/v1/sessions/${encodeURIComponent(id)}`),
@@ -91,6 +110,16 @@ export const api = {
     ),
   stopProcess: (id: string, pid: string) =>
     call<unknown>("POST", `/v1/sessions/${encodeURIComponent(id)}/processes/${encodeURIComponent(pid)}/stop`),
+  checkpoints: (id: string) =>
+    call<{ checkpoints: CheckpointRow[] }>("GET", `/v1/sessions/${encodeURIComponent(id)}/checkpoints`),
+  checkpointDiff: (id: string, n: number) =>
+    call<{ n: number; files: FileChange[] }>("GET", `/v1/sessions/${encodeURIComponent(id)}/checkpoints/${n}/diff`),
+  restoreCheckpoint: (id: string, n: number, scope: "code" | "conversation" | "both") =>
+    call<{ restored: number; scope: string; undo: number; files_changed: number }>(
+      "POST",
+      `/v1/sessions/${encodeURIComponent(id)}/checkpoints/${n}/restore`,
+      { scope },
+    ),
   tool: (id: string, name: string, args: Record<string, unknown>) =>
     call<any>("POST", `/v1/sessions/${encodeURIComponent(id)}/tools/${encodeURIComponent(name)}`, { args }),
 };

@@ -1,6 +1,6 @@
 import { render } from "preact";
 import { useEffect, useRef, useState, useCallback } from "preact/hooks";
-import { api, call, follow, token, setToken, ApiError, HandsEvent, SessionInfo, StreamState, ProcessRow } from "./api";
+import { api, call, follow, token, setToken, ApiError, HandsEvent, SessionInfo, StreamState, ProcessRow, CheckpointRow, FileChange } from "./api";
 import { Markdown } from "./markdown";
 import "./style.css";
 
@@ -406,6 +406,74 @@ function Todos({ todos }: { todos: any[] }) {
   );
 }
 
+/// The session's turns that changed files (from their checkpoints): per turn the files with their
+/// line counts and diffs, and a button that reverts the turn's code (itself undoable: the restore
+/// is checkpointed, and the notice names the checkpoint that undoes it).
+function Changes({ session, running, version }: { session: string; running: boolean; version: number }) {
+  const [rows, setRows] = useState<CheckpointRow[]>([]);
+  const [open, setOpen] = useState<Record<number, FileChange[]>>({});
+  const [note, setNote] = useState("");
+  useEffect(() => {
+    let live = true;
+    api.checkpoints(session).then((r) => live && setRows(r.checkpoints)).catch(() => {});
+    return () => {
+      live = false;
+    };
+  }, [session, version]);
+  // A turn's changes: its turn_end checkpoint, reverted by restoring its turn_start one.
+  const turns = rows
+    .filter((c) => c.kind === "turn_end" && c.files_changed > 0)
+    .map((end) => ({ end, start: rows.find((c) => c.kind === "turn_start" && c.turn === end.turn) }))
+    .reverse();
+  if (!turns.length && !note) return null;
+  const revert = async (n: number) => {
+    try {
+      const r = await api.restoreCheckpoint(session, n, "code");
+      setNote(`reverted: ${r.files_changed} files; undo with checkpoint ${r.undo}`);
+      setRows((await api.checkpoints(session)).checkpoints);
+    } catch (e: any) {
+      setNote(e.message ?? String(e));
+    }
+  };
+  return (
+    <section class="changes" aria-label="Changes">
+      <h2>Changes</h2>
+      {note && <p class="notice" role="status">{note}</p>}
+      <ul>
+        {turns.map(({ end, start }) => (
+          <li key={end.n}>
+            <details
+              onToggle={(e) => {
+                if ((e.target as HTMLDetailsElement).open && !open[end.n])
+                  api.checkpointDiff(session, end.n).then((d) => setOpen((o) => ({ ...o, [end.n]: d.files }))).catch(() => {});
+              }}
+            >
+              <summary>
+                {end.files_changed} files, <span class="add">+{end.additions}</span> <span class="del">−{end.deletions}</span>{" "}
+                <span class="meta">#{end.n} · {end.created_at.slice(11, 19)}</span>
+              </summary>
+              {(open[end.n] ?? []).map((f) => (
+                <div key={f.path} class="file">
+                  <div>
+                    <span class="meta">{f.change}</span> {f.path}{" "}
+                    <span class="meta">+{f.additions} −{f.deletions}{f.binary ? " · binary" : ""}</span>
+                  </div>
+                  {f.diff && <Diff text={f.diff} />}
+                </div>
+              ))}
+            </details>
+            {start && (
+              <button disabled={running} title={running ? "wait for the turn to end" : ""} onClick={() => revert(start.n)}>
+                Revert
+              </button>
+            )}
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
+
 function SessionView({ id, onError }: { id: string; onError: (m: string) => void }) {
   const conv = useRef<Conversation>(empty());
   const [, tick] = useState(0);
@@ -413,6 +481,7 @@ function SessionView({ id, onError }: { id: string; onError: (m: string) => void
   const [info, setInfo] = useState<SessionInfo | null>(null);
   const [results, setResults] = useState<Record<string, any>>({});
   const [draft, setDraft] = useState("");
+  const [checkpoints, setCheckpoints] = useState(0);
   const [renaming, setRenaming] = useState(false);
   const [title, setTitle] = useState("");
   const list = useRef<HTMLDivElement>(null);
@@ -437,6 +506,7 @@ function SessionView({ id, onError }: { id: string; onError: (m: string) => void
       (e) => {
         apply(conv.current, e);
         if (e.type === "tool_call_finished" || e.type === "turn_ended") loadResults();
+        if (e.type === "checkpoint_created" || e.type === "conversation_restored") setCheckpoints((n) => n + 1);
         if (!frame)
           frame = requestAnimationFrame(() => {
             frame = 0;
@@ -552,6 +622,7 @@ function SessionView({ id, onError }: { id: string; onError: (m: string) => void
         <aside>
           <Todos todos={c.todos} />
           <Processes session={id} />
+          <Changes session={id} running={c.running} version={checkpoints} />
         </aside>
       </div>
       <form

@@ -31,8 +31,9 @@ fn main() {
     // 10 changed files, 5 times: checkpoint time, git's commit time, growth.
     let (mut ten, mut git_ten, mut grew, mut changed, mut packed) = (vec![], vec![], 0, 0, 0);
     for round in 0..ROUNDS {
-        for f in files.iter().skip(round * 10).take(10) {
-            let body = text(10 * 1024, round as u64 * 1000 + f.as_os_str().len() as u64);
+        // A different content for each file (the store would deduplicate equal ones).
+        for (i, f) in files.iter().skip(round * 10).take(10).enumerate() {
+            let body = text(10 * 1024, round as u64 * 1000 + i as u64 + 1);
             changed += body.len() as u64;
             packed += deflated(body.as_bytes());
             fs::write(f, &body).unwrap();

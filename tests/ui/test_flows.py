@@ -334,3 +334,29 @@ def _axe(page) -> list[str]:
     page.add_script_tag(path=str(AXE))
     result = page.evaluate("async () => (await axe.run(document)).violations.map(v => [v.id, v.impact, v.nodes.length])")
     return [f"{vid} ({impact}, {n} nodes)" for vid, impact, n in result if impact in ("serious", "critical")]
+
+
+def test_a_turns_changes_are_shown_and_reverted(setup, project: Path, open_page) -> None:
+    steps = [
+        {"tool_calls": [{"name": "write_file", "input": {"path": "new.txt", "content": "one\ntwo\n"}}]},
+        {"text": "Wrote it."},
+    ]
+    _, hands = setup("anthropic", steps)
+    sid = hands.create_session()["id"]
+    pg = open_page(hands.base_url)
+    open_session(pg, hands, sid)
+    send(pg, "write new.txt")
+    pg.page.locator(".log", has_text="Wrote it.").wait_for(timeout=TIMEOUT)
+    assert (project / "new.txt").read_text() == "one\ntwo\n"
+    changes = pg.page.get_by_role("region", name="Changes")
+    changes.locator("summary", has_text="1 files").wait_for(timeout=TIMEOUT)
+    assert "+2" in changes.locator("summary").first.inner_text()
+    changes.locator("summary").first.click()
+    changes.locator(".file", has_text="new.txt").wait_for(timeout=TIMEOUT)
+    assert "added" in changes.locator(".file").first.inner_text()
+    assert "+two" in changes.locator(".diff").first.inner_text()
+    changes.get_by_role("button", name="Revert").first.click()
+    changes.get_by_role("status").filter(has_text="reverted").wait_for(timeout=TIMEOUT)
+    assert not (project / "new.txt").exists(), "the revert restores the turn's code"
+    assert "calc.py" in os.listdir(project), "files the turn did not change are kept"
+    assert not pg.foreign(), pg.foreign()

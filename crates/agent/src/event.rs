@@ -136,6 +136,31 @@ pub enum EventKind {
         /// The names of the tools the session's mode offers now.
         tools: Vec<String>,
     },
+    /// A checkpoint of the project's working tree was taken: before a turn's first change, at
+    /// its end, or just before a restore (restoring it undoes the restore). The counts are of
+    /// the changes since the project's previous checkpoint.
+    CheckpointCreated {
+        /// Its number (`GET /v1/sessions/{id}/checkpoints/{n}/diff`).
+        n: u64,
+        /// The turn it belongs to (none for a restore's).
+        turn: Option<String>,
+        /// `turn_start`, `turn_end` or `restore`.
+        kind: hands_checkpoint::Kind,
+        /// Paths changed.
+        files_changed: usize,
+        /// Lines added.
+        additions: usize,
+        /// Lines removed.
+        deletions: usize,
+    },
+    /// The conversation was rewound to a checkpoint: the messages after it are gone (from the
+    /// store too) and are no longer sent to the model.
+    ConversationRestored {
+        /// The checkpoint whose conversation it is now.
+        checkpoint: u64,
+        /// How many messages the conversation has now.
+        messages: usize,
+    },
     /// The turn is over.
     TurnEnded {
         /// The turn.
@@ -155,6 +180,18 @@ pub enum EventKind {
 }
 
 impl EventKind {
+    /// The `checkpoint_created` event of `checkpoint`.
+    pub fn checkpoint_created(checkpoint: &hands_checkpoint::Checkpoint) -> Self {
+        Self::CheckpointCreated {
+            n: checkpoint.id,
+            turn: checkpoint.turn.clone(),
+            kind: checkpoint.kind,
+            files_changed: checkpoint.changes.files,
+            additions: checkpoint.changes.added,
+            deletions: checkpoint.changes.removed,
+        }
+    }
+
     /// The `type` tag: the SSE event name.
     pub fn name(&self) -> &'static str {
         match self {
@@ -173,6 +210,8 @@ impl EventKind {
             Self::TodosChanged { .. } => "todos_changed",
             Self::ModeChanged { .. } => "mode_changed",
             Self::ToolsChanged { .. } => "tools_changed",
+            Self::CheckpointCreated { .. } => "checkpoint_created",
+            Self::ConversationRestored { .. } => "conversation_restored",
             Self::TurnEnded { .. } => "turn_ended",
             Self::Error { .. } => "error",
         }

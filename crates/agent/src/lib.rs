@@ -2,6 +2,7 @@
 //! and the loop.
 
 mod ask;
+mod checkpointing;
 mod config;
 pub mod elide;
 pub mod event;

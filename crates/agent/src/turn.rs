@@ -143,6 +143,13 @@ pub trait Observer: Send + Sync {
     fn step(&self, _step: u32) -> BoxFuture<'_, ()> {
         done()
     }
+    /// A checkpoint of the project was taken (before the turn's first change, or at its end).
+    fn checkpoint<'a>(
+        &'a self,
+        _checkpoint: &'a hands_checkpoint::Checkpoint,
+    ) -> BoxFuture<'a, ()> {
+        done()
+    }
 }
 
 /// An observer that reports nothing.
@@ -344,27 +351,19 @@ impl Turn<'_> {
 
     /// Run the turn: `user` is appended to `messages`, and so is everything that follows.
     pub async fn run(&self, messages: &mut Vec<Message>, user: Message) -> Outcome {
+        // While the turn runs no restore may change the project under it (see checkpointing).
+        let _running = self.hold_project().await;
         // A checkpoint before the turn's first call of a tool that is not read-only, and one at
-        // its end when there was one: the project's changes are undoable turn by turn.
+        // its end when there was one: the project's changes are undoable turn by turn. Each
+        // records how long the conversation was then: before this turn's message, and after
+        // the turn.
         let mutated = AtomicBool::new(false);
-        let outcome = self.steps(messages, user, &mutated).await;
+        let before = messages.len() as u64;
+        let outcome = self.steps(messages, user, &mutated, before).await;
         if mutated.load(Ordering::Relaxed) {
-            self.checkpoint("after").await;
+            self.checkpoint(hands_checkpoint::Kind::TurnEnd, messages.len() as u64).await;
         }
         outcome
-    }
-
-    /// Snapshot the project's working tree into the checkpoint store, when there is one. A
-    /// failure is logged, never fails the turn.
-    async fn checkpoint(&self, when: &str) {
-        let Some(store) = self.checkpoints.clone() else { return };
-        let session = self.session.id().to_owned();
-        let label = format!("{when} turn {}", self.turn_id);
-        match tokio::task::spawn_blocking(move || store.snapshot(&session, 0, &label)).await {
-            Ok(Ok(checkpoint)) => tracing::debug!(id = checkpoint.id, "checkpoint taken"),
-            Ok(Err(err)) => tracing::warn!(%err, "no checkpoint of this turn"),
-            Err(err) => tracing::warn!(%err, "the checkpoint task failed"),
-        }
     }
 
     async fn steps(
@@ -372,6 +371,7 @@ impl Turn<'_> {
         messages: &mut Vec<Message>,
         user: Message,
         mutated: &AtomicBool,
+        before: u64,
     ) -> Outcome {
         let mut saved = messages.len();
         messages.push(user);
@@ -449,7 +449,7 @@ impl Turn<'_> {
                 return outcome(EndReason::Completed, last_text, None, steps, usage);
             }
             if !mutated.load(Ordering::Relaxed) && uses.iter().any(|u| !self.parallel(u)) {
-                self.checkpoint("before").await;
+                self.checkpoint(hands_checkpoint::Kind::TurnStart, before).await;
                 mutated.store(true, Ordering::Relaxed);
             }
             let outputs = self.run_calls(&uses).await;

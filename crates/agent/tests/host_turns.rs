@@ -97,6 +97,7 @@ async fn one_turn_at_a_time_and_none_without_a_model() {
         registry: fx.registry.clone(),
         provider: None,
         config: AgentConfig::default(),
+        checkpoints: hands_checkpoint::Settings { enabled: false, ..Default::default() },
     })
     .await
     .unwrap();
@@ -212,6 +213,7 @@ async fn a_reopened_host_resumes_the_session_with_its_transcript() {
         registry: fx.registry.clone(),
         provider: Some(script.clone()),
         config: AgentConfig::default(),
+        checkpoints: hands_checkpoint::Settings { enabled: false, ..Default::default() },
     })
     .await
     .unwrap();
@@ -243,6 +245,7 @@ async fn a_turn_left_running_by_a_crash_is_ended_and_its_calls_answered() {
         registry: registry.clone(),
         provider: provider.map(|p| p as Arc<dyn hands_agent::model::Provider>),
         config: AgentConfig::default(),
+        checkpoints: hands_checkpoint::Settings { enabled: false, ..Default::default() },
     };
     let host = Host::open(parts(None)).await.unwrap();
     let new = NewSession {
@@ -375,6 +378,7 @@ async fn todos_and_mode_changes_are_announced_and_stored() {
         registry: fx.registry.clone(),
         provider: Some(fx.script.clone()),
         config: AgentConfig::default(),
+        checkpoints: hands_checkpoint::Settings { enabled: false, ..Default::default() },
     })
     .await
     .unwrap();
@@ -476,6 +480,7 @@ async fn a_session_survives_a_restart_on_sqlite() {
                 registry,
                 provider: Some(script),
                 config: AgentConfig::default(),
+                checkpoints: hands_checkpoint::Settings { enabled: false, ..Default::default() },
             })
             .await
             .unwrap()
@@ -574,6 +579,7 @@ impl Store for Observing {
         abandon_running_turns(at: i64) -> hands_store::StoreResult<Vec<hands_store::TurnRecord>>;
         append_message(id: &'a str, turn: Option<&'a str>, m: serde_json::Value) -> hands_store::StoreResult<u64>;
         messages(id: &'a str) -> hands_store::StoreResult<Vec<hands_store::MessageRecord>>;
+        truncate_messages(id: &'a str, after: u64) -> hands_store::StoreResult<u64>;
         start_tool_call(c: hands_store::ToolCallRecord) -> hands_store::StoreResult<()>;
         finish_tool_call(id: &'a str, r: serde_json::Value, e: bool, d: u64) -> hands_store::StoreResult<()>;
         tool_calls(id: &'a str) -> hands_store::StoreResult<Vec<hands_store::ToolCallRecord>>;
@@ -614,6 +620,7 @@ async fn a_turn_is_over_before_turn_ended_is_announced() {
         registry: registry_with(CoreConfig::default(), &Probe::default()),
         provider: Some(Arc::new(Script::new(vec![say("first"), say("second")]))),
         config: AgentConfig::default(),
+        checkpoints: hands_checkpoint::Settings { enabled: false, ..Default::default() },
     })
     .await
     .unwrap();

@@ -352,6 +352,7 @@ async fn a_tool_that_appears_or_goes_is_a_tools_changed_event() {
         registry: Arc::clone(&registry),
         provider: None,
         config: AgentConfig::default(),
+        checkpoints: hands_checkpoint::Settings { enabled: false, ..Default::default() },
     })
     .await
     .unwrap();

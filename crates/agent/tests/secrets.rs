@@ -361,6 +361,7 @@ async fn host(script: Script, secrets: Arc<Mem>) -> (Arc<Host>, Arc<MemoryStore>
         registry,
         provider: Some(script.clone()),
         config: hands_agent::host::AgentConfig::default(),
+        checkpoints: hands_checkpoint::Settings { enabled: false, ..Default::default() },
     })
     .await
     .unwrap();

@@ -1,18 +1,25 @@
 //! Comparing two checkpoints: which paths were added, modified, deleted or changed mode, with
-//! line counts and a unified diff for text files (via `similar`).
+//! line counts and a unified diff for text files (via `similar`). Only the folders whose trees
+//! differ are read (see [`crate::tree`]).
 
-use serde::Serialize;
-use similar::TextDiff;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use similar::{DiffTag, TextDiff};
 
 use crate::error::Error;
-use crate::manifest::{Checkpoint, Entry};
+use crate::manifest::{Checkpoint, Entry, Summary};
 use crate::store::Store;
+use crate::tree::{self, Delta};
 
-/// Text diffs of files above this size are not computed (counts are still given as 0).
+/// Text diffs of files above this size are not computed (counts are 0, the file is `binary`).
 const MAX_DIFF_BYTES: u64 = 2 * 1024 * 1024;
 
+/// A line diff that takes longer than this gives an approximate (still valid) result.
+const DIFF_TIMEOUT: Duration = Duration::from_millis(500);
+
 /// How a path changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ChangeKind {
     /// New in the later checkpoint.
@@ -21,12 +28,12 @@ pub enum ChangeKind {
     Modified,
     /// Gone in the later checkpoint.
     Deleted,
-    /// Only the executable bit changed.
+    /// Only the permission bits changed.
     Mode,
 }
 
-/// One changed path.
-#[derive(Debug, Clone, Serialize)]
+/// One changed path. An empty folder that appeared or went is listed with a trailing `/`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Change {
     /// Relative path.
     pub path: String,
@@ -36,21 +43,11 @@ pub struct Change {
     pub added: usize,
     /// Lines removed (text files).
     pub removed: usize,
-    /// Whether either side is binary (no line counts nor diff then).
+    /// Whether either side is binary or too large to compare (no line counts nor diff then).
     pub binary: bool,
-    /// Unified diff for text files.
+    /// Unified diff for text files (none for binary ones, files above the size cap, folders and
+    /// mode changes).
     pub unified: Option<String>,
-}
-
-/// Totals of a diff, for the one-line summary.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Summary {
-    /// Paths changed.
-    pub files: usize,
-    /// Lines added.
-    pub added: usize,
-    /// Lines removed.
-    pub removed: usize,
 }
 
 impl Summary {
@@ -64,63 +61,104 @@ impl Summary {
     }
 }
 
-impl std::fmt::Display for Summary {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let s = if self.files == 1 { "" } else { "s" };
-        write!(f, "{} file{s} changed, +{} \u{2212}{}", self.files, self.added, self.removed)
-    }
+/// The changes from `old` (none: nothing before) to `new`, with unified diffs.
+pub fn diff(
+    store: &Store,
+    old: Option<&Checkpoint>,
+    new: &Checkpoint,
+) -> Result<Vec<Change>, Error> {
+    changes(store, old.map(|c| c.tree.as_str()), &new.tree, true)
 }
 
-/// The changes from `old` to `new`.
-pub fn diff(store: &Store, old: &Checkpoint, new: &Checkpoint) -> Result<Vec<Change>, Error> {
+/// The totals of the changes from tree `old` to tree `new` (no unified diffs made).
+pub(crate) fn summary(store: &Store, old: Option<&str>, new: &str) -> Result<Summary, Error> {
+    Ok(Summary::of(&changes(store, old, new, false)?))
+}
+
+fn changes(
+    store: &Store,
+    old: Option<&str>,
+    new: &str,
+    unified: bool,
+) -> Result<Vec<Change>, Error> {
+    let deltas = tree::changes(&store.objects(), old, new)?;
     let mut out = Vec::new();
-    let paths: std::collections::BTreeSet<&String> =
-        old.entries.keys().chain(new.entries.keys()).collect();
-    for path in paths {
-        let (a, b) = (old.entries.get(path), new.entries.get(path));
+    for (i, (path, a, b)) in deltas.iter().enumerate() {
         let kind = match (a, b) {
-            (None, Some(_)) => ChangeKind::Added,
-            (Some(_), None) => ChangeKind::Deleted,
-            (Some(a), Some(b)) if a == b => continue,
+            (Some(Entry::Dir { .. }), Some(Entry::Dir { .. })) => ChangeKind::Mode,
+            (None, Some(Entry::Dir { .. })) | (Some(Entry::Dir { .. }), None) => {
+                // A folder is listed only when it is empty: otherwise its files say it all.
+                if !lonely(&deltas, i) {
+                    continue;
+                }
+                if b.is_some() { ChangeKind::Added } else { ChangeKind::Deleted }
+            }
+            (None | Some(Entry::Dir { .. }), Some(_)) => ChangeKind::Added,
+            (Some(_), None | Some(Entry::Dir { .. })) => ChangeKind::Deleted,
             (Some(Entry::File { oid: x, .. }), Some(Entry::File { oid: y, .. })) if x == y => {
                 ChangeKind::Mode
             }
-            _ => ChangeKind::Modified,
+            (Some(_), Some(_)) => ChangeKind::Modified,
+            (None, None) => continue,
         };
-        let (ta, tb) = (text(store, a)?, text(store, b)?);
+        let is_dir = |e: &Option<Entry>| matches!(e, Some(Entry::Dir { .. }));
+        let folder = (is_dir(a) || a.is_none()) && (is_dir(b) || b.is_none());
+        let shown = if folder { format!("{path}/") } else { path.clone() };
         let mut change =
-            Change { path: path.clone(), kind, added: 0, removed: 0, binary: false, unified: None };
-        match (ta, tb) {
-            (Some(x), Some(y)) if kind != ChangeKind::Mode => {
-                let d = TextDiff::from_lines(&x, &y);
-                for op in d.ops() {
-                    for c in d.iter_changes(op) {
-                        match c.tag() {
-                            similar::ChangeTag::Insert => change.added += 1,
-                            similar::ChangeTag::Delete => change.removed += 1,
-                            similar::ChangeTag::Equal => {}
+            Change { path: shown, kind, added: 0, removed: 0, binary: false, unified: None };
+        if !folder && kind != ChangeKind::Mode {
+            let side = |e: &Option<Entry>| if is_dir(e) { None } else { e.clone() };
+            let (a, b) = (side(a), side(b));
+            match (text(store, a.as_ref())?, text(store, b.as_ref())?) {
+                (Some(x), Some(y)) => {
+                    let d = TextDiff::configure().timeout(DIFF_TIMEOUT).diff_lines(&x, &y);
+                    for op in d.ops() {
+                        let (tag, old, new) = op.as_tag_tuple();
+                        match tag {
+                            DiffTag::Equal => {}
+                            DiffTag::Insert => change.added += new.len(),
+                            DiffTag::Delete => change.removed += old.len(),
+                            DiffTag::Replace => {
+                                change.added += new.len();
+                                change.removed += old.len();
+                            }
                         }
                     }
+                    if unified {
+                        let ha = if a.is_some() { format!("a/{path}") } else { "/dev/null".into() };
+                        let hb = if b.is_some() { format!("b/{path}") } else { "/dev/null".into() };
+                        change.unified =
+                            Some(d.unified_diff().context_radius(3).header(&ha, &hb).to_string());
+                    }
                 }
-                let (ha, hb) = (
-                    if a.is_some() { format!("a/{path}") } else { "/dev/null".into() },
-                    if b.is_some() { format!("b/{path}") } else { "/dev/null".into() },
-                );
-                change.unified =
-                    Some(d.unified_diff().context_radius(3).header(&ha, &hb).to_string());
+                _ => change.binary = !is_skipped(&a) && !is_skipped(&b),
             }
-            (Some(_), Some(_)) => {}
-            _ => change.binary = true,
         }
         out.push(change);
     }
     Ok(out)
 }
 
-/// The text of an entry: "" for an absent one, the target for a link, None for binary or too big.
+fn is_skipped(e: &Option<Entry>) -> bool {
+    matches!(e, Some(Entry::Skipped { .. }))
+}
+
+/// Whether the folder at `deltas[i]` has nothing changed beneath it on the side where it exists.
+fn lonely(deltas: &[Delta], i: usize) -> bool {
+    let (path, a, _) = &deltas[i];
+    let prefix = format!("{path}/");
+    let added = a.is_none();
+    !deltas[i + 1..]
+        .iter()
+        .take_while(|(p, ..)| p.starts_with(&prefix))
+        .any(|(_, x, y)| if added { y.is_some() } else { x.is_some() })
+}
+
+/// The text of an entry: "" for an absent one, the target for a link, None for binary, skipped
+/// or too big.
 fn text(store: &Store, e: Option<&Entry>) -> Result<Option<String>, Error> {
     match e {
-        None => Ok(Some(String::new())),
+        None | Some(Entry::Dir { .. }) => Ok(Some(String::new())),
         Some(Entry::Link { target }) => Ok(Some(format!("{target}\n"))),
         Some(Entry::Skipped { .. }) => Ok(None),
         Some(Entry::File { size, .. }) if *size > MAX_DIFF_BYTES => Ok(None),

@@ -16,7 +16,7 @@ pub enum Error {
     /// A checkpoint with this number does not exist (never made, or removed by gc).
     #[error("checkpoint {0} does not exist; list the checkpoints to see which ones do")]
     NotFound(u64),
-    /// A manifest or the index is not valid JSON.
+    /// A checkpoint's record is not valid JSON.
     #[error("{path}: corrupt checkpoint data: {source}")]
     Corrupt {
         /// The file.
@@ -30,6 +30,12 @@ pub enum Error {
     /// A walker thread panicked while snapshotting.
     #[error("the snapshot walk failed; try again")]
     Poisoned,
+    /// A turn is running on the project (in this hands or another): restores wait for it.
+    #[error(
+        "a turn is running on this project (in this or another hands process): wait for it to \
+         end, or abort it, then restore"
+    )]
+    Busy,
     /// No state folder could be found (neither HANDS_STATE_DIR, XDG_STATE_HOME nor HOME).
     #[error("no state folder: set HANDS_STATE_DIR or HOME")]
     NoStateDir,

@@ -6,6 +6,7 @@
 use std::fs;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use flate2::Compression;
 use flate2::read::DeflateDecoder;
@@ -39,7 +40,10 @@ pub(crate) fn put(objects: &Path, oid: &str, bytes: &[u8]) -> Result<u64, Error>
     }
     let dir = dest.parent().unwrap_or(objects);
     fs::create_dir_all(dir).at(dir)?;
-    let tmp = dir.join(format!(".tmp-{}-{oid}", std::process::id()));
+    // Unique per writer: two threads may store the same content at once (two empty files).
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let tmp = dir.join(format!(".tmp-{}-{n}", std::process::id()));
     let mut enc = DeflateEncoder::new(Vec::with_capacity(bytes.len() / 2), Compression::fast());
     enc.write_all(bytes).at(&tmp)?;
     let packed = enc.finish().at(&tmp)?;
@@ -60,4 +64,16 @@ pub(crate) fn get(objects: &Path, oid: &str) -> Result<Vec<u8>, Error> {
         return Err(Error::BadObject(oid.to_string()));
     }
     Ok(out)
+}
+
+/// Writes `bytes` to `path` through a temporary file, fsync and rename.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    use std::io::Write;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("f");
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let mut f = fs::File::create(&tmp).at(&tmp)?;
+    f.write_all(bytes).at(&tmp)?;
+    f.sync_all().at(&tmp)?;
+    fs::rename(&tmp, path).at(path)
 }

@@ -1,15 +1,22 @@
-//! The shadow store of one project: `objects/`, `checkpoints/<n>.json`, `index.json`, `journal.json`.
+//! The shadow store of one project (taking a checkpoint is in `capture`, restoring in `restore`,
+//! retention in `retention`): `objects/` (contents and trees), `checkpoints/<n>.json` (one
+//! small record each), `index` (the stat cache), `journal.json` (a restore in progress) and the
+//! lock files (see [`crate::lock`]).
 //!
 //! It lives under the state folder, keyed by the sha256 of the project root, never inside the
 //! project, so the user's own `.git` is neither read for writing nor touched.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::error::{Error, IoContext};
-use crate::manifest::Checkpoint;
-use crate::snapshot::{self, Config, Index};
+use crate::lock::{self, TurnGuard};
+use crate::manifest::{Checkpoint, Entry};
+use crate::settings::{Retention, Settings};
+use crate::snapshot::Config;
+use crate::{legacy, objects, tree};
 
 /// The state folder: `HANDS_STATE_DIR`, else `$XDG_STATE_HOME/hands`, else `~/.local/state/hands`.
 pub fn state_dir() -> Result<PathBuf, Error> {
@@ -29,15 +36,35 @@ pub struct Store {
     pub(crate) root: PathBuf,
     pub(crate) dir: PathBuf,
     pub(crate) config: Config,
+    pub(crate) retention: Retention,
+}
+
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 impl Store {
-    /// The store of `root` under the state folder; finishes an interrupted restore first.
+    /// The store of `root` under the state folder, with the default settings; finishes an
+    /// interrupted restore first.
     pub fn open_for(root: &Path) -> Result<Self, Error> {
+        Self::open_with(root, &Settings::default())
+    }
+
+    /// The store of `root` under `settings.state_dir` (else the state folder), taking and
+    /// keeping checkpoints as `settings` say; finishes an interrupted restore first.
+    pub fn open_with(root: &Path, settings: &Settings) -> Result<Self, Error> {
         let root = root.canonicalize().at(root)?;
-        let key = crate::objects::hash(root.as_os_str().as_encoded_bytes());
-        let dir = state_dir()?.join("checkpoints").join(key);
-        Self::open(&root, &dir, Config::default())
+        let key = objects::hash(root.as_os_str().as_encoded_bytes());
+        let base = match &settings.state_dir {
+            Some(dir) => dir.clone(),
+            None => state_dir()?,
+        };
+        let dir = base.join("checkpoints").join(key);
+        let mut store = Self::open(&root, &dir, settings.config())?;
+        store.retention = settings.retention();
+        Ok(store)
     }
 
     /// The store of `root` kept in `dir`; finishes an interrupted restore first.
@@ -45,7 +72,12 @@ impl Store {
         for sub in ["objects", "checkpoints"] {
             fs::create_dir_all(dir.join(sub)).at(&dir.join(sub))?;
         }
-        let store = Self { root: root.to_path_buf(), dir: dir.to_path_buf(), config };
+        let store = Self {
+            root: root.to_path_buf(),
+            dir: dir.to_path_buf(),
+            config,
+            retention: Retention::default(),
+        };
         store.recover()?;
         Ok(store)
     }
@@ -55,42 +87,40 @@ impl Store {
         &self.root
     }
 
+    /// The folder of the store.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The retention [`Store::retain`] applies.
+    pub fn retention(&self) -> Retention {
+        self.retention
+    }
+
     pub(crate) fn objects(&self) -> PathBuf {
         self.dir.join("objects")
     }
 
-    fn manifest_path(&self, id: u64) -> PathBuf {
+    pub(crate) fn store_lock(&self) -> PathBuf {
+        self.dir.join("store.lock")
+    }
+
+    pub(crate) fn turns_lock(&self) -> PathBuf {
+        self.dir.join("turns.lock")
+    }
+
+    pub(crate) fn index_path(&self) -> PathBuf {
+        self.dir.join("index")
+    }
+
+    pub(crate) fn record_path(&self, id: u64) -> PathBuf {
         self.dir.join("checkpoints").join(format!("{id}.json"))
     }
 
-    /// Snapshots the working tree as checkpoint of `session`'s `turn`.
-    pub fn snapshot(&self, session: &str, turn: u64, label: &str) -> Result<Checkpoint, Error> {
-        let index = self.load_index();
-        let (entries, new_index, _) =
-            snapshot::walk(&self.root, &self.config, &self.objects(), &index)?;
-        let mut cp = Checkpoint {
-            id: 0,
-            session: session.to_string(),
-            turn,
-            label: label.to_string(),
-            created: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
-            entries: entries.into_iter().collect(),
-        };
-        let body_path = self.dir.join("index.json");
-        write_atomic(&body_path, &serde_json::to_vec(&new_index).unwrap_or_default())?;
-        // Numbers are claimed with create_new, so two sessions snapshotting at once never share one.
-        let mut id = self.ids()?.last().copied().unwrap_or(0) + 1;
-        loop {
-            let path = self.manifest_path(id);
-            match fs::OpenOptions::new().write(true).create_new(true).open(&path) {
-                Ok(_) => break,
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => id += 1,
-                Err(e) => return Err(Error::Io { path, source: e }),
-            }
-        }
-        cp.id = id;
-        write_atomic(&self.manifest_path(id), &serde_json::to_vec(&cp).unwrap_or_default())?;
-        Ok(cp)
+    /// Marks a turn running on the project until the guard is dropped: restores are refused
+    /// meanwhile, by this process and every other. Waits while a restore runs.
+    pub fn begin_turn(&self) -> Result<TurnGuard, Error> {
+        Ok(TurnGuard { _lock: lock::shared(&self.turns_lock())? })
     }
 
     /// The checkpoint numbers, oldest first.
@@ -119,19 +149,45 @@ impl Store {
 
     /// Checkpoint `id`.
     pub fn load(&self, id: u64) -> Result<Checkpoint, Error> {
-        let path = self.manifest_path(id);
+        let path = self.record_path(id);
         let bytes = fs::read(&path).map_err(|_| Error::NotFound(id))?;
-        serde_json::from_slice(&bytes).map_err(|source| Error::Corrupt { path, source })
+        match serde_json::from_slice(&bytes) {
+            Ok(cp) => Ok(cp),
+            Err(source) => match legacy::migrate(&self.objects(), &path, &bytes)? {
+                Some(cp) => Ok(cp),
+                None if bytes.is_empty() => Err(Error::NotFound(id)),
+                None => Err(Error::Corrupt { path, source }),
+            },
+        }
+    }
+
+    /// The checkpoint of the project just before `id` (of any session), if any.
+    pub fn previous(&self, id: u64) -> Result<Option<Checkpoint>, Error> {
+        Ok(self.ids()?.into_iter().rev().filter(|i| *i < id).find_map(|i| self.load(i).ok()))
+    }
+
+    /// Every path of checkpoint `cp`'s tree (folders included), by relative path.
+    pub fn entries(&self, cp: &Checkpoint) -> Result<BTreeMap<String, Entry>, Error> {
+        let mut out = BTreeMap::new();
+        tree::flatten(&self.objects(), &cp.tree, "", &mut out)?;
+        Ok(out)
     }
 
     pub(crate) fn remove(&self, id: u64) -> Result<(), Error> {
-        let path = self.manifest_path(id);
+        let path = self.record_path(id);
         fs::remove_file(&path).at(&path)
     }
 
     /// The content of object `oid`.
     pub fn object(&self, oid: &str) -> Result<Vec<u8>, Error> {
-        crate::objects::get(&self.objects(), oid)
+        objects::get(&self.objects(), oid)
+    }
+
+    /// Stores `bytes` as an object (kept while a checkpoint's `rewound` names it); its id.
+    pub fn put_object(&self, bytes: &[u8]) -> Result<String, Error> {
+        let oid = objects::hash(bytes);
+        objects::put(&self.objects(), &oid, bytes)?;
+        Ok(oid)
     }
 
     /// Bytes on disk used by the store.
@@ -147,23 +203,4 @@ impl Store {
         }
         walk(&self.dir)
     }
-
-    fn load_index(&self) -> Index {
-        fs::read(self.dir.join("index.json"))
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default()
-    }
-}
-
-/// Writes `bytes` to `path` through a temporary file, fsync and rename.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    use std::io::Write;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("f");
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let mut f = fs::File::create(&tmp).at(&tmp)?;
-    f.write_all(bytes).at(&tmp)?;
-    f.sync_all().at(&tmp)?;
-    fs::rename(&tmp, path).at(path)
 }

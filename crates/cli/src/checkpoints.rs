@@ -1,7 +1,10 @@
 //! `hands checkpoints list|diff|restore|gc`: the project's checkpoints from the command line.
 //!
 //! The store is the project's shadow store under the state folder (see hands-checkpoint); a diff
-//! compares a checkpoint with the one before it (or `--against`), a restore prints its undo.
+//! compares a checkpoint with the one before it (or `--against`), a restore puts the project's
+//! files back (refused while a hands process runs a turn on the project) and prints its undo; a
+//! session's conversation is rewound where the session lives (`/rewind` in `hands chat`, the
+//! session API).
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -9,7 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
 use clap::Subcommand;
-use hands_checkpoint::{Retention, Store, Summary};
+use hands_checkpoint::{Kind, Meta, Settings, Store, Summary};
 
 /// What to do with the checkpoints.
 #[derive(Debug, Subcommand)]
@@ -34,19 +37,33 @@ pub enum Action {
         #[arg(long)]
         stat: bool,
     },
-    /// Make the working tree equal to checkpoint N (itself checkpointed, so it can be undone).
+    /// Make the project's files equal to checkpoint N (itself checkpointed, so it can be undone).
     Restore {
         /// The checkpoint.
         n: u64,
     },
-    /// Remove checkpoints beyond the last 100 per session or older than 30 days, and the objects
-    /// no checkpoint refers to.
+    /// Remove checkpoints beyond `[checkpoints] keep` per session (100) or older than
+    /// `max_age_days` (30), and the objects no checkpoint refers to.
     Gc,
 }
 
+/// What the turn just run changed in the project, from its two checkpoints (before its first
+/// change, at its end): "3 files changed, +42 −7; undo with hands checkpoints restore N". `None`
+/// when the turn changed nothing or there are no checkpoints.
+pub fn turn_changes(root: &Path, settings: &Settings, session: &str) -> Option<String> {
+    let store = Store::open_with(root, settings).ok()?;
+    let list = store.list().ok()?;
+    let mut mine = list.iter().rev().filter(|c| c.session == session);
+    let after = mine.next().filter(|c| c.kind == Kind::TurnEnd)?;
+    let before = mine.find(|c| c.kind == Kind::TurnStart && c.turn == after.turn)?;
+    let changes = hands_checkpoint::diff(&store, Some(before), after).ok()?;
+    let summary = Summary::of(&changes);
+    Some(format!("{summary}; undo with hands checkpoints restore {}", before.id))
+}
+
 /// Runs `action` on the checkpoints of `root`.
-pub fn run(root: &Path, action: Action) -> anyhow::Result<ExitCode> {
-    let store = Store::open_for(root).context("cannot open the checkpoint store")?;
+pub fn run(root: &Path, settings: &Settings, action: Action) -> anyhow::Result<ExitCode> {
+    let store = Store::open_with(root, settings).context("cannot open the checkpoint store")?;
     match action {
         Action::List { session, json } => {
             let list: Vec<_> = store
@@ -58,20 +75,23 @@ pub fn run(root: &Path, action: Action) -> anyhow::Result<ExitCode> {
                 let rows: Vec<_> = list
                     .iter()
                     .map(|c| {
-                        serde_json::json!({"id": c.id, "session": c.session, "turn": c.turn,
-                            "label": c.label, "created": c.created, "files": c.entries.len()})
+                        serde_json::json!({"n": c.id, "session": c.session, "turn": c.turn,
+                            "kind": c.kind, "created_at": c.created_at(),
+                            "files_changed": c.changes.files, "additions": c.changes.added,
+                            "deletions": c.changes.removed, "tree": c.tree})
                     })
                     .collect();
                 println!("{}", serde_json::to_string_pretty(&rows)?);
             } else {
                 for c in list {
                     println!(
-                        "{:>5}  {}  turn {:<4} {:<28} {} files",
+                        "{:>5}  {:<10}  {}  {}  {}  {}",
                         c.id,
+                        c.kind.as_str(),
+                        c.created_at(),
                         c.session,
-                        c.turn,
-                        c.label,
-                        c.entries.len()
+                        c.turn.as_deref().unwrap_or("-"),
+                        c.changes
                     );
                 }
             }
@@ -80,17 +100,16 @@ pub fn run(root: &Path, action: Action) -> anyhow::Result<ExitCode> {
             let new = store.load(n)?;
             let old = match against {
                 Some(a) => store.load(a)?,
-                None => match store.ids()?.into_iter().rfind(|i| *i < n) {
-                    Some(p) => store.load(p)?,
+                None => match store.previous(n)? {
+                    Some(p) => p,
                     None => anyhow::bail!("checkpoint {n} is the first one; pass --against N"),
                 },
             };
-            let changes = hands_checkpoint::diff(&store, &old, &new)?;
+            let changes = hands_checkpoint::diff(&store, Some(&old), &new)?;
             for c in &changes {
-                let kind = serde_json::to_value(c.kind)?;
                 println!(
                     "{:<9} {:>+6} {:>6}  {}",
-                    kind.as_str().unwrap_or(""),
+                    serde_json::to_value(c.kind)?.as_str().unwrap_or(""),
                     c.added,
                     format!("-{}", c.removed),
                     c.path
@@ -106,12 +125,14 @@ pub fn run(root: &Path, action: Action) -> anyhow::Result<ExitCode> {
             println!("{}", Summary::of(&changes));
         }
         Action::Restore { n } => {
-            let r = store.restore(n)?;
+            let target = store.load(n)?;
+            let r = store.restore(n, &Meta::new(&target.session, Kind::Restore))?;
             println!(
-                "restored checkpoint {n}: {} written, {} deleted; undo with hands checkpoints restore {}",
+                "restored checkpoint {n}: {} written, {} deleted; undo with hands checkpoints \
+                 restore {}",
                 r.written.len(),
                 r.deleted.len(),
-                r.undo
+                r.undo.id
             );
             for s in &r.skipped {
                 println!("left as is (above the size cap): {s}");
@@ -120,7 +141,7 @@ pub fn run(root: &Path, action: Action) -> anyhow::Result<ExitCode> {
         Action::Gc => {
             let now =
                 SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-            let gc = store.gc(Retention::default(), now)?;
+            let gc = store.gc(settings.retention(), now)?;
             println!(
                 "removed {} checkpoints and {} objects ({} bytes)",
                 gc.checkpoints, gc.objects, gc.bytes

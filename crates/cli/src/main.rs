@@ -7,6 +7,7 @@ mod chat;
 mod checkpoints;
 mod connectors;
 mod log;
+mod rewind;
 mod run;
 mod secret_prompt;
 mod secrets;
@@ -228,7 +229,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         hands_agent::host::roots::check_root(&root, &store_dir).map_err(anyhow::Error::msg)?;
     }
     match cli.command {
-        Command::Checkpoints { action } => checkpoints::run(&root, action),
+        Command::Checkpoints { action } => {
+            checkpoints::run(&root, &loaded.settings.checkpoints, action)
         Command::Connectors { action } => {
             let store = secrets.ok();
             let store = store.as_deref().map(|s| s as &dyn hands_core::secret::SecretStore);
@@ -284,6 +286,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 store: loaded.settings.store.clone(),
                 provider: serve::provider(&loaded.settings.model)?,
                 agent: loaded.settings.agent.clone(),
+                checkpoints: loaded.settings.checkpoints.clone(),
             };
             serve::http(registry, &root, mode, listen, &config, setup, open)
         }

@@ -77,26 +77,14 @@ pub fn run(setup: Setup, start: Start, task: String) -> Result<ExitCode> {
                 1
             }
         };
-        if let Some(line) = turn_changes(&agent.preview.0, &agent.id) {
+        if let Some(line) =
+            crate::checkpoints::turn_changes(&agent.preview.0, &agent.checkpoints, &agent.id)
+        {
             term::errln(&line);
         }
         term::errln(&format!("resume with: hands run --resume {} \"…\"", agent.id));
         Ok(ExitCode::from(code))
     })
-}
-
-/// What the turn just run changed in the project, from its two checkpoints (before its first
-/// change, at its end): "3 files changed, +42 −7; undo with hands checkpoints restore N". `None`
-/// when the turn changed nothing or there are no checkpoints.
-fn turn_changes(root: &std::path::Path, session: &str) -> Option<String> {
-    let store = hands_checkpoint::Store::open_for(root).ok()?;
-    let list = store.list().ok()?;
-    let mut mine = list.iter().rev().filter(|c| c.session == session);
-    let after = mine.next().filter(|c| c.label.starts_with("after turn "))?;
-    let before = mine.next().filter(|c| c.label.starts_with("before turn "))?;
-    let changes = hands_checkpoint::diff(&store, before, after).ok()?;
-    let summary = hands_checkpoint::Summary::of(&changes);
-    Some(format!("{summary}; undo with hands checkpoints restore {}", before.id))
 }
 
 /// Run `work` on a runtime of its own, then shut it down without waiting for a stuck task.
@@ -242,6 +230,8 @@ pub struct Agent {
     preview: (PathBuf, hands_preview::PreviewConfig),
     /// The host's tools, for the terminal's labels of calls.
     registry: Arc<Registry>,
+    /// `[checkpoints]`, to find the turn's checkpoints.
+    pub checkpoints: hands_checkpoint::Settings,
 }
 
 impl Agent {
@@ -250,6 +240,7 @@ impl Agent {
     pub async fn start(setup: Setup, start: Start, prompter: Prompter) -> Result<Self> {
         let provider = provider(&setup.settings.model)?;
         let preview = (setup.root.clone(), setup.settings.preview.clone());
+        let checkpoints = setup.settings.checkpoints.clone();
         let store = open_store(&setup.settings.store)?;
         let registry = Arc::new(setup.registry);
         let parts = HostParts {
@@ -257,6 +248,7 @@ impl Agent {
             registry: Arc::clone(&registry),
             provider: Some(provider),
             config: setup.settings.agent.clone(),
+            checkpoints: setup.settings.checkpoints.clone(),
         };
         let host = Host::open(parts).await.context("cannot open the session host")?;
         let id = match start {
@@ -291,7 +283,7 @@ impl Agent {
             session.insert_extension(AskerHandle(Arc::new(NobodyAsker)));
             session.insert_extension(SecretAskerHandle(Arc::new(NobodySecretAsker)));
         }
-        Ok(Self { host, id, prompter, preview, registry })
+        Ok(Self { host, id, prompter, preview, registry, checkpoints })
     }
 
     /// Post `text` and print the turn until it ends; how it ended (`completed`, `max_steps`,

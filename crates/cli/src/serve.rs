@@ -46,6 +46,8 @@ pub struct HostSetup {
     pub provider: Option<Arc<dyn Provider>>,
     /// The loop's limits.
     pub agent: AgentConfig,
+    /// `[checkpoints]`.
+    pub checkpoints: hands_checkpoint::Settings,
 }
 
 /// MCP at `/mcp`, the session API at `/v1` and `/vibe` (over a host whose sessions live in the
@@ -67,7 +69,13 @@ pub fn http(
     let store = crate::run::open_store(&setup.store)?;
     let config = config.clone();
     run(async move {
-        let parts = HostParts { store, registry, provider: setup.provider, config: setup.agent };
+        let parts = HostParts {
+            store,
+            registry,
+            provider: setup.provider,
+            config: setup.agent,
+            checkpoints: setup.checkpoints,
+        };
         let host = Host::open(parts).await.context("cannot open the session host")?;
         let ready = move |addr: std::net::SocketAddr| {
             if open {

@@ -911,19 +911,15 @@ fn a_turn_is_checkpointed_and_restored_and_the_restore_undone() {
         out.stderr
     );
 
-    let out = output(world.hands().args(["checkpoints", "list", "--json"]));
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let list: Value = serde_json::from_str(&out.stdout).unwrap();
-    let labels: Vec<&str> =
-        list.as_array().unwrap().iter().map(|c| c["label"].as_str().unwrap()).collect();
-    assert_eq!(labels.len(), 2, "a checkpoint before and one after the turn: {labels:?}");
-    assert!(
-        labels[0].starts_with("before turn ") && labels[1].starts_with("after turn "),
-        "{labels:?}"
-    );
-    let before = list[0]["id"].as_u64().unwrap();
+    let list = checkpoints(&world);
+    let kinds: Vec<&str> =
+        list.as_array().unwrap().iter().map(|c| c["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["turn_start", "turn_end"], "a checkpoint before and one after the turn");
+    assert_eq!(list[0]["turn"], list[1]["turn"], "both name the turn");
+    assert!(list[0]["turn"].as_str().unwrap().starts_with("turn-"), "{list}");
+    let before = list[0]["n"].as_u64().unwrap();
 
-    let out = output(world.hands().args(["checkpoints", "diff", &list[1]["id"].to_string()]));
+    let out = output(world.hands().args(["checkpoints", "diff", &list[1]["n"].to_string()]));
     assert_eq!(out.code, 0, "{}", out.stderr);
     for path in ["greeting.txt", "new/dir/x", "old.txt"] {
         assert!(out.stdout.contains(path), "the turn's diff names {path}:\n{}", out.stdout);
@@ -942,4 +938,329 @@ fn a_turn_is_checkpointed_and_restored_and_the_restore_undone() {
     assert_eq!(std::fs::read_to_string(world.root.join("greeting.txt")).unwrap(), "goodbye\n");
     assert_eq!(std::fs::read_to_string(world.root.join("new/dir/x")).unwrap(), "made\n");
     assert!(!world.root.join("old.txt").exists());
+}
+
+/// `hands checkpoints list --json`.
+fn checkpoints(world: &World) -> Value {
+    let out = output(world.hands().args(["checkpoints", "list", "--json"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    serde_json::from_str(&out.stdout).unwrap()
+}
+
+/// `hands checkpoints restore N`: its stdout.
+fn restore(world: &World, n: u64) -> String {
+    let out = output(world.hands().args(["checkpoints", "restore", &n.to_string()]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    out.stdout
+}
+
+/// Every path under `root` but `.git` as (path, kind and permission bits, content or target);
+/// files above 50 MB by their size.
+fn disk_tree(root: &Path) -> std::collections::BTreeMap<String, (String, Vec<u8>)> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let path = e.unwrap().path();
+            let rel = path.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            let m = std::fs::symlink_metadata(&path).unwrap();
+            let mode = format!("{:o}", m.permissions().mode());
+            let value = if m.file_type().is_symlink() {
+                (mode, std::fs::read_link(&path).unwrap().to_string_lossy().as_bytes().to_vec())
+            } else if m.is_dir() {
+                if rel == ".git" {
+                    continue;
+                }
+                stack.push(path);
+                (mode, Vec::new())
+            } else if m.len() > 50 * 1024 * 1024 {
+                (mode, m.len().to_string().into_bytes())
+            } else {
+                (mode, std::fs::read(&path).unwrap())
+            };
+            out.insert(rel, value);
+        }
+    }
+    out
+}
+
+/// Every file of `.git` with its bytes and mode.
+fn git_dir(root: &Path) -> std::collections::BTreeMap<String, (String, Vec<u8>)> {
+    let git = root.join(".git");
+    disk_tree(&git)
+}
+
+fn sh(root: &Path, script: &str) {
+    let ok = Command::new("bash").arg("-ec").arg(script).current_dir(root).status().unwrap();
+    assert!(ok.success(), "{script}");
+}
+
+/// Issue 18's test list through the binary: a turn of the scripted model that edits with
+/// edit_file, creates with `echo > new/dir/x`, deletes with `rm`, runs `chmod +x`, makes a
+/// symlink, an empty folder, a binary file and a 60 MB file (above the cap), appends to a 0600
+/// file; restoring each checkpoint gives every byte and mode back (the tree hash of a checkpoint
+/// taken then equals the recorded one), restore-then-undo returns to the latest state, and the
+/// user's `.git` (commits, an index, a stash) is byte-identical after all of it and a gc.
+#[test]
+fn each_checkpoint_of_a_turn_restores_every_byte_and_mode_and_git_is_untouched() {
+    if !python() {
+        return;
+    }
+    let world = World::new();
+    let root = &world.root;
+    std::fs::write(root.join("greeting.txt"), "hello\n").unwrap();
+    std::fs::write(root.join("old.txt"), "to be deleted\n").unwrap();
+    std::fs::write(root.join("run.sh"), "#!/bin/sh\necho run\n").unwrap();
+    std::fs::write(root.join("secret.txt"), "s3cr3t\n").unwrap();
+    sh(
+        root,
+        "chmod 644 run.sh && chmod 600 secret.txt && git init -q && git config user.email t@t \
+         && git config user.name t && git add -A && git commit -qm one && echo two >> greeting.txt \
+         && git commit -qam two && echo stashed >> old.txt && git stash -q && echo staged > staged.txt \
+         && git add staged.txt",
+    );
+    let git_before = git_dir(root);
+    let model = Model::start(
+        "anthropic",
+        world.dir(),
+        &json!([
+            {"tool_calls": [{"id": "r1", "name": "read_file", "input": {"path": "greeting.txt"}}]},
+            {"tool_calls": [{"id": "e1", "name": "edit_file",
+                "input": {"path": "greeting.txt", "old_string": "hello", "new_string": "goodbye"}}]},
+            {"tool_calls": [{"id": "b1", "name": "bash", "input": {"command":
+                "mkdir -p new/dir && echo made > new/dir/x && rm old.txt && chmod +x run.sh \
+                 && ln -s greeting.txt link.txt && mkdir -p empty/inner \
+                 && printf '\\000\\001\\377binary' > blob.bin && truncate -s 60M big.dat \
+                 && echo more >> secret.txt"}}]},
+            {"text": "Done."},
+        ]),
+    );
+    world.user_config(&format!("approval = \"auto\"\n{}", model.config()));
+    let before_tree = disk_tree(root);
+    let out = output(world.hands().args(["run", "change everything"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let after_tree = disk_tree(root);
+    assert_eq!(after_tree["secret.txt"].0, "100600");
+    assert_eq!(after_tree["run.sh"].0, "100755");
+    let list = checkpoints(&world);
+    let (start, end) = (list[0]["n"].as_u64().unwrap(), list[1]["n"].as_u64().unwrap());
+
+    // The turn's start: every byte and mode as before the turn; the 60 MB file, whose content
+    // is not stored, is left as it is and the restore says so.
+    let said = restore(&world, start);
+    assert!(said.contains("left as is (above the size cap): big.dat"), "{said}");
+    let mut expect = before_tree.clone();
+    expect.insert("big.dat".into(), after_tree["big.dat"].clone());
+    assert_eq!(disk_tree(root), expect);
+    assert_eq!(disk_tree(root)["secret.txt"], ("100600".to_string(), b"s3cr3t\n".to_vec()));
+    let undo = said.rsplit("undo with hands checkpoints restore ").next().unwrap();
+    let undo: u64 = undo.split_whitespace().next().unwrap().parse().unwrap();
+
+    // Restore-then-undo: the turn's result again, byte for byte.
+    restore(&world, undo);
+    assert_eq!(disk_tree(root), after_tree);
+    // The turn's end, restored over itself: the checkpoint taken just before (the tree as it is
+    // now) has the recorded tree hash.
+    restore(&world, end);
+    assert_eq!(disk_tree(root), after_tree);
+    let list = checkpoints(&world);
+    let last = list.as_array().unwrap().last().unwrap();
+    assert_eq!(last["kind"], "restore");
+    assert_eq!(last["tree"], list[1]["tree"], "{list}");
+    assert_eq!(list[1]["files_changed"], 9, "every change of the turn is counted: {list}");
+
+    let out = output(world.hands().args(["checkpoints", "gc"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(git_dir(root), git_before, "the user's .git is byte-identical");
+}
+
+/// Two sessions on one project: each lists its own checkpoints, numbered in one sequence; a
+/// restore puts the project's files back whichever session made them.
+#[test]
+fn two_sessions_on_one_project_through_the_binary() {
+    if !python() {
+        return;
+    }
+    let world = World::new();
+    let model = Model::start(
+        "openai",
+        world.dir(),
+        &json!([
+            {"tool_calls": [{"id": "a", "name": "write_file", "input": {"path": "a.txt", "content": "A\n"}}]},
+            {"text": "a done"},
+            {"tool_calls": [{"id": "b", "name": "write_file", "input": {"path": "b.txt", "content": "B\n"}}]},
+            {"text": "b done"},
+        ]),
+    );
+    world.user_config(&format!("approval = \"auto\"\n{}", model.config()));
+    for (id, task) in [("sa", "write a"), ("sb", "write b")] {
+        let out = output(world.hands().args(["run", "--session-id", id, task]));
+        assert_eq!(out.code, 0, "{}", out.stderr);
+    }
+    let of = |session: &str| {
+        let out =
+            output(world.hands().args(["checkpoints", "list", "--json", "--session", session]));
+        let v: Value = serde_json::from_str(&out.stdout).unwrap();
+        v.as_array().unwrap().iter().map(|c| c["n"].as_u64().unwrap()).collect::<Vec<_>>()
+    };
+    assert_eq!((of("sa"), of("sb")), (vec![1, 2], vec![3, 4]));
+    restore(&world, 2);
+    assert!(world.root.join("a.txt").exists() && !world.root.join("b.txt").exists());
+    restore(&world, 4);
+    assert!(world.root.join("a.txt").exists() && world.root.join("b.txt").exists());
+}
+
+/// `hands checkpoints restore` is refused while another hands process runs a turn on the
+/// project (the lock the turn holds), and works once it is gone.
+#[test]
+fn the_command_line_restore_is_refused_while_a_turn_runs() {
+    if !python() {
+        return;
+    }
+    let world = World::new();
+    let model = Model::start(
+        "anthropic",
+        world.dir(),
+        &json!([
+            {"tool_calls": [{"id": "w", "name": "write_file", "input": {"path": "x.txt", "content": "x\n"}}]},
+            {"hang": true},
+        ]),
+    );
+    world.user_config(&format!("approval = \"auto\"\n{}", model.config()));
+    let mut child = world
+        .hands()
+        .args(["run", "write x and think"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !world.root.join("x.txt").exists() || model.requests().len() < 2 {
+        assert!(Instant::now() < deadline, "the turn never got to its second step");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = output(world.hands().args(["checkpoints", "restore", "1"]));
+    assert_ne!(out.code, 0, "{}", out.stdout);
+    assert!(out.stderr.contains("a turn is running on this project"), "{}", out.stderr);
+    assert!(world.root.join("x.txt").exists(), "nothing restored");
+    let _ = child.kill();
+    let _ = child.wait();
+    restore(&world, 1);
+    assert!(!world.root.join("x.txt").exists());
+}
+
+/// `hands checkpoints restore` killed with SIGKILL at random points, 50 times: the next start
+/// (any `hands checkpoints` command) finishes it, so the tree is always the old or the new one.
+#[test]
+fn a_restore_killed_at_random_points_ends_whole_at_the_next_start() {
+    if !python() {
+        return;
+    }
+    let world = World::new();
+    let root = &world.root;
+    sh(root, "for i in $(seq 1 300); do printf 'old %s\\n' $i > f$i.txt; done");
+    let model = Model::start(
+        "openai",
+        world.dir(),
+        &json!([
+            {"tool_calls": [{"id": "b", "name": "bash", "input": {"command":
+                "for i in $(seq 1 300); do if [ $((i % 2)) = 0 ]; then echo new $i > f$i.txt; \
+                 else rm f$i.txt; fi; done; mkdir -p d/e && echo n > d/e/n.txt && chmod 600 f2.txt"}}]},
+            {"text": "changed"},
+        ]),
+    );
+    world.user_config(&format!("approval = \"auto\"\n{}", model.config()));
+    let out = output(world.hands().args(["run", "change the files"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // The trees of the two checkpoints, as restores make them.
+    restore(&world, 1);
+    let old = disk_tree(root);
+    assert_eq!(old["f1.txt"].1, b"old 1\n");
+    restore(&world, 2);
+    let new = disk_tree(root);
+    assert!(!new.contains_key("f1.txt"));
+    let started = Instant::now();
+    let mut seed = u64::from(std::process::id()) | 1;
+    let mut seen = [0; 2];
+    for round in 0..50 {
+        assert!(started.elapsed() < Duration::from_secs(300), "bounded in time (round {round})");
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let n = if round % 2 == 0 { "1" } else { "2" };
+        let mut child = world
+            .hands()
+            .args(["checkpoints", "restore", n])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(seed % 400));
+        let _ = child.kill();
+        let _ = child.wait();
+        checkpoints(&world);
+        let now = disk_tree(root);
+        assert!(now == old || now == new, "round {round}: half a tree");
+        seen[usize::from(now == new)] += 1;
+    }
+    eprintln!("killed restores ended as the old tree {} times, the new {}", seen[0], seen[1]);
+}
+
+/// `/rewind` in `hands chat`: the session's checkpoints listed with their turns and change
+/// counts, one picked with a scope, the files and the conversation back (the model is not sent
+/// the rewound turn), and `/rewind N both` with the printed undo puts it all back.
+#[test]
+fn chat_rewinds_files_and_conversation_and_the_rewind_is_undone() {
+    if !python() {
+        return;
+    }
+    let world = World::new();
+    let model = Model::start(
+        "anthropic",
+        world.dir(),
+        &json!([
+            {"tool_calls": [{"id": "w", "name": "write_file", "input": {"path": "a.txt", "content": "one\n"}}]},
+            {"text": "wrote it"},
+            {"tool_calls": [{"id": "b", "name": "bash", "input": {"command": "echo two > a.txt"}}]},
+            {"text": "changed it"},
+            {"text": "starting over"},
+        ]),
+    );
+    world.user_config(&format!("approval = \"auto\"\n{}", model.config()));
+    let mut child = world
+        .hands()
+        .arg("chat")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let input = "write a\nmake it two\n/rewind\n3\nboth\nwhat now\n/rewind 5 both\n/exit\n";
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), input.as_bytes()).unwrap();
+    drop(child.stdin.take());
+    let out = wait(child, Duration::from_secs(120));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // The list: the turns' messages and counts, newest last.
+    for line in [
+        "checkpoints of this session (newest last):",
+        "before \"write a\"  (0 files changed, +0 \u{2212}0)",
+        "after \"write a\"  (1 file changed, +1 \u{2212}0)",
+        "before \"make it two\"  (0 files changed",
+        "after \"make it two\"  (1 file changed, +1 \u{2212}1)",
+        "rewound the files and the conversation to checkpoint 3 (1 file changed); undo with \
+         /rewind 5 both",
+        "rewound the files and the conversation to checkpoint 5 (1 file changed)",
+    ] {
+        assert!(out.stderr.contains(line), "no {line:?} in:\n{}", out.stderr);
+    }
+    let requests = model.requests();
+    assert_eq!(requests.len(), 5);
+    let sent = all_text(&requests[4]);
+    assert!(sent.contains("write a") && sent.contains("what now"), "{sent}");
+    assert!(!sent.contains("make it two"), "the rewound turn is not sent: {sent}");
+    // The undo brought the second turn's file back.
+    assert_eq!(std::fs::read_to_string(world.root.join("a.txt")).unwrap(), "two\n");
 }

@@ -20,6 +20,7 @@
 #![deny(missing_docs)]
 
 mod body;
+mod checkpoints;
 mod config;
 pub mod docs;
 mod error;

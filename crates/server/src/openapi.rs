@@ -115,7 +115,7 @@ pub fn document(operations: &[Operation]) -> Value {
         }
         if let Some(body) = op.body {
             operation["requestBody"] = json!({
-                "required": true,
+                "required": !op.body_optional,
                 "content": {"application/json": {"schema": body(&mut generator).to_value()}},
             });
         }

@@ -88,8 +88,10 @@ pub struct Operation {
     pub summary: &'static str,
     /// More, when needed.
     pub description: &'static str,
-    /// The JSON body it requires.
+    /// The JSON body it takes.
     pub body: Option<SchemaFn>,
+    /// Whether the body may be left out (its fields then take their defaults).
+    pub body_optional: bool,
     /// The success status.
     pub status: u16,
     /// The success body.
@@ -117,6 +119,7 @@ impl Operation {
             summary: "",
             description: "",
             body: None,
+            body_optional: false,
             status: 200,
             response: Payload::Empty,
             errors: &[],
@@ -138,6 +141,12 @@ impl Operation {
 
     pub(crate) fn body<T: JsonSchema>(mut self) -> Self {
         self.body = Some(schema::<T>);
+        self
+    }
+
+    pub(crate) fn optional_body<T: JsonSchema>(mut self) -> Self {
+        self.body = Some(schema::<T>);
+        self.body_optional = true;
         self
     }
 

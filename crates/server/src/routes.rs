@@ -17,11 +17,11 @@ pub use crate::operation::{Operation, Param, Payload, SchemaFn, Verb};
 pub use crate::state::AppState;
 
 use crate::schemas::{
-    Aborted, Answer, Answered, CallTool, CreateSession, Decision, PostMessage, ProcessOutput,
-    SecretAnswer, SecretReceipt, SessionListDoc, TranscriptDoc, TurnAccepted, UpdateSession,
-    VibeAnswer,
+    Aborted, Answer, Answered, CallTool, CheckpointList, CreateSession, Decision, PostMessage,
+    ProcessOutput, RestoreCheckpoint, SecretAnswer, SecretReceipt, SessionListDoc, TranscriptDoc,
+    TurnAccepted, UpdateSession, VibeAnswer,
 };
-use crate::{docs, events, openapi, preview, secrets, sessions, vibe};
+use crate::{checkpoints, docs, events, openapi, preview, secrets, sessions, vibe};
 
 /// Any JSON object.
 fn any_object(_: &mut SchemaGenerator) -> Schema {
@@ -213,6 +213,47 @@ pub fn operations() -> Vec<Operation> {
              first. Reading them here does not move the model's cursor in them.",
             )
             .returns::<hands_core::preview::RuntimeErrors>(200),
+        Operation::new(Get, "/v1/sessions/{id}/checkpoints", "listCheckpoints", checkpoints::list)
+            .doc(
+                "The session's checkpoints",
+                "Oldest first: one before each turn's first change (`turn_start`), one at its end \
+                 (`turn_end`), one just before each restore (`restore`: restoring it undoes the \
+                 restore). The counts are of the changes since the project's previous checkpoint \
+                 (of any session); each new one is announced as a `checkpoint_created` event.",
+            )
+            .returns::<CheckpointList>(200),
+        Operation::new(
+            Get,
+            "/v1/sessions/{id}/checkpoints/{n}/diff",
+            "checkpointDiff",
+            checkpoints::diff,
+        )
+        .doc(
+            "What changed at a checkpoint",
+            "The changes from the project's previous checkpoint to checkpoint `n`: each path \
+             added, modified, deleted or changed mode, with line counts and a unified diff for \
+             text files (`null` for binary files and files above the size cap). 404 for a \
+             checkpoint that is not one of the session's.",
+        )
+        .returns::<hands_agent::host::CheckpointDiff>(200),
+        Operation::new(
+            Post,
+            "/v1/sessions/{id}/checkpoints/{n}/restore",
+            "restoreCheckpoint",
+            checkpoints::restore,
+        )
+        .doc(
+            "Restore a checkpoint",
+            "`scope`: `code` (the project's files as they were, every byte and mode; files above \
+             the size cap are left as they are), `conversation` (the session's messages as they \
+             were: later ones are no longer sent to the model, a `conversation_restored` event \
+             says so) or `both` (default; the body may be omitted). A checkpoint of the state \
+             just before is taken first: `undo` names it. 409 while a turn runs in the session \
+             (or, for the code, on the project).",
+        )
+        .optional_body::<RestoreCheckpoint>()
+        .returns::<hands_agent::host::RestoreOutcome>(200)
+        .errors(&[409]),
         Operation::new(Post, "/vibe/answer", "vibeAnswer", vibe::answer)
             .tag("compatibility")
             .doc(

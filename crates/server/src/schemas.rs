@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use hands_agent::host::SessionInfo;
+use hands_agent::host::{CheckpointInfo, RestoreScope, SessionInfo};
 use hands_agent::model::Message;
 use hands_core::Mode;
 use schemars::JsonSchema;
@@ -140,6 +140,23 @@ pub struct VibeAnswer {
     /// The project, when the session is not named: its one session waiting for an answer gets it.
     #[serde(default, rename = "projectId", alias = "project_id")]
     pub project_id: Option<String>,
+}
+
+/// `GET /v1/sessions/{id}/checkpoints`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CheckpointList {
+    /// The session's checkpoints, oldest first.
+    pub checkpoints: Vec<CheckpointInfo>,
+}
+
+/// `POST /v1/sessions/{id}/checkpoints/{n}/restore` (the body may be omitted).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RestoreCheckpoint {
+    /// `code` (the project's files), `conversation` (the session's messages) or `both`
+    /// (default).
+    #[serde(default)]
+    pub scope: Option<RestoreScope>,
 }
 
 /// `GET /v1/sessions`.

@@ -34,6 +34,8 @@ struct Session {
     record: SessionRecord,
     turns: Vec<TurnRecord>,
     messages: Vec<MessageRecord>,
+    /// The highest message seq given (truncated messages' numbers are not given again).
+    last_message_seq: u64,
     tool_calls: Vec<ToolCallRecord>,
     todos: Option<Value>,
     /// Event `i` has id `i + 1`.
@@ -110,6 +112,7 @@ impl Store for MemoryStore {
                 record: session,
                 turns: Vec::new(),
                 messages: Vec::new(),
+                last_message_seq: 0,
                 tool_calls: Vec::new(),
                 todos: None,
                 events: Vec::new(),
@@ -232,7 +235,8 @@ impl Store for MemoryStore {
     ) -> BoxFuture<'a, StoreResult<u64>> {
         self.with(move |state| {
             let session = state.touch(session_id)?;
-            let seq = session.messages.len() as u64 + 1;
+            session.last_message_seq += 1;
+            let seq = session.last_message_seq;
             session.messages.push(MessageRecord {
                 seq,
                 session_id: session_id.to_owned(),
@@ -248,6 +252,19 @@ impl Store for MemoryStore {
         session_id: &'a str,
     ) -> BoxFuture<'a, StoreResult<Vec<MessageRecord>>> {
         self.with(move |state| Ok(state.session(session_id)?.messages.clone()))
+    }
+
+    fn truncate_messages<'a>(
+        &'a self,
+        session_id: &'a str,
+        after_seq: u64,
+    ) -> BoxFuture<'a, StoreResult<u64>> {
+        self.with(move |state| {
+            let session = state.touch(session_id)?;
+            let before = session.messages.len();
+            session.messages.retain(|m| m.seq <= after_seq);
+            Ok((before - session.messages.len()) as u64)
+        })
     }
 
     fn start_tool_call(&self, call: ToolCallRecord) -> BoxFuture<'_, StoreResult<()>> {

@@ -107,6 +107,14 @@ impl Store for Redacting {
         self.0.messages(session_id)
     }
 
+    fn truncate_messages<'a>(
+        &'a self,
+        session_id: &'a str,
+        after_seq: u64,
+    ) -> BoxFuture<'a, StoreResult<u64>> {
+        self.0.truncate_messages(session_id, after_seq)
+    }
+
     fn start_tool_call(&self, mut call: ToolCallRecord) -> BoxFuture<'_, StoreResult<()>> {
         call.args = json(call.args);
         call.result = call.result.map(json);

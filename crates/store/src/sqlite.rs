@@ -367,6 +367,22 @@ impl Store for SqliteStore {
         }))
     }
 
+    fn truncate_messages<'a>(
+        &'a self,
+        session_id: &'a str,
+        after_seq: u64,
+    ) -> BoxFuture<'a, StoreResult<u64>> {
+        let session_id = session_id.to_owned();
+        Box::pin(self.connections.write("truncate_messages", move |conn| {
+            // The counter in the session's row stays: the deleted numbers are not given again.
+            touch(conn, &session_id)?;
+            let deleted = conn
+                .prepare_cached("DELETE FROM messages WHERE session_id = ?1 AND seq > ?2")?
+                .execute(params![session_id, int(after_seq)])?;
+            Ok(deleted as u64)
+        }))
+    }
+
     fn start_tool_call(&self, call: ToolCallRecord) -> BoxFuture<'_, StoreResult<()>> {
         Box::pin(async move {
             let args = to_json(&call.args)?;

@@ -72,7 +72,8 @@ pub trait Store: Send + Sync {
         ended_at_ms: i64,
     ) -> BoxFuture<'_, StoreResult<Vec<TurnRecord>>>;
 
-    /// Append a message; returns its `seq` (previous seq + 1, from 1).
+    /// Append a message; returns its `seq` (the highest seq the session ever gave + 1, from 1:
+    /// numbers of truncated messages are not given again).
     fn append_message<'a>(
         &'a self,
         session_id: &'a str,
@@ -84,6 +85,13 @@ pub trait Store: Send + Sync {
         &'a self,
         session_id: &'a str,
     ) -> BoxFuture<'a, StoreResult<Vec<MessageRecord>>>;
+    /// Delete the session's messages with a seq above `after_seq` (a conversation rewound to an
+    /// earlier point); returns how many were deleted.
+    fn truncate_messages<'a>(
+        &'a self,
+        session_id: &'a str,
+        after_seq: u64,
+    ) -> BoxFuture<'a, StoreResult<u64>>;
 
     /// Record a call as started; `Exists` if the id is taken.
     fn start_tool_call(&self, call: ToolCallRecord) -> BoxFuture<'_, StoreResult<()>>;

@@ -60,6 +60,7 @@ contract!(
     a_missing_session_turn_or_call_is_not_found,
     turns_start_end_and_are_abandoned_when_left_running,
     messages_come_back_in_seq_order,
+    truncated_messages_are_gone_and_their_numbers_not_given_again,
     tool_calls_start_and_finish,
     todos_default_to_empty_and_are_replaced,
     events_after_replays_from_an_id_with_a_limit,
@@ -282,6 +283,24 @@ async fn messages_come_back_in_seq_order(store: Arc<dyn Store>) {
     // Key order inside an object is kept (the workspace's serde_json preserves it).
     let keys: Vec<_> = got[2].message.as_object().unwrap().keys().cloned().collect();
     assert_eq!(keys, ["role", "content", "n", "null"]);
+}
+
+async fn truncated_messages_are_gone_and_their_numbers_not_given_again(store: Arc<dyn Store>) {
+    store.create_session(session("s1", "p", 1)).await.unwrap();
+    store.create_session(session("s2", "p", 1)).await.unwrap();
+    for i in 0..5 {
+        store.append_message("s1", Some("t"), json!({"n": i})).await.unwrap();
+    }
+    store.append_message("s2", None, json!("other")).await.unwrap();
+    assert_eq!(store.truncate_messages("s1", 2).await.unwrap(), 3);
+    let seqs = |m: Vec<hands_store::MessageRecord>| m.iter().map(|r| r.seq).collect::<Vec<_>>();
+    assert_eq!(seqs(store.messages("s1").await.unwrap()), [1, 2]);
+    assert_eq!(store.messages("s1").await.unwrap()[1].message, json!({"n": 1}));
+    assert_eq!(store.append_message("s1", None, json!({"n": "new"})).await.unwrap(), 6);
+    assert_eq!(seqs(store.messages("s1").await.unwrap()), [1, 2, 6]);
+    assert_eq!(store.truncate_messages("s1", 10).await.unwrap(), 0, "nothing after 10");
+    assert_eq!(store.messages("s2").await.unwrap().len(), 1, "other sessions keep theirs");
+    assert!(is_not_found(store.truncate_messages("nope", 0).await));
 }
 
 async fn tool_calls_start_and_finish(store: Arc<dyn Store>) {

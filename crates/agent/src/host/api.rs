@@ -261,7 +261,7 @@ impl Host {
         }
     }
 
-    async fn stored_messages(&self, id: &str) -> StoreResult<Vec<Message>> {
+    pub(super) async fn stored_messages(&self, id: &str) -> StoreResult<Vec<Message>> {
         let records = self.parts.store.messages(id).await?;
         Ok(records
             .into_iter()

@@ -16,20 +16,11 @@ pub struct AgentConfig {
     pub subagent_max_steps: u32,
     /// Fraction of the context window at which the oldest tool results are elided.
     pub elide_at: f64,
-    /// Take a checkpoint of the project's working tree before a turn's first change and at its
-    /// end (`hands checkpoints` lists and restores them).
-    pub checkpoints: bool,
 }
 
 impl Default for AgentConfig {
     fn default() -> Self {
-        Self {
-            max_steps: 50,
-            max_tokens: 8192,
-            subagent_max_steps: 20,
-            elide_at: 0.8,
-            checkpoints: true,
-        }
+        Self { max_steps: 50, max_tokens: 8192, subagent_max_steps: 20, elide_at: 0.8 }
     }
 }
 

@@ -36,8 +36,16 @@
 //! ([`crate::turn`]) on its own task; a second message while a turn runs is a `Conflict`. The loop's
 //! messages are stored after each step, its calls as tool-call records, and everything it reports
 //! as events; the turn ends with `turn_ended` (and `error` first when the provider failed).
+//!
+//! # Checkpoints
+//!
+//! Each turn that changes something is checkpointed before its first change and at its end
+//! (`checkpoint_created` events); [`Host::checkpoints`], [`Host::checkpoint_diff`] and
+//! [`Host::restore_checkpoint`] list, compare and restore a session's checkpoints — the code, the
+//! conversation, or both — refused while a turn runs.
 
 mod api;
+mod checkpoints;
 mod config;
 mod error;
 mod events;
@@ -52,6 +60,7 @@ mod turns;
 mod user;
 
 pub use api::Host;
+pub use checkpoints::{CheckpointDiff, CheckpointInfo, FileChange, RestoreOutcome, RestoreScope};
 pub use config::AgentConfig;
 pub use error::{HostError, HostResult};
 pub use events::Subscription;

@@ -24,22 +24,39 @@ pub struct HostParts {
     pub provider: Option<Arc<dyn Provider>>,
     /// `[agent]`.
     pub config: AgentConfig,
+    /// `[checkpoints]`: whether turns are checkpointed, and how long checkpoints are kept.
+    pub checkpoints: hands_checkpoint::Settings,
 }
 
 impl HostParts {
-    /// The checkpoint store of the project at `root`, when `[agent] checkpoints` is on and the
-    /// store opens (a failure is logged: the turn runs without checkpoints).
-    pub fn checkpoints(&self, root: &std::path::Path) -> Option<Arc<hands_checkpoint::Store>> {
-        if !self.config.checkpoints {
+    /// The checkpoint store of the project at `root` for a turn, when `[checkpoints] enabled` is
+    /// on and the store opens (a failure is logged: the turn runs without checkpoints).
+    pub async fn checkpoints(
+        &self,
+        root: &std::path::Path,
+    ) -> Option<Arc<hands_checkpoint::Store>> {
+        if !self.checkpoints.enabled {
             return None;
         }
-        match hands_checkpoint::Store::open_for(root) {
+        match self.checkpoint_store(root).await {
             Ok(store) => Some(Arc::new(store)),
             Err(err) => {
                 tracing::warn!(%err, "no checkpoints for this project");
                 None
             }
         }
+    }
+
+    /// The checkpoint store of the project at `root`, enabled or not (its checkpoints can be
+    /// listed and restored). Opening it finishes a restore that was interrupted.
+    pub async fn checkpoint_store(
+        &self,
+        root: &std::path::Path,
+    ) -> Result<hands_checkpoint::Store, hands_checkpoint::Error> {
+        let (root, settings) = (root.to_path_buf(), self.checkpoints.clone());
+        tokio::task::spawn_blocking(move || hands_checkpoint::Store::open_with(&root, &settings))
+            .await
+            .map_err(|_| hands_checkpoint::Error::Poisoned)?
     }
 }
 

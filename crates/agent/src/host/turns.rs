@@ -186,6 +186,13 @@ impl Observer for TurnRecorder {
         Box::pin(self.finished(&call.id, &call.name, output, duration))
     }
 
+    fn checkpoint<'a>(&'a self, checkpoint: &'a hands_checkpoint::Checkpoint) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            self.flush_text().await;
+            self.live.emit(EventKind::checkpoint_created(checkpoint)).await;
+        })
+    }
+
     fn messages<'a>(&'a self, new: &'a [Message]) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             self.flush_text().await;
@@ -282,6 +289,7 @@ impl TurnTask {
             Arc::clone(&self.parts.store),
             Some(self.turn_id.clone()),
         );
+        let checkpoints = self.parts.checkpoints(session.root()).await;
         let turn = Turn {
             provider: self.provider.as_ref(),
             registry: &self.parts.registry,
@@ -293,7 +301,7 @@ impl TurnTask {
             scope: ToolScope::Mode,
             call_prefix: None,
             observer: &recorder,
-            checkpoints: self.parts.checkpoints(session.root()),
+            checkpoints,
         };
         let mut conversation = self.live.conversation().await;
         let outcome = turn.run(&mut conversation, Message::user(self.text.clone())).await;

@@ -303,6 +303,7 @@ impl Fixture {
             registry: Arc::clone(&registry),
             provider: Some(script.clone()),
             config: agent,
+            checkpoints: hands_checkpoint::Settings { enabled: false, ..Default::default() },
         })
         .await
         .unwrap();

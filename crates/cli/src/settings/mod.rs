@@ -66,6 +66,9 @@ pub struct Settings {
     pub sandbox: SandboxConfig,
     /// `[agent]`: the loop's limits (steps per turn, output tokens, when old results are elided).
     pub agent: AgentConfig,
+    /// `[checkpoints]`: whether each turn is checkpointed, and how long checkpoints are kept
+    /// (the user's only).
+    pub checkpoints: hands_checkpoint::Settings,
     /// `[ask_user]`: how long ask_user waits for an answer.
     pub ask_user: AskUserConfig,
     /// `[net]`: what the egress guard of every fetching tool lets through (the user's only).
@@ -116,6 +119,7 @@ impl Default for Settings {
             mcp_call_timeout_ms: hands_mcp::DEFAULT_CALL_TIMEOUT_MS,
             sandbox: SandboxConfig::default(),
             agent: AgentConfig::default(),
+            checkpoints: hands_checkpoint::Settings::default(),
             ask_user: AskUserConfig::default(),
             net: hands_net::NetConfig::default(),
             web: hands_web::WebConfig::default(),

@@ -36,6 +36,9 @@ pub(super) const USER_ONLY: &[&str] = &[
     "preview.url",
     // The egress guard: a repository must not open this machine's network to the tools.
     "net",
+    // The user's way back: a repository must not turn checkpoints off, nor shorten how long
+    // they are kept, before it changes things.
+    "checkpoints",
     // External services' addresses: a repository must not redirect a key (issue 13).
     "stripe",
     "supabase",

@@ -167,6 +167,10 @@ impl TestServer {
             registry: Arc::clone(&registry),
             provider,
             config: Default::default(),
+            checkpoints: hands_checkpoint::Settings {
+                state_dir: Some(tmp.path().join("state")),
+                ..Default::default()
+            },
         })
         .await
         .unwrap();

@@ -59,13 +59,17 @@
 mod clock;
 mod config;
 mod memory;
+pub mod postgres;
 mod records;
 mod redacting;
 mod sqlite;
 mod store;
 
-pub use config::{StoreBackend, StoreConfig, default_path, open_store};
+pub use config::{
+    DEFAULT_URL_ENV, StoreBackend, StoreConfig, default_node_id, default_path, open_store,
+};
 pub use memory::MemoryStore;
+pub use postgres::{PostgresOptions, PostgresStore};
 pub use records::{
     EventRecord, MessageRecord, ProjectRecord, SessionRecord, ToolCallRecord, TurnRecord,
 };

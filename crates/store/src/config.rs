@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::postgres::{PostgresOptions, PostgresStore};
+use crate::cluster::Cluster;
+use crate::postgres::{PgCluster, PostgresOptions, PostgresStore};
 use crate::redacting::Redacting;
 use crate::{MemoryStore, SqliteStore, Store, StoreError};
 
@@ -131,14 +132,33 @@ pub fn default_node_id() -> String {
 /// Open the store `[store]` describes, with every write redacted ([`Redacting`]). The
 /// `postgres` backend connects at its first call.
 pub fn open_store(cfg: &StoreConfig) -> Result<Arc<dyn Store>, StoreError> {
-    let backend: Arc<dyn Store> = match cfg.backend {
-        StoreBackend::Memory => Arc::new(MemoryStore::new()),
-        StoreBackend::Sqlite => Arc::new(SqliteStore::open(expand_home(&cfg.path))?),
+    Ok(open(cfg, &default_node_id())?.store)
+}
+
+/// What [`open`] gives: the store, and for a shared database the coordination between nodes.
+pub struct Opened {
+    /// The store, writes redacted.
+    pub store: Arc<dyn Store>,
+    /// `Some` for the `postgres` backend.
+    pub cluster: Option<Arc<dyn Cluster>>,
+    /// `Some` for the `postgres` backend (migrations and checks).
+    pub postgres: Option<Arc<PostgresStore>>,
+}
+
+/// Open the store `[store]` describes for the node `node` (its name in the database).
+pub fn open(cfg: &StoreConfig, node: &str) -> Result<Opened, StoreError> {
+    let (backend, cluster, postgres): (Arc<dyn Store>, Option<Arc<dyn Cluster>>, _) = match cfg
+        .backend
+    {
+        StoreBackend::Memory => (Arc::new(MemoryStore::new()), None, None),
+        StoreBackend::Sqlite => (Arc::new(SqliteStore::open(expand_home(&cfg.path))?), None, None),
         StoreBackend::Postgres => {
-            Arc::new(PostgresStore::new(&cfg.postgres_options(&default_node_id())?)?)
+            let pg = Arc::new(PostgresStore::new(&cfg.postgres_options(node)?)?);
+            let cluster: Arc<dyn Cluster> = Arc::new(PgCluster::new(Arc::clone(&pg)));
+            (pg.clone(), Some(cluster), Some(pg))
         }
     };
-    Ok(Arc::new(Redacting(backend)))
+    Ok(Opened { store: Arc::new(Redacting(backend)), cluster, postgres })
 }
 
 /// `~/x` → `$HOME/x`; anything else (and `~/x` without a home) unchanged.

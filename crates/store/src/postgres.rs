@@ -7,6 +7,9 @@
 //! are consecutive, commit in id order, and a reader never sees a gap. An appended event is
 //! announced with `pg_notify('hands_events', 'session:id')`, delivered at commit.
 
+mod fenced;
+mod lease;
+mod notify;
 mod ops;
 mod pool;
 pub mod schema;
@@ -19,6 +22,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::OnceCell;
 
+pub use self::lease::PgCluster;
 pub use self::ops::Fence;
 use self::pool::{Pool, Pooled};
 use self::tls::Tls;

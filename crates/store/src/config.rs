@@ -26,12 +26,16 @@ pub struct StoreConfig {
     /// `:memory:` for an in-memory database. Used by the `sqlite` backend only.
     pub path: PathBuf,
     /// The PostgreSQL URL (`postgresql://USER:PASSWORD@HOST:5432/DB?sslmode=verify-full`).
-    /// Better left unset: it is then read from the variable `url_env`, else from the stored
-    /// secret of that name (`hands secrets set --global HANDS_STORE_URL`).
+    /// Better left unset: it is then read from the variable `url_env`, else from `url_file`.
+    /// (Not from hands' secret store: its secrets are handed to the projects' processes.)
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
-    /// The variable, and the name of the stored secret, holding the URL.
+    /// The variable holding the URL (no child process of hands gets it).
     pub url_env: String,
+    /// A file holding the URL (e.g. a mounted Kubernetes Secret), read when the variable is
+    /// not set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url_file: Option<PathBuf>,
     /// PostgreSQL connections open at once (per node).
     pub pool_size: usize,
     /// Extra CA certificates (PEM) trusted with `sslmode=verify-ca` / `verify-full`.
@@ -51,6 +55,7 @@ impl Default for StoreConfig {
             path: default_path(),
             url: None,
             url_env: DEFAULT_URL_ENV.into(),
+            url_file: None,
             pool_size: 16,
             ca_file: None,
             connect_timeout_ms: 10_000,
@@ -72,11 +77,19 @@ pub enum StoreBackend {
 }
 
 impl StoreConfig {
-    /// The PostgreSQL URL: `url`, else the variable `url_env`. `None` when neither is set.
+    /// The PostgreSQL URL: `url`, else the variable `url_env`, else the first line of
+    /// `url_file`. `None` when none is set.
     pub fn postgres_url(&self) -> Option<String> {
+        let from_file = || {
+            let file = expand_home(self.url_file.as_deref()?);
+            let text = std::fs::read_to_string(file).ok()?;
+            text.lines().next().map(|l| l.trim().to_owned())
+        };
         self.url
             .clone()
-            .or_else(|| std::env::var(&self.url_env).ok())
+            .filter(|url| !url.trim().is_empty())
+            .or_else(|| std::env::var(&self.url_env).ok().filter(|url| !url.trim().is_empty()))
+            .or_else(from_file)
             .filter(|url| !url.trim().is_empty())
     }
 
@@ -84,9 +97,9 @@ impl StoreConfig {
     pub fn postgres_options(&self, node: &str) -> Result<PostgresOptions, StoreError> {
         let url = self.postgres_url().ok_or_else(|| {
             StoreError::Backend(format!(
-                "[store] backend = \"postgres\" needs the database URL: set the variable {} (or \
-                 store it with `hands secrets set --global {}`), or [store] url",
-                self.url_env, self.url_env
+                "[store] backend = \"postgres\" needs the database URL: set the variable {}, or \
+                 [store] url_file (a file holding it), or [store] url",
+                self.url_env
             ))
         })?;
         Ok(PostgresOptions {
@@ -233,9 +246,14 @@ mod tests {
         };
         let err = open_store(&cfg).err().unwrap().to_string();
         assert!(
-            err.contains("HANDS_TEST_NO_SUCH_URL_VARIABLE") && err.contains("hands secrets"),
+            err.contains("HANDS_TEST_NO_SUCH_URL_VARIABLE") && err.contains("url_file"),
             "{err}"
         );
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("url");
+        std::fs::write(&file, "postgresql://u:p@db/x\n").unwrap();
+        let cfg = StoreConfig { url_file: Some(file), ..cfg };
+        assert_eq!(cfg.postgres_url().as_deref(), Some("postgresql://u:p@db/x"));
     }
 
     #[tokio::test]

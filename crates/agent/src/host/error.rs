@@ -17,6 +17,12 @@ pub enum HostError {
     /// 503: no `[model]` configured.
     #[error("no model is configured: set [model] provider, model and api_key_env in the config")]
     NoModel,
+    /// 503: the node is shutting down and takes no new turns (retry on another node).
+    #[error("this hands node is shutting down and takes no new turns: send it again (to another node)")]
+    Draining,
+    /// The session's lease is another node's: the request belongs there.
+    #[error("session is run by node {0:?}")]
+    Elsewhere(super::node::Route),
     /// 500.
     #[error(transparent)]
     Store(StoreError),

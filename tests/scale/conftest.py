@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+import uuid
 from pathlib import Path
 from typing import Iterator
 
@@ -51,9 +52,10 @@ def server() -> Iterator[Postgres]:
 class Node(Hands):
     """`hands serve` on the shared PostgreSQL database, with `[cluster]` timings for tests."""
 
-    def __init__(self, *args, url: str, cluster: str, **kw) -> None:
+    def __init__(self, *args, url: str, cluster: str, token: str, **kw) -> None:
         super().__init__(*args, **kw)
         self.url = url
+        self.token = token  # every node of a cluster takes the same token
         config = self.home / ".config" / "hands" / "config.toml"
         text = config.read_text()
         head, _, _ = text.partition("[store]")
@@ -72,6 +74,7 @@ class Cluster:
         self.tmp = tmp
         self.pg = server
         self.db = server.create_database()
+        self.token = f"scale-{uuid.uuid4().hex}"
         self.models: list[ScriptedModel] = []
         self.nodes: list[Node] = []
 
@@ -87,7 +90,8 @@ class Cluster:
         home.mkdir()
         cluster = (f"node_id = \"node-{index}\"\nlease_ms = {lease_ms}\nrenew_ms = {renew_ms}\n"
                    f"sweep_ms = {sweep_ms}\ndrain_grace_ms = 2000\n{extra}")
-        node = Node(self.hands_bin, home, self.project, model, url=self.pg.url(self.db), cluster=cluster)
+        node = Node(self.hands_bin, home, self.project, model, url=self.pg.url(self.db), cluster=cluster,
+                    token=self.token)
         node.name = f"node-{index}"
         self.nodes.append(node)
         return node.start() if start else node

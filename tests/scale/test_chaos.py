@@ -19,7 +19,7 @@ import httpx
 from harness import EventStream, tool_calls_in, tool_results, transcript_is_valid, wait_until
 
 SESSIONS = 30
-CHAOS_S = 45.0  # killing and restarting; the rest of the 90 s settles and checks
+CHAOS_S = 40.0  # killing and restarting; the rest of the 90 s settles and checks
 BUDGET_S = 90.0
 
 

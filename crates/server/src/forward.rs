@@ -24,7 +24,7 @@ use crate::error::ApiError;
 pub const FORWARDED_BY: &str = "x-hands-forwarded-by";
 
 /// Tries before a request is given up (a lease that moved twice meanwhile).
-const TRIES: usize = 4;
+const TRIES: usize = 6;
 
 /// What the layer needs.
 #[derive(Clone)]
@@ -94,9 +94,15 @@ pub async fn layer(State(forwarder): State<Forwarder>, request: Request, next: N
                 if response.status() != StatusCode::MISDIRECTED_REQUEST {
                     return response;
                 }
+                // The lease moved meanwhile: ask again where the session is run now.
+                tokio::time::sleep(Duration::from_millis(150)).await;
             }
             Route::Forward { node_id, url, expires_in_ms } => {
                 match send(&forwarder, &url, &parts, bytes.clone()).await {
+                    // The lease moved on from that node too: ask again.
+                    Ok(response) if response.status() == StatusCode::MISDIRECTED_REQUEST => {
+                        tokio::time::sleep(Duration::from_millis(150)).await;
+                    }
                     Ok(response) => {
                         forwarder.forwarded.fetch_add(1, Ordering::Relaxed);
                         return response;

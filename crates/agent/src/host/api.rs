@@ -536,6 +536,9 @@ impl Host {
         };
         if let Err(err) = started.await {
             live.cancel_turn(&turn_id);
+            if matches!(err, StoreError::Fenced(_)) {
+                self.node.forget(id);
+            }
             return Err(err.into());
         }
         live.touch();

@@ -254,6 +254,8 @@ impl Cluster for PgCluster {
 
     fn schema(&self) -> BoxFuture<'_, StoreResult<(i32, i32)>> {
         Box::pin(async move {
+            // Through the pool's first checkout: that applies the migrations when configured.
+            drop(self.store.conn("checking the schema").await?);
             let (have, want) = self.store.schema_version().await?;
             debug_assert_eq!(want, schema::latest());
             Ok((have, want))

@@ -104,7 +104,7 @@ def test_chaos_kills_lose_no_event_and_leave_no_turn_running(cluster):
                 continue
             if r.status_code == 202:
                 posted[session].append(r.json()["turn_id"])
-            elif r.status_code not in (409, 503):
+            elif r.status_code not in (409, 502, 503):
                 errors.append(f"POST message to {node.name}: {r.status_code} {r.text}")
             time.sleep(random.uniform(0.3, 1.0))
 
@@ -138,7 +138,9 @@ def test_chaos_kills_lose_no_event_and_leave_no_turn_running(cluster):
     assert {s for s, _ in statuses} <= {"completed", "aborted"}, statuses
     total = sum(int(n) for _, n in statuses)
     assert total >= SESSIONS, statuses
-    assert sum(len(v) for v in posted.values()) == total, "every accepted message is one stored turn"
+    turn_ids = {row[0] for row in cluster.sql("SELECT id FROM turns")}
+    accepted = {t for v in posted.values() for t in v}
+    assert accepted <= turn_ids, f"accepted messages without a turn: {accepted - turn_ids}"
 
     for session, follower in zip(sessions, followers):
         stored = [(int(i), json.loads(d)) for i, d in

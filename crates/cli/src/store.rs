@@ -49,7 +49,10 @@ pub fn run(settings: &Settings, action: Action) -> Result<ExitCode> {
         let Some(pg) = opened.postgres else {
             // SQLite migrates when opened (it just was); memory has no schema to keep.
             opened.store.list_projects().await.context("the session store does not answer")?;
-            term::out(&format!("session store ({:?}): ok, schema current\n", settings.store.backend));
+            term::out(&format!(
+                "session store ({:?}): ok, schema current\n",
+                settings.store.backend
+            ));
             return Ok(ExitCode::SUCCESS);
         };
         match action {

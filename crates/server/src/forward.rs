@@ -55,8 +55,7 @@ fn session_of<'a>(method: &Method, path: &'a str) -> Option<&'a str> {
     if id.is_empty() {
         return None;
     }
-    let read_anywhere =
-        *method == Method::GET && (tail == "events" || tail == "messages");
+    let read_anywhere = *method == Method::GET && (tail == "events" || tail == "messages");
     (!read_anywhere).then_some(id)
 }
 
@@ -106,6 +105,20 @@ pub async fn layer(State(forwarder): State<Forwarder>, request: Request, next: N
                     Ok(response) => {
                         forwarder.forwarded.fetch_add(1, Ordering::Relaxed);
                         return response;
+                    }
+                    // Sent, and the answer lost (the node died while handling it): the request
+                    // may have taken effect, so it is not sent again.
+                    Err(err) if !err.is_connect() => {
+                        tracing::warn!(node = %node_id, %err, "the session's node died answering");
+                        return ApiError {
+                            status: StatusCode::BAD_GATEWAY,
+                            code: "unavailable",
+                            message: format!(
+                                "the node running session {session} stopped while answering: \
+                                 look at the session (GET it, or its events) before sending again"
+                            ),
+                        }
+                        .into_response();
                     }
                     Err(err) => {
                         tracing::warn!(node = %node_id, %err, "the session's node does not answer");
@@ -161,8 +174,14 @@ async fn send(
 fn hop_by_hop(name: &HeaderName) -> bool {
     matches!(
         name.as_str(),
-        "connection" | "keep-alive" | "transfer-encoding" | "te" | "trailer" | "upgrade"
-            | "proxy-connection" | "content-length"
+        "connection"
+            | "keep-alive"
+            | "transfer-encoding"
+            | "te"
+            | "trailer"
+            | "upgrade"
+            | "proxy-connection"
+            | "content-length"
     )
 }
 

@@ -19,7 +19,9 @@ pub fn routes(host: Arc<Host>) -> Router {
             async move {
                 match host.ready().await {
                     Ok(()) => (StatusCode::OK, "ready\n".to_owned()).into_response(),
-                    Err(why) => (StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n")).into_response(),
+                    Err(why) => {
+                        (StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n")).into_response()
+                    }
                 }
             }
         }),

@@ -40,10 +40,34 @@ fn histogram(out: &mut String, name: &str, help: &str, h: &HistogramSnapshot) {
 /// The text of `/metrics`.
 pub fn render(m: &MetricsSnapshot, forwarded: u64) -> String {
     let mut out = String::new();
-    metric(&mut out, "hands_turns_running", "gauge", "Turns running on this node.", m.turns_running);
-    metric(&mut out, "hands_sessions_live", "gauge", "Sessions in this node's memory.", m.sessions_live);
-    metric(&mut out, "hands_leases_held", "gauge", "Session leases this node holds.", m.leases_held);
-    metric(&mut out, "hands_event_subscribers", "gauge", "Event streams open on this node.", m.subscribers);
+    metric(
+        &mut out,
+        "hands_turns_running",
+        "gauge",
+        "Turns running on this node.",
+        m.turns_running,
+    );
+    metric(
+        &mut out,
+        "hands_sessions_live",
+        "gauge",
+        "Sessions in this node's memory.",
+        m.sessions_live,
+    );
+    metric(
+        &mut out,
+        "hands_leases_held",
+        "gauge",
+        "Session leases this node holds.",
+        m.leases_held,
+    );
+    metric(
+        &mut out,
+        "hands_event_subscribers",
+        "gauge",
+        "Event streams open on this node.",
+        m.subscribers,
+    );
     metric(&mut out, "hands_draining", "gauge", "1 while the node drains.", u8::from(m.draining));
     metric(
         &mut out,
@@ -101,7 +125,10 @@ mod tests {
             sum_seconds: 0.25,
         };
         let text = render(&m, 7);
-        assert!(text.contains("# TYPE hands_turns_running gauge\nhands_turns_running 3\n"), "{text}");
+        assert!(
+            text.contains("# TYPE hands_turns_running gauge\nhands_turns_running 3\n"),
+            "{text}"
+        );
         assert!(text.contains("hands_lease_takeovers_total 2\n"));
         assert!(text.contains("hands_forwarded_requests_total 7\n"));
         assert!(text.contains("hands_store_append_seconds_bucket{le=\"0.0005\"} 1\n"));

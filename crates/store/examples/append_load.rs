@@ -38,9 +38,8 @@ async fn main() {
             .unwrap(),
         ),
     };
-    let sessions: Arc<Vec<String>> = Arc::new(
-        std::fs::read_to_string(sessions).unwrap().lines().map(str::to_owned).collect(),
-    );
+    let sessions: Arc<Vec<String>> =
+        Arc::new(std::fs::read_to_string(sessions).unwrap().lines().map(str::to_owned).collect());
     let seconds: f64 = seconds.parse().unwrap();
     let appended = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
@@ -54,7 +53,8 @@ async fn main() {
                 while Instant::now() < until {
                     let session = &sessions[n % sessions.len()];
                     n += 7;
-                    let data = json!({"type": "process_notice", "text": format!("{:.3}", now_ms())});
+                    let data =
+                        json!({"type": "process_notice", "text": format!("{:.3}", now_ms())});
                     store.append_event(session, now_ms() as i64, data).await.unwrap();
                     appended.fetch_add(1, Ordering::Relaxed);
                 }

@@ -25,8 +25,8 @@ use super::error::{HostError, HostResult, not_found};
 use super::events::Subscription;
 use super::ids::{fresh_id, now_ms, valid_id};
 use super::live::Live;
-use super::node::{HostOptions, Node};
 use super::lock::lock;
+use super::node::{HostOptions, Node};
 use super::parts::{HostParts, NewSession, SessionInfo};
 use super::secrets::{HostSecretAsker, SecretRequests};
 use super::turns::{TurnRecorder, TurnTask};
@@ -67,8 +67,11 @@ impl Host {
     /// end at start (other nodes may run them): the sweep ends those whose node died.
     pub async fn open_with(parts: HostParts, options: HostOptions) -> HostResult<Arc<Self>> {
         let clustered = options.cluster.is_some();
-        let abandoned =
-            if clustered { Vec::new() } else { parts.store.abandon_running_turns(now_ms()).await? };
+        let abandoned = if clustered {
+            Vec::new()
+        } else {
+            parts.store.abandon_running_turns(now_ms()).await?
+        };
         for turn in abandoned {
             let kind = EventKind::TurnEnded {
                 turn_id: turn.id.clone(),
@@ -160,6 +163,7 @@ impl Host {
         }
         let store = Arc::clone(&self.parts.store);
         let live = self.activate(record, Vec::new(), None, Value::Array(Vec::new()), store);
+        self.evict().await;
         Ok(self.info(&live))
     }
 
@@ -573,7 +577,8 @@ impl Host {
         let turn_id = turn_id.filter(|turn| !turn.is_empty());
         let live = self.live(id).await?;
         let call_id = fresh_id("call");
-        let recorder = TurnRecorder::new(Arc::clone(&live), Arc::clone(live.store()), turn_id.clone());
+        let recorder =
+            TurnRecorder::new(Arc::clone(&live), Arc::clone(live.store()), turn_id.clone());
         recorder.started(&call_id, name, &args).await;
         let started = std::time::Instant::now();
         let call = ToolCall { id: call_id.clone(), name: name.to_owned(), args, turn: turn_id };

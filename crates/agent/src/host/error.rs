@@ -18,7 +18,9 @@ pub enum HostError {
     #[error("no model is configured: set [model] provider, model and api_key_env in the config")]
     NoModel,
     /// 503: the node is shutting down and takes no new turns (retry on another node).
-    #[error("this hands node is shutting down and takes no new turns: send it again (to another node)")]
+    #[error(
+        "this hands node is shutting down and takes no new turns: send it again (to another node)"
+    )]
     Draining,
     /// The session's lease is another node's: the request belongs there.
     #[error(

@@ -93,8 +93,9 @@ impl Host {
         }
         match self.node.acquire(cluster, id).await? {
             Ok((store, took_over)) => {
+                let took = took_over.is_some();
                 let from = took_over.unwrap_or_else(|| "an earlier node".into());
-                if let Err(err) = takeover::end_orphaned_turns(&store, id, &from).await {
+                if let Err(err) = takeover::end_orphaned_turns(&store, id, &from, took).await {
                     self.node.forget(id);
                     return Err(err.into());
                 }
@@ -348,7 +349,10 @@ impl Host {
         let lives: Vec<Arc<Live>> = lock(&self.live).values().cloned().collect();
         let busy: Vec<&Arc<Live>> = lives.iter().filter(|l| l.busy()).collect();
         if !busy.is_empty() {
-            tracing::warn!(turns = busy.len(), "aborting the turns still running at the drain's end");
+            tracing::warn!(
+                turns = busy.len(),
+                "aborting the turns still running at the drain's end"
+            );
         }
         futures_util::future::join_all(busy.into_iter().map(|live| async move {
             live.session().abort();

@@ -79,7 +79,9 @@ impl PgCluster {
             Some(row) => {
                 let (owner, token, expired): (String, i64, bool) =
                     (row.get(0), row.get(1), row.get(2));
-                if owner == node_id {
+                // A process that reuses a dead one's node id (a restarted pod) takes its expired
+                // leases over like anyone else: a new token, and its turns are ended.
+                if owner == node_id && !expired {
                     tx.execute(
                         "UPDATE leases SET expires_at = now() + $2::bigint * interval \
                          '1 millisecond' WHERE session_id = $1",

@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{Fence, PostgresStore};
+use super::ops::Fence;
+use super::store::PostgresStore;
 use crate::{
     BoxFuture, EventRecord, MessageRecord, ProjectRecord, SessionRecord, Store, StoreResult,
     ToolCallRecord, TurnRecord,

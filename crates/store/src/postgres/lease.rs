@@ -8,8 +8,10 @@ use std::time::Duration;
 
 use tokio::sync::broadcast;
 
+use super::error::backend;
 use super::fenced::Fenced;
-use super::{PostgresStore, backend, notify, schema};
+use super::store::PostgresStore;
+use super::{notify, schema};
 use crate::cluster::{Acquired, Cluster, LeaseOwner, Note};
 use crate::redacting::Redacting;
 use crate::{BoxFuture, Fence, Store, StoreError, StoreResult};

@@ -10,7 +10,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::broadcast;
 use tokio_postgres::{AsyncMessage, Client, Connection, NoTls};
 
-use super::PostgresStore;
+use super::store::PostgresStore;
 use super::tls::Tls;
 use crate::cluster::Note;
 

@@ -122,7 +122,7 @@ impl Pool {
         };
         let conn = match idle {
             Some(conn) => conn,
-            None => self.connect().await.map_err(|e| super::backend(op, &e))?,
+            None => self.connect().await.map_err(|e| super::error::backend(op, &e))?,
         };
         Ok(Pooled { pool: self, conn: Some(conn), _permit: permit })
     }

@@ -129,7 +129,7 @@ pub struct Migrated {
 }
 
 fn failed(e: &tokio_postgres::Error) -> StoreError {
-    super::backend("migrating the session store", e)
+    super::error::backend("migrating the session store", e)
 }
 
 /// The version the database is at (0: never migrated).
@@ -137,7 +137,7 @@ pub async fn version(client: &Client) -> Result<i32, StoreError> {
     let exists: bool = client
         .query_one("SELECT to_regclass('hands_schema') IS NOT NULL", &[])
         .await
-        .map_err(|e| super::backend("reading the schema version", &e))?
+        .map_err(|e| super::error::backend("reading the schema version", &e))?
         .get(0);
     if !exists {
         return Ok(0);
@@ -145,7 +145,7 @@ pub async fn version(client: &Client) -> Result<i32, StoreError> {
     let row = client
         .query_one("SELECT coalesce(max(version), 0) FROM hands_schema", &[])
         .await
-        .map_err(|e| super::backend("reading the schema version", &e))?;
+        .map_err(|e| super::error::backend("reading the schema version", &e))?;
     Ok(row.get(0))
 }
 

@@ -434,8 +434,11 @@ impl Host {
     /// Events after `after` (0: from the start), then live ones. See the module documentation for
     /// why nothing is lost or repeated between the two.
     pub async fn subscribe(&self, id: &str, after: u64) -> HostResult<Subscription> {
+        // Alone, a subscription resumes the session (as it always did); with other nodes it
+        // only reads, wherever the session runs.
         let feed = match self.cached(id) {
             Some(live) => Arc::clone(live.feed()),
+            None if self.node.cluster.is_none() => Arc::clone(self.live(id).await?.feed()),
             None => self.node.feed(id, &self.parts.store),
         };
         feed.subscribe(after).await.map_err(|err| match err {

@@ -252,6 +252,9 @@ impl TurnTask {
     /// live state, `turn_ended`, and last the final status for those who wait.
     async fn run(self) {
         let live = Arc::clone(&self.live);
+        // Busy until `turn_ended` is out, not only while `running` (which ends just before it):
+        // an idle session's lease may be given up, and a write after that would be refused.
+        let _in_flight = live.direct_call();
         let store = Arc::clone(self.live.store());
         let turn_id = self.turn_id.clone();
         let (status, text, error): (String, _, _) =

@@ -64,6 +64,8 @@ class Node(Hands):
     def env(self) -> dict[str, str]:
         env = super().env()
         env["HANDS_STORE_URL"] = self.url  # the password reaches hands only this way
+        # Takeovers and lost leases are logged, for the post-mortem of a failed scenario.
+        env["HANDS_LOG"] = os.environ.get("HANDS_SCALE_LOG", "warn,hands_agent::host=info")
         return env
 
 

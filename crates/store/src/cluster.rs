@@ -58,13 +58,16 @@ pub trait Cluster: Send + Sync {
     fn join<'a>(&'a self, node_id: &'a str, url: &'a str) -> BoxFuture<'a, StoreResult<()>>;
     /// Mark the node as draining (it takes no new leases), or forget it (`gone`).
     fn leave<'a>(&'a self, node_id: &'a str, gone: bool) -> BoxFuture<'a, StoreResult<()>>;
-    /// Take the session's lease for `ttl`: granted when free, expired, or already this node's
-    /// (then renewed, same token); `Held` when another node holds it; `NotFound` when the session
-    /// does not exist.
+    /// Take the session's lease for `ttl`: granted when free, expired, or already this
+    /// process's under `held` (then renewed, same token); `Held` when another node holds it;
+    /// `NotFound` when the session does not exist. A lease of `node_id` under another token
+    /// than `held` (a previous process with this node id, or one this process forgot) is taken
+    /// over at once: a new token, `took_over` naming the node.
     fn acquire<'a>(
         &'a self,
         session_id: &'a str,
         node_id: &'a str,
+        held: Option<i64>,
         ttl: Duration,
     ) -> BoxFuture<'a, StoreResult<Acquired>>;
     /// Extend the leases `held` (session, token) of `node_id` by `ttl`; returns the sessions

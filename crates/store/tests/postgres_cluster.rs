@@ -95,11 +95,11 @@ async fn a_lease_taken_over_fences_the_old_holder_out() {
     let ttl = Duration::from_millis(600);
 
     let Acquired::Granted { token: first, took_over: None } =
-        a.acquire("s", "a", ttl).await.unwrap()
+        a.acquire("s", "a", None, ttl).await.unwrap()
     else {
         panic!("a did not get the free lease")
     };
-    match b.acquire("s", "b", ttl).await.unwrap() {
+    match b.acquire("s", "b", None, ttl).await.unwrap() {
         Acquired::Held(owner) => {
             assert_eq!(owner.node_id, "a");
             assert_eq!(owner.url.as_deref(), Some("http://127.0.0.1:1"));
@@ -110,9 +110,19 @@ async fn a_lease_taken_over_fences_the_old_holder_out() {
     assert_eq!(b.owner("s").await.unwrap().unwrap().node_id, "a");
     // Re-acquiring one's own lease renews it under the same token.
     assert_eq!(
-        a.acquire("s", "a", ttl).await.unwrap(),
+        a.acquire("s", "a", Some(first), ttl).await.unwrap(),
         Acquired::Granted { token: first, took_over: None }
     );
+    // A process with the same node id that does not hold the token (a restarted pod) takes the
+    // lease over at once, unexpired: a new token, and the old one's writes are refused.
+    let stale = a.fenced(Fence { session_id: "s".into(), token: first });
+    let Acquired::Granted { token: first, took_over: Some(previous) } =
+        a.acquire("s", "a", None, ttl).await.unwrap()
+    else {
+        panic!("a restarted process did not take its predecessor's lease over")
+    };
+    assert_eq!(previous, "a");
+    assert!(matches!(stale.append_event("s", 1, json!({})).await, Err(StoreError::Fenced(_))));
     let a_view = a.fenced(Fence { session_id: "s".into(), token: first });
     assert_eq!(a_view.append_event("s", 1, json!({"by": "a"})).await.unwrap(), 1);
     a_view
@@ -133,7 +143,7 @@ async fn a_lease_taken_over_fences_the_old_holder_out() {
     assert_eq!(b.orphans(10).await.unwrap(), ["s"], "a running turn whose lease expired");
     assert!(b.owner("s").await.unwrap().is_none());
     let Acquired::Granted { token: second, took_over: Some(previous) } =
-        b.acquire("s", "b", ttl).await.unwrap()
+        b.acquire("s", "b", None, ttl).await.unwrap()
     else {
         panic!("b did not take the expired lease over")
     };
@@ -163,10 +173,10 @@ async fn a_lease_taken_over_fences_the_old_holder_out() {
     b.release("s", second).await.unwrap();
     assert!(matches!(b_view.append_event("s", 5, json!({})).await, Err(StoreError::Fenced(_))));
     assert!(matches!(
-        a.acquire("s", "a", ttl).await.unwrap(),
+        a.acquire("s", "a", None, ttl).await.unwrap(),
         Acquired::Granted { took_over: None, .. }
     ));
-    assert!(matches!(a.acquire("nope", "a", ttl).await, Err(StoreError::NotFound(_))));
+    assert!(matches!(a.acquire("nope", "a", None, ttl).await, Err(StoreError::NotFound(_))));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -217,7 +217,8 @@ impl Node {
         cluster: &Arc<dyn Cluster>,
         session: &str,
     ) -> hands_store::StoreResult<Result<(Arc<dyn Store>, Option<String>), Route>> {
-        match cluster.acquire(session, &self.id, self.lease_time()).await? {
+        let held = lock(&self.leases).get(session).map(|h| h.token);
+        match cluster.acquire(session, &self.id, held, self.lease_time()).await? {
             Acquired::Granted { token, took_over } => {
                 if took_over.is_some() {
                     self.metrics.took_over();

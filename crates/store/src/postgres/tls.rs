@@ -1,14 +1,14 @@
 //! TLS to the database, with rustls (no OpenSSL), following the URL's `sslmode` as libpq does:
 //! `disable` none; `prefer` (the default) tries TLS and falls back to plain; `require` encrypts
 //! without checking the server's certificate; `verify-ca` and `verify-full` check it against the
-//! public web roots plus `[store] ca_file` (a managed database's own CA, in PEM).
+//! public web roots plus `[store] ca_file` (a managed database's own CA, in PEM). The rustls
+//! set-ups themselves are `hands-tls`'s, shared with the database tools.
 
 use std::path::Path;
-use std::sync::Arc;
 
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use hands_tls::Verify;
+use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject as _;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use tokio_postgres::config::SslMode;
 use tokio_postgres::{Client, NoTls};
 use tokio_postgres_rustls::MakeRustlsConnect;
@@ -35,13 +35,8 @@ impl Tls {
         if config.get_ssl_mode() == SslMode::Disable {
             return Ok(Self::Plain);
         }
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-        let builder = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
-            .with_safe_default_protocol_versions()
-            .map_err(|e| StoreError::Backend(format!("TLS set-up failed: {e}")))?;
-        let tls = if verify {
-            let mut roots =
-                rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+        let verify = if verify {
+            let mut roots = hands_tls::web_roots();
             if let Some(file) = ca_file {
                 for cert in read_pem(file)? {
                     roots.add(cert).map_err(|e| {
@@ -52,13 +47,12 @@ impl Tls {
                     })?;
                 }
             }
-            builder.with_root_certificates(roots).with_no_client_auth()
+            Verify::Roots(roots)
         } else {
-            builder
-                .dangerous()
-                .with_custom_certificate_verifier(Arc::new(EncryptOnly(provider)))
-                .with_no_client_auth()
+            Verify::EncryptOnly
         };
+        let tls = hands_tls::client_config(verify)
+            .map_err(|e| StoreError::Backend(format!("TLS set-up failed: {e}")))?;
         Ok(Self::Rustls(MakeRustlsConnect::new(tls)))
     }
 
@@ -93,46 +87,4 @@ fn read_pem(file: &Path) -> Result<Vec<CertificateDer<'static>>, StoreError> {
         return Err(bad("holds no certificate".into()));
     }
     Ok(certs)
-}
-
-/// `sslmode=require`/`prefer` as libpq means them: the connection is encrypted and the
-/// handshake's signatures are checked, but not who signed the certificate.
-#[derive(Debug)]
-struct EncryptOnly(Arc<rustls::crypto::CryptoProvider>);
-
-impl ServerCertVerifier for EncryptOnly {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        let algorithms = &self.0.signature_verification_algorithms;
-        rustls::crypto::verify_tls12_signature(message, cert, dss, algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        let algorithms = &self.0.signature_verification_algorithms;
-        rustls::crypto::verify_tls13_signature(message, cert, dss, algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
 }

@@ -51,7 +51,7 @@ class Node(Hands):
         self.url = url
         config = self.home / ".config" / "hands" / "config.toml"
         head, _, _ = config.read_text().partition("[store]")
-        config.write_text(head + store + "\n[cluster]\n" + cluster)
+        config.write_text(head + "[store]\n" + store + "\n[cluster]\n" + cluster)
 
     def env(self):
         env = super().env()
@@ -179,7 +179,7 @@ def main() -> None:
         rate = appenders(example, "postgres", sessions_file, 3, url)
         time.sleep(2)
         subs.close()
-        stored = {s: int(n) for s, n in pg.psql(db, "SELECT session_id, last_event_id FROM sessions")}
+        stored = {s: int(n) for s, n in pg.psql(db, "SELECT id, last_event_id FROM sessions")}
         complete = sum(1 for i, (_, s) in enumerate(targets) if subs.counts[i] == stored[s])
         lat = subs.latencies
         print(f"postgres, 3 appending processes x 16: {rate:,.0f} events/s")

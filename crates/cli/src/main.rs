@@ -13,6 +13,7 @@ mod secret_prompt;
 mod secrets;
 mod serve;
 mod settings;
+mod store;
 mod term;
 mod tools;
 mod view;
@@ -136,6 +137,12 @@ enum Command {
         #[command(subcommand)]
         action: checkpoints::Action,
     },
+    /// The session store: `migrate` brings its schema up to date (PostgreSQL: under an
+    /// advisory lock, once for every node), `check` says whether it answers and is current.
+    Store {
+        #[command(subcommand)]
+        action: store::Action,
+    },
     /// Show the configuration.
     Config {
         #[command(subcommand)]
@@ -215,7 +222,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
     }
     // No child (bash, processes, the preview, MCP servers, a sandbox) gets hands' credentials.
     let model_key = loaded.settings.model.api_key_env.iter();
-    hands_core::env::ChildEnv::init(model_key.chain(&loaded.settings.exec.env_remove).cloned());
+    let store_url = std::iter::once(&loaded.settings.store.url_env);
+    hands_core::env::ChildEnv::init(
+        model_key.chain(store_url).chain(&loaded.settings.exec.env_remove).cloned(),
+    );
     // The user's secrets: granted to their projects' children, hidden on every surface.
     let secrets = open_secrets();
     // Commands that let a model or a client act on the root: not `/`, the home folder, or a
@@ -240,6 +250,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let store = secrets.context("cannot open the secret store")?;
             secrets::run(&store, &root, action)
         }
+        Command::Store { action } => store::run(&loaded.settings, action),
         Command::Config { action: ConfigAction::Show } => {
             term::data(&settings::render(&loaded))?;
             Ok(ExitCode::SUCCESS)
@@ -284,6 +295,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             let setup = serve::HostSetup {
                 store: loaded.settings.store.clone(),
+                cluster: loaded.settings.cluster.clone(),
                 provider: serve::provider(&loaded.settings.model)?,
                 agent: loaded.settings.agent.clone(),
                 checkpoints: loaded.settings.checkpoints.clone(),

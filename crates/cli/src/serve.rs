@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
-use hands_agent::host::{AgentConfig, Host, HostParts};
+use hands_agent::host::{AgentConfig, ClusterConfig, Host, HostOptions, HostParts};
 use hands_agent::model::Provider;
 use hands_agent::provider::ModelConfig;
 use hands_core::{Mode, Registry};
@@ -41,6 +41,8 @@ pub fn stdio(registry: Registry, root: &Path, mode: Mode, subagent: Subagent) ->
 pub struct HostSetup {
     /// `[store]`: where sessions are kept.
     pub store: StoreConfig,
+    /// `[cluster]`: this node among others on a shared store.
+    pub cluster: ClusterConfig,
     /// The model; `None` when no `[model]` is configured (turns then get 503, direct tool calls
     /// still work).
     pub provider: Option<Arc<dyn Provider>>,
@@ -66,17 +68,25 @@ pub fn http(
     let subagent =
         Subagent { provider: setup.provider.clone(), limits: setup.agent.subagent_limits() };
     subagent.hook(&factory, Arc::clone(&registry));
-    let store = crate::run::open_store(&setup.store)?;
+    let mut cluster = setup.cluster;
+    if cluster.node_id.trim().is_empty() {
+        cluster.node_id = hands_store::default_node_id();
+    }
+    let opened = crate::store::open(&setup.store, &cluster.node_id)?;
     let config = config.clone();
     run(async move {
         let parts = HostParts {
-            store,
+            store: opened.store,
             registry,
             provider: setup.provider,
             config: setup.agent,
             checkpoints: setup.checkpoints,
         };
-        let host = Host::open(parts).await.context("cannot open the session host")?;
+        let options = HostOptions { cluster: opened.cluster, config: cluster };
+        let host = Host::open_with(parts, options).await.context("cannot open the session host")?;
+        if let Err(why) = host.ready().await {
+            anyhow::bail!("the session store is not usable: {why}");
+        }
         let ready = move |addr: std::net::SocketAddr| {
             if open {
                 open_browser(&format!("http://{addr}/"));

@@ -214,6 +214,7 @@ impl Guard {
         }
         // A secret page's URL is its own capability (a browser has no bearer token).
         if path != "/healthz"
+            && path != "/readyz"
             && !crate::secret_page::is_page(path)
             && let Some(token) = &self.token
         {

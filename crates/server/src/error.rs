@@ -68,6 +68,9 @@ impl From<HostError> for ApiError {
             HostError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
             HostError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
             HostError::NoModel => (StatusCode::SERVICE_UNAVAILABLE, "no_model"),
+            HostError::Draining => (StatusCode::SERVICE_UNAVAILABLE, "draining"),
+            // The forwarding layer sends the request to the lease holder on this status.
+            HostError::Elsewhere(_) => (StatusCode::MISDIRECTED_REQUEST, "elsewhere"),
             HostError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "store"),
         };
         // A missing model is the operator's choice, not a fault of hands.

@@ -16,7 +16,7 @@ use axum::response::IntoResponse;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures_util::stream::{self, Stream};
 use hands_agent::event::Event;
-use hands_agent::host::{Host, Subscription};
+use hands_agent::host::{FeedHandle, Host, Subscription};
 use serde::Deserialize;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
@@ -70,6 +70,8 @@ struct Cursor {
     last_sent: u64,
     replay: VecDeque<Event>,
     live: tokio::sync::broadcast::Receiver<Event>,
+    /// Keeps the session's feed on this node going while `live` is read.
+    _feed: FeedHandle,
     shutdown: CancellationToken,
 }
 
@@ -94,6 +96,7 @@ fn events(
         last_sent: after,
         replay: subscription.replay.into(),
         live: subscription.live,
+        _feed: subscription.feed,
         shutdown,
     };
     stream::unfold(cursor, |mut cursor| async move {
@@ -108,6 +111,7 @@ fn events(
                         Ok(subscription) => {
                             cursor.replay = subscription.replay.into();
                             cursor.live = subscription.live;
+                            cursor._feed = subscription.feed;
                         }
                         // The session is gone (deleted) or the store failed: end the stream;
                         // the client reconnects with its Last-Event-ID and gets the reason.

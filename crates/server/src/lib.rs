@@ -25,7 +25,10 @@ mod config;
 pub mod docs;
 mod error;
 mod events;
+pub mod forward;
+mod health;
 pub mod listener;
+pub mod metrics;
 pub mod openapi;
 mod operation;
 mod preview;
@@ -64,13 +67,22 @@ pub fn router(
     shutdown: CancellationToken,
 ) -> Router {
     let guard = config.mcp();
-    let api = routes::api(host, config.max_body_bytes, shutdown.clone())
+    let forwarder = forward::Forwarder::new(Arc::clone(&host), config.max_body_bytes);
+    let forwarded = Arc::clone(&forwarder.forwarded);
+    let api = routes::api(Arc::clone(&host), config.max_body_bytes, shutdown.clone())
+        .layer(axum::middleware::from_fn_with_state(forwarder, forward::layer))
+        .merge(metrics::routes(Arc::clone(&host), forwarded))
         .layer(CatchPanicLayer::custom(error::panic_response));
     let api = hands_mcp::guarded(api, &guard).layer(axum::middleware::from_fn(error::json_errors));
     // The page must load without the token (it asks for it); the Host/Origin checks still apply.
     let ui =
         hands_mcp::guarded(ui::routes(), &hands_mcp::ServerConfig { token: None, ..guard.clone() });
-    hands_mcp::router(mcp_factory, &guard, shutdown).merge(api).merge(ui).fallback(no_route)
+    let health = hands_mcp::guarded(health::routes(host), &guard);
+    hands_mcp::router(mcp_factory, &guard, shutdown)
+        .merge(api)
+        .merge(ui)
+        .merge(health)
+        .fallback(no_route)
 }
 
 async fn no_route(request: Request) -> ApiError {
@@ -90,6 +102,9 @@ pub enum ServeError {
     /// No token was configured and the generated one could not be kept.
     #[error(transparent)]
     Token(#[from] token::TokenError),
+    /// This node could not register with the others.
+    #[error("cannot register this node in the session store: {0}")]
+    Join(hands_agent::host::HostError),
 }
 
 /// Serve [`router`] on `listen` until SIGINT/SIGTERM, then end the MCP sessions (their processes
@@ -152,10 +167,19 @@ pub async fn serve_with(
     if let Some(stored) = &stored {
         eprintln!("{}", token::usage_hint(stored, &format!("http://{local}")));
     }
+    // Other nodes forward requests about the sessions this one runs to this address.
+    let (_, clustered) = host.node_id();
+    if clustered {
+        let url = host.advertise_url().unwrap_or_else(|| format!("http://{page_host}"));
+        host.join(&url).await.map_err(ServeError::Join)?;
+    }
     on_ready(page_host);
     let stop = shutdown.clone();
+    let draining = Arc::clone(&host);
     tokio::spawn(async move {
         hands_mcp::shutdown_signal().await;
+        // Readiness fails at once; running turns get the grace to end, streams go on meanwhile.
+        draining.drain(draining.drain_grace()).await;
         stop.cancel();
     });
     let limits = listener::Limits {

@@ -57,15 +57,22 @@
 //!   writer thread and the readers: the database itself serialises what must be serialised. The
 //!   schema is migrated the same way, with the version in a `schema_version` table.
 mod clock;
+mod cluster;
 mod config;
 mod memory;
+pub mod postgres;
 mod records;
 mod redacting;
 mod sqlite;
 mod store;
 
-pub use config::{StoreBackend, StoreConfig, default_path, open_store};
+pub use cluster::{Acquired, Cluster, LeaseOwner, Note};
+pub use config::{
+    DEFAULT_URL_ENV, Opened, StoreBackend, StoreConfig, default_node_id, default_path, open,
+    open_store,
+};
 pub use memory::MemoryStore;
+pub use postgres::{Fence, PgCluster, PostgresOptions, PostgresStore};
 pub use records::{
     EventRecord, MessageRecord, ProjectRecord, SessionRecord, ToolCallRecord, TurnRecord,
 };

@@ -24,6 +24,9 @@ pub enum StoreError {
     /// The database failed.
     #[error("session store: {0}")]
     Backend(String),
+    /// A write under a session's lease was refused: another node holds the lease now.
+    #[error("{0}")]
+    Fenced(String),
 }
 
 /// Result of a store call.

@@ -1,7 +1,9 @@
 //! The `Store` contract, one set of test functions run against every store: `MemoryStore`,
-//! `SqliteStore::in_memory()` (everything on the writer thread) and `SqliteStore` on a file (reads
-//! on the reader pool). The tests that only a file can have — reopening, two stores on one file,
-//! a corrupt file — follow at the bottom.
+//! `SqliteStore::in_memory()` (everything on the writer thread), `SqliteStore` on a file (reads
+//! on the reader pool) and `PostgresStore` on a throwaway PostgreSQL server of its own (started
+//! by the test: fails under CI when PostgreSQL is not installed, skips loudly elsewhere). The
+//! tests that only a file can have — reopening, two stores on one file, a corrupt file — follow
+//! at the bottom.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
@@ -9,28 +11,48 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hands_store::{
-    MemoryStore, SessionRecord, SqliteStore, Store, StoreError, ToolCallRecord, TurnRecord,
+    MemoryStore, PostgresOptions, PostgresStore, SessionRecord, SqliteStore, Store, StoreError,
+    ToolCallRecord, TurnRecord,
 };
 use serde_json::{Value, json};
+
+#[path = "../../connect/tests/common/postgres.rs"]
+mod pg;
 
 /// A store and what must outlive it.
 struct Fixture {
     store: Arc<dyn Store>,
     _dir: Option<tempfile::TempDir>,
+    _server: Option<pg::Postgres>,
 }
 
-fn memory() -> Fixture {
-    Fixture { store: Arc::new(MemoryStore::new()), _dir: None }
+fn memory() -> Option<Fixture> {
+    Some(Fixture { store: Arc::new(MemoryStore::new()), _dir: None, _server: None })
 }
 
-fn sqlite_memory() -> Fixture {
-    Fixture { store: Arc::new(SqliteStore::in_memory().unwrap()), _dir: None }
+fn sqlite_memory() -> Option<Fixture> {
+    Some(Fixture { store: Arc::new(SqliteStore::in_memory().unwrap()), _dir: None, _server: None })
 }
 
-fn sqlite_file() -> Fixture {
+fn sqlite_file() -> Option<Fixture> {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(dir.path().join("sessions.db")).unwrap();
-    Fixture { store: Arc::new(store), _dir: Some(dir) }
+    Some(Fixture { store: Arc::new(store), _dir: Some(dir), _server: None })
+}
+
+/// `None` (skipped, loudly) where PostgreSQL is not installed and `CI` is not set.
+fn postgres() -> Option<Fixture> {
+    let server = pg::postgres_or_skip()?;
+    let store = PostgresStore::new(&PostgresOptions {
+        url: server.url(pg::PASSWORD),
+        pool_size: 8,
+        ca_file: None,
+        connect_timeout: Duration::from_secs(10),
+        migrate: true,
+        node: "contract".into(),
+    })
+    .unwrap();
+    Some(Fixture { store: Arc::new(store), _dir: None, _server: Some(server) })
 }
 
 /// One module per store, one test per contract function.
@@ -39,13 +61,14 @@ macro_rules! contract {
         contract!(@store memory: $($test),*);
         contract!(@store sqlite_memory: $($test),*);
         contract!(@store sqlite_file: $($test),*);
+        contract!(@store postgres: $($test),*);
     };
     (@store $store:ident: $($test:ident),*) => {
         mod $store {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn $test() {
-                    let fixture = super::$store();
+                    let Some(fixture) = super::$store() else { return };
                     super::$test(fixture.store.clone()).await;
                 }
             )*

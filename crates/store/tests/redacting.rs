@@ -18,8 +18,12 @@ async fn nothing_written_through_open_store_holds_the_secret() {
     redact::install(Arc::new(Literals(vec![("STORE_TOKEN".into(), CANARY.into())])));
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("sessions.db");
-    let store =
-        open_store(&StoreConfig { backend: StoreBackend::Sqlite, path: path.clone() }).unwrap();
+    let store = open_store(&StoreConfig {
+        backend: StoreBackend::Sqlite,
+        path: path.clone(),
+        ..StoreConfig::default()
+    })
+    .unwrap();
     let with = |s: &str| format!("{s} {CANARY}");
     store
         .create_session(SessionRecord {

@@ -22,10 +22,11 @@ use crate::subagent::SubagentEnv;
 use crate::turn;
 
 use super::error::{HostError, HostResult, not_found};
-use super::events::{Hub, Subscription};
+use super::events::Subscription;
 use super::ids::{fresh_id, now_ms, valid_id};
 use super::live::Live;
 use super::lock::lock;
+use super::node::{HostOptions, Node};
 use super::parts::{HostParts, NewSession, SessionInfo};
 use super::secrets::{HostSecretAsker, SecretRequests};
 use super::turns::{TurnRecorder, TurnTask};
@@ -37,14 +38,16 @@ const ABORT_WAIT: Duration = Duration::from_secs(10);
 /// The live sessions of one hands process.
 pub struct Host {
     pub(super) parts: HostParts,
-    live: Mutex<HashMap<String, Arc<Live>>>,
+    pub(super) live: Mutex<HashMap<String, Arc<Live>>>,
     /// Serialises loading sessions from the store (a transcript is repaired once).
     loading: tokio::sync::Mutex<()>,
-    questions: PendingQuestions,
-    approvals: Arc<Approvals>,
+    pub(super) questions: PendingQuestions,
+    pub(super) approvals: Arc<Approvals>,
     secrets: Arc<SecretRequests>,
     /// Fired when the host is dropped: ends the watcher tasks.
-    shutdown: CancellationToken,
+    pub(super) shutdown: CancellationToken,
+    /// This node: its leases, feeds and background work (`node.rs`, `lifecycle.rs`).
+    pub(super) node: Arc<Node>,
 }
 
 impl Drop for Host {
@@ -57,7 +60,18 @@ impl Host {
     /// Open the host: marks turns left running by a previous process as aborted (and ends them
     /// in their event log with `turn_ended`).
     pub async fn open(parts: HostParts) -> HostResult<Arc<Self>> {
-        let abandoned = parts.store.abandon_running_turns(now_ms()).await?;
+        Self::open_with(parts, HostOptions::default()).await
+    }
+
+    /// [`Host::open`] with `options`: with a cluster, turns left running are not this node's to
+    /// end at start (other nodes may run them): the sweep ends those whose node died.
+    pub async fn open_with(parts: HostParts, options: HostOptions) -> HostResult<Arc<Self>> {
+        let clustered = options.cluster.is_some();
+        let abandoned = if clustered {
+            Vec::new()
+        } else {
+            parts.store.abandon_running_turns(now_ms()).await?
+        };
         for turn in abandoned {
             let kind = EventKind::TurnEnded {
                 turn_id: turn.id.clone(),
@@ -77,7 +91,9 @@ impl Host {
             approvals: Arc::new(Approvals::default()),
             secrets: Arc::new(SecretRequests::default()),
             shutdown: CancellationToken::new(),
-        }))
+            node: Arc::new(Node::new(options)),
+        })
+        .started())
     }
 
     /// The questions table (front ends that answer by another route, e.g. `POST /vibe/answer`,
@@ -141,7 +157,13 @@ impl Host {
             }
             Err(err) => return Err(err.into()),
         }
-        let live = self.activate(record, Vec::new(), None, Value::Array(Vec::new()));
+        if self.node.cluster.is_some() {
+            // Its lease is taken by the node that runs its first turn.
+            return Ok(info_of(&record));
+        }
+        let store = Arc::clone(&self.parts.store);
+        let live = self.activate(record, Vec::new(), None, Value::Array(Vec::new()), store);
+        self.evict().await;
         Ok(self.info(&live))
     }
 
@@ -175,7 +197,7 @@ impl Host {
             live.sync().await;
         }
         if let Some(title) = title {
-            self.parts.store.update_session(id, None, Some(&title)).await?;
+            live.store().update_session(id, None, Some(&title)).await?;
             live.set_title(title);
             live.touch();
         }
@@ -195,8 +217,12 @@ impl Host {
             .collect())
     }
 
-    /// One session; loads it from the store when not live (resume).
+    /// One session; loads it from the store when not live (resume). With a cluster, a session
+    /// this node does not hold is described from the store (its lease stays where it is).
     pub async fn get_session(&self, id: &str) -> HostResult<SessionInfo> {
+        if self.node.cluster.is_some() && self.cached(id).is_none() {
+            return self.stored_info(id).await;
+        }
         let live = self.live(id).await?;
         Ok(self.info(&live))
     }
@@ -218,6 +244,10 @@ impl Host {
             live.session().close().await;
             live.wait_turn(Some(ABORT_WAIT)).await;
             lock(&self.live).remove(id);
+        }
+        self.node.forget(id);
+        if let Some(feed) = self.node.existing_feed(id) {
+            feed.close();
         }
         match self.parts.store.delete_session(id).await {
             Ok(()) => Ok(()),
@@ -275,25 +305,30 @@ impl Host {
             .collect())
     }
 
-    /// The live session `id`, loaded from the store when it is not live (resume).
+    /// The live session `id`, loaded from the store when it is not live (resume). With a
+    /// cluster this takes the session's lease (`Elsewhere` when another node holds it), and ends
+    /// the turns of a node that died holding it before loading.
     pub(super) async fn live(&self, id: &str) -> HostResult<Arc<Live>> {
-        if let Some(live) = lock(&self.live).get(id) {
-            return Ok(Arc::clone(live));
+        if let Some(live) = self.cached(id) {
+            return Ok(live);
         }
         let _loading = self.loading.lock().await;
-        if let Some(live) = lock(&self.live).get(id) {
-            return Ok(Arc::clone(live));
+        if let Some(live) = self.cached(id) {
+            return Ok(live);
         }
         let record = self.stored(id).await?;
+        let store = self.own(id).await?;
         let mut messages = self.stored_messages(id).await?;
         if let Some(fix) = turn::repair(&messages) {
             let value = serde_json::to_value(&fix).unwrap_or(Value::Null);
-            self.parts.store.append_message(id, None, value).await?;
+            store.append_message(id, None, value).await?;
             messages.push(fix);
         }
-        let last_status = self.parts.store.turns(id).await?.last().map(|t| t.status.clone());
-        let todos = self.parts.store.todos(id).await?;
-        Ok(self.activate(record, messages, last_status, todos))
+        let last_status = store.turns(id).await?.last().map(|t| t.status.clone());
+        let todos = store.todos(id).await?;
+        let live = self.activate(record, messages, last_status, todos, store);
+        self.evict().await;
+        Ok(live)
     }
 
     /// Make a session live: its `Session` with the host's asker, approver and sub-agent
@@ -305,6 +340,7 @@ impl Host {
         messages: Vec<Message>,
         last_status: Option<String>,
         todos: Value,
+        store: Arc<dyn hands_store::Store>,
     ) -> Arc<Live> {
         let mut map = lock(&self.live);
         if let Some(live) = map.get(&record.id) {
@@ -316,7 +352,7 @@ impl Host {
         if let Ok(list) = serde_json::from_value::<Vec<crate::Todo>>(todos) {
             crate::restore_todos(&session, list);
         }
-        let hub = Arc::new(Hub::new(record.id.clone(), Arc::clone(&self.parts.store)));
+        let hub = Arc::new(self.hub(&session, &store));
         session.insert_extension(AskerHandle(Arc::new(HostAsker::new(
             Arc::clone(&hub),
             self.questions.clone(),
@@ -337,14 +373,8 @@ impl Host {
             }
             .install(&session);
         }
-        let live = Arc::new(Live::new(
-            session.clone(),
-            hub,
-            Arc::clone(&self.parts.store),
-            record,
-            messages,
-            last_status,
-        ));
+        let live = Arc::new(Live::new(session.clone(), hub, store, record, messages, last_status));
+        live.used(self.node.tick());
         map.insert(session.id().to_owned(), Arc::clone(&live));
         drop(map);
         self.watch(&live);
@@ -404,8 +434,17 @@ impl Host {
     /// Events after `after` (0: from the start), then live ones. See the module documentation for
     /// why nothing is lost or repeated between the two.
     pub async fn subscribe(&self, id: &str, after: u64) -> HostResult<Subscription> {
-        let live = self.live(id).await?;
-        Ok(live.subscribe(after).await?)
+        // Alone, a subscription resumes the session (as it always did); with other nodes it
+        // only reads, wherever the session runs.
+        let feed = match self.cached(id) {
+            Some(live) => Arc::clone(live.feed()),
+            None if self.node.cluster.is_none() => Arc::clone(self.live(id).await?.feed()),
+            None => self.node.feed(id, &self.parts.store),
+        };
+        feed.subscribe(after).await.map_err(|err| match err {
+            StoreError::NotFound(_) => not_found(id),
+            other => other.into(),
+        })
     }
 
     /// Answer a pending question. `session` and `question_id` may be omitted when exactly one
@@ -470,6 +509,9 @@ impl Host {
     /// Start a turn with this user message; returns the turn id at once. `Conflict` when a turn
     /// is running, `NoModel` without a provider.
     pub async fn post_message(&self, id: &str, text: String) -> HostResult<String> {
+        if self.node.draining() {
+            return Err(HostError::Draining);
+        }
         let live = self.live(id).await?;
         let Some(provider) = self.parts.provider.clone() else { return Err(HostError::NoModel) };
         if text.trim().is_empty() {
@@ -482,8 +524,7 @@ impl Host {
             ))
         })?;
         let started = async {
-            self.parts
-                .store
+            live.store()
                 .start_turn(TurnRecord {
                     id: turn_id.clone(),
                     session_id: id.to_owned(),
@@ -495,13 +536,16 @@ impl Host {
                 .await?;
             if live.untitled() {
                 let title = title_of(&text);
-                self.parts.store.update_session(id, None, Some(&title)).await?;
+                live.store().update_session(id, None, Some(&title)).await?;
                 live.set_title(title);
             }
             StoreResult::Ok(())
         };
         if let Err(err) = started.await {
             live.cancel_turn(&turn_id);
+            if matches!(err, StoreError::Fenced(_)) {
+                self.node.forget(id);
+            }
             return Err(err.into());
         }
         live.touch();
@@ -537,7 +581,7 @@ impl Host {
         let live = self.live(id).await?;
         let call_id = fresh_id("call");
         let recorder =
-            TurnRecorder::new(Arc::clone(&live), Arc::clone(&self.parts.store), turn_id.clone());
+            TurnRecorder::new(Arc::clone(&live), Arc::clone(live.store()), turn_id.clone());
         recorder.started(&call_id, name, &args).await;
         let started = std::time::Instant::now();
         let call = ToolCall { id: call_id.clone(), name: name.to_owned(), args, turn: turn_id };
@@ -639,7 +683,7 @@ impl Host {
     }
 }
 
-fn info_of(record: &SessionRecord) -> SessionInfo {
+pub(super) fn info_of(record: &SessionRecord) -> SessionInfo {
     SessionInfo {
         id: record.id.clone(),
         project_id: record.project_id.clone(),

@@ -17,6 +17,17 @@ pub enum HostError {
     /// 503: no `[model]` configured.
     #[error("no model is configured: set [model] provider, model and api_key_env in the config")]
     NoModel,
+    /// 503: the node is shutting down and takes no new turns (retry on another node).
+    #[error(
+        "this hands node is shutting down and takes no new turns: send it again (to another node)"
+    )]
+    Draining,
+    /// The session's lease is another node's: the request belongs there.
+    #[error(
+        "the session's lease is held by another node, or moved while the request ran: send it \
+         again"
+    )]
+    Elsewhere(super::node::Route),
     /// 500.
     #[error(transparent)]
     Store(StoreError),
@@ -28,6 +39,8 @@ impl From<StoreError> for HostError {
     fn from(err: StoreError) -> Self {
         match err {
             StoreError::NotFound(what) => Self::NotFound(format!("{what} not found")),
+            // The lease moved while the request ran: it belongs to the session's new node.
+            StoreError::Fenced(_) => Self::Elsewhere(super::node::Route::Local),
             other => Self::Store(other),
         }
     }

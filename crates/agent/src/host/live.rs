@@ -7,14 +7,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hands_core::{CancellationToken, Mode, Session};
-use hands_store::{SessionRecord, Store, StoreResult};
+use hands_store::{SessionRecord, Store};
 use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::event::{Event, EventKind};
 use crate::model::Message;
 
-use super::events::{Hub, Subscription};
+use super::events::Hub;
 use super::ids::now_ms;
 use super::lock::lock;
 
@@ -44,6 +44,8 @@ pub(super) struct Live {
     /// Direct tool calls ([`Host::call_tool`](super::Host::call_tool)) in flight: an abort of the
     /// project counts a session busy with one.
     direct_calls: AtomicU64,
+    /// The node's eviction clock when the session was last asked for.
+    last_used: AtomicU64,
 }
 
 /// A direct call in flight ([`Live::direct_call`]); counted until dropped.
@@ -76,7 +78,28 @@ impl Live {
             turn: Mutex::new(TurnState { running: None, last_status }),
             announced: tokio::sync::Mutex::new(announced),
             direct_calls: AtomicU64::new(0),
+            last_used: AtomicU64::new(0),
         }
+    }
+
+    /// The store its writes go to (fenced by its lease when several nodes share the database).
+    pub(super) fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// Its event feed on this node.
+    pub(super) fn feed(&self) -> &Arc<super::events::Feed> {
+        self.hub.feed()
+    }
+
+    /// Asked for at `tick` of the node's eviction clock.
+    pub(super) fn used(&self, tick: u64) {
+        self.last_used.store(tick, Ordering::Relaxed);
+    }
+
+    /// The tick it was last asked for at.
+    pub(super) fn last_used(&self) -> u64 {
+        self.last_used.load(Ordering::Relaxed)
     }
 
     /// The core session.
@@ -107,11 +130,6 @@ impl Live {
     /// Store the event, then broadcast it to the session's subscribers.
     pub(super) async fn emit(&self, kind: EventKind) -> Option<Event> {
         self.hub.emit(kind).await
-    }
-
-    /// The session's events after `after`, then live ones.
-    pub(super) async fn subscribe(&self, after: u64) -> StoreResult<Subscription> {
-        self.hub.subscribe(after).await
     }
 
     /// The conversation, held for a turn.

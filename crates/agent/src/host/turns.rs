@@ -111,6 +111,11 @@ impl TurnRecorder {
         };
         if let Err(err) = self.store.start_tool_call(record).await {
             tracing::warn!(session = %self.session_id, call = id, %err, "storing a tool call");
+            if matches!(err, hands_store::StoreError::Fenced(_)) {
+                // The lease moved: the call must not run here (its token is fired before the
+                // tool starts).
+                self.live.session().abort();
+            }
         }
         self.live
             .emit(EventKind::ToolCallStarted {
@@ -254,7 +259,10 @@ impl TurnTask {
     /// live state, `turn_ended`, and last the final status for those who wait.
     async fn run(self) {
         let live = Arc::clone(&self.live);
-        let store = Arc::clone(&self.parts.store);
+        // Busy until `turn_ended` is out, not only while `running` (which ends just before it):
+        // an idle session's lease may be given up, and a write after that would be refused.
+        let _in_flight = live.direct_call();
+        let store = Arc::clone(self.live.store());
         let turn_id = self.turn_id.clone();
         let (status, text, error): (String, _, _) =
             match std::panic::AssertUnwindSafe(self.turn()).catch_unwind().await {
@@ -286,7 +294,7 @@ impl TurnTask {
         let render = |mode: Mode| prompt.render(mode, &registry.list(mode));
         let recorder = TurnRecorder::new(
             Arc::clone(&self.live),
-            Arc::clone(&self.parts.store),
+            Arc::clone(self.live.store()),
             Some(self.turn_id.clone()),
         );
         let checkpoints = self.parts.checkpoints(session.root()).await;

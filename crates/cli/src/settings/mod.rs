@@ -56,6 +56,8 @@ pub struct Settings {
     pub server: ServerConfig,
     /// `[store]`: where sessions are kept (one SQLite file by default).
     pub store: StoreConfig,
+    /// `[cluster]`: several `hands serve` nodes on one PostgreSQL store (leases, drain, cache).
+    pub cluster: hands_agent::host::ClusterConfig,
     /// `[model]`: the model the agent loop talks to; none is configured while `model` is empty.
     pub model: ModelConfig,
     /// `[mcp_servers.NAME]`: MCP servers whose tools are brought in as `mcp__NAME__TOOL`.
@@ -114,6 +116,7 @@ impl Default for Settings {
             preview: PreviewConfig::default(),
             server: ServerConfig::default(),
             store: StoreConfig::default(),
+            cluster: hands_agent::host::ClusterConfig::default(),
             model: ModelConfig::default(),
             mcp_servers: McpServersConfig::default(),
             mcp_call_timeout_ms: hands_mcp::DEFAULT_CALL_TIMEOUT_MS,

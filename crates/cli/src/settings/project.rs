@@ -24,6 +24,8 @@ pub(super) const USER_ONLY: &[&str] = &[
     "sandbox",
     "model",
     "store",
+    // Which node runs a session's turns, and where the others reach it.
+    "cluster",
     "approval",
     "fs.writable_protected",
     "bash.shell",

@@ -241,6 +241,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Checkpoints { action } => {
             checkpoints::run(&root, &loaded.settings.checkpoints, action)
+        }
         Command::Connectors { action } => {
             let store = secrets.ok();
             let store = store.as_deref().map(|s| s as &dyn hands_core::secret::SecretStore);

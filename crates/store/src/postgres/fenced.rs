@@ -106,6 +106,14 @@ impl Store for Fenced {
         self.store.messages(session_id)
     }
 
+    fn truncate_messages<'a>(
+        &'a self,
+        session_id: &'a str,
+        after_seq: u64,
+    ) -> BoxFuture<'a, StoreResult<u64>> {
+        Box::pin(self.store.op_truncate_messages(session_id, after_seq, self.on(session_id)))
+    }
+
     fn start_tool_call(&self, call: ToolCallRecord) -> BoxFuture<'_, StoreResult<()>> {
         Box::pin(async move {
             let fence = self.on(&call.session_id).cloned();

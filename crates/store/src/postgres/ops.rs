@@ -330,6 +330,29 @@ impl PostgresStore {
             .collect()
     }
 
+    pub(super) async fn op_truncate_messages(
+        &self,
+        session: &str,
+        after_seq: u64,
+        fence: Option<&Fence>,
+    ) -> StoreResult<u64> {
+        let op = "truncate_messages";
+        let after = i64::try_from(after_seq).unwrap_or(i64::MAX);
+        let token = fence.map(|f| f.token);
+        let rows = {
+            let mut conn = self.conn(op).await?;
+            conn.query(TRUNCATE_MESSAGES, &[&session, &after, &now_ms(), &token])
+                .await
+                .map_err(|e| backend(op, &e))?
+        };
+        match rows.first() {
+            Some(row) => Ok(uint(row.get(0))),
+            None => {
+                Err(self.diagnose(op, session, fence).await?.unwrap_or_else(|| fenced(session)))
+            }
+        }
+    }
+
     pub(super) async fn op_start_tool_call(
         &self,
         c: ToolCallRecord,

@@ -92,6 +92,21 @@ pub(super) const APPEND_MESSAGE: &str = concat!(
      SELECT $1::text, last_message_seq, $2::text, $3::text::json FROM s RETURNING seq"
 );
 
+/// Deletes the session's messages after `$2` when the fence holds; one row (the count) if it did.
+/// The counter in the session's row stays: deleted numbers are not given again.
+pub(super) const TRUNCATE_MESSAGES: &str = concat!(
+    "WITH s AS (
+         UPDATE sessions SET updated_at_ms = GREATEST(updated_at_ms, $3)
+         WHERE id = $1 AND ",
+    fenced!("1", "4"),
+    " RETURNING id
+     ), d AS (
+         DELETE FROM messages WHERE session_id = $1 AND seq > $2 AND EXISTS (SELECT 1 FROM s)
+         RETURNING 1
+     )
+     SELECT (SELECT count(*) FROM d)::bigint FROM s"
+);
+
 pub(super) const MESSAGES: &str =
     "SELECT seq, turn_id, message::text FROM messages WHERE session_id = $1 ORDER BY seq";
 

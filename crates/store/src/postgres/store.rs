@@ -201,6 +201,14 @@ impl Store for PostgresStore {
         Box::pin(self.op_messages(session_id))
     }
 
+    fn truncate_messages<'a>(
+        &'a self,
+        session_id: &'a str,
+        after_seq: u64,
+    ) -> BoxFuture<'a, StoreResult<u64>> {
+        Box::pin(self.op_truncate_messages(session_id, after_seq, None))
+    }
+
     fn start_tool_call(&self, call: ToolCallRecord) -> BoxFuture<'_, StoreResult<()>> {
         Box::pin(self.op_start_tool_call(call, None))
     }

@@ -127,6 +127,6 @@ def test_reverting_the_conversation_is_announced(setup, project: Path, open_page
     turn.get_by_label("Revert").select_option("both")
     turn.get_by_role("button", name="Revert to before this turn").click()
     panel.get_by_role("status").wait_for(timeout=TIMEOUT)
-    pg.page.locator(".log .notice", has_text="conversation restored").wait_for(timeout=TIMEOUT)
+    pg.page.locator(".log .notice", has_text="conversation restored").last.wait_for(timeout=TIMEOUT)
     wait_file(project / "made.txt", None)
     assert len(hands.transcript(sid)) < messages

@@ -102,6 +102,7 @@ export const Approval = memo(function Approval({ session, item }: { session: str
     <div class="card approval" role="group" aria-label="Approval request">
       <strong>{item.tool} asks for approval</strong>
       <pre>{item.summary}</pre>
+      {item.details && <pre class="details" aria-label="What it will do">{item.details}</pre>}
       <input aria-label="Reason (optional)" placeholder="Reason (optional)" value={reason} onInput={(e) => setReason((e.target as HTMLInputElement).value)} />
       <button onClick={() => api.decide(session, item.id, true, reason || undefined)}>Allow</button>
       <button onClick={() => api.decide(session, item.id, false, reason || undefined)}>Deny</button>

@@ -10,7 +10,7 @@ export type Item =
   | { kind: "text"; key: string; text: string }
   | { kind: "tool"; key: string; call: string; nth: number; name: string; args: any; at: number; duration?: number; error?: boolean; summary?: string }
   | { kind: "question"; key: string; id: string; question: string; options: string[]; done: boolean }
-  | { kind: "approval"; key: string; id: string; tool: string; summary: string; decided?: boolean; approved?: boolean }
+  | { kind: "approval"; key: string; id: string; tool: string; summary: string; details?: string; decided?: boolean; approved?: boolean }
   | { kind: "secret"; key: string; id: string; name: string; description: string; state: "open" | "given" | "declined" }
   | { kind: "changes"; key: string; n: number; turn: string; files: number; additions: number; deletions: number }
   | { kind: "notice"; key: string; text: string; error?: boolean }
@@ -97,7 +97,7 @@ export function apply(c: Conversation, e: HandsEvent): Conversation {
       update(items, "question", (x) => x.id === e.question_id, { done: true });
       break;
     case "approval_requested":
-      items.push({ kind: "approval", key: k, id: e.approval_id, tool: e.tool, summary: e.summary });
+      items.push({ kind: "approval", key: k, id: e.approval_id, tool: e.tool, summary: e.summary, details: e.details });
       break;
     case "approval_decided":
       update(items, "approval", (x) => x.id === e.approval_id, { decided: true, approved: e.approved });

@@ -105,6 +105,10 @@ pub enum EventKind {
         tool: String,
         /// One line: the command, the path.
         summary: String,
+        /// What the call will actually do, when its arguments do not say it: the resolved argv
+        /// and the program's origin, the target, a write's content or diff. Several lines.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        details: Option<String>,
     },
     /// The approval was decided.
     ApprovalDecided {

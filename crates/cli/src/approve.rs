@@ -131,7 +131,11 @@ impl Approver for TerminalApprover {
         request: &'a ApprovalRequest,
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Decision> {
-        let screen = approval_screen(&whole_summary(&request.tool, &request.args), "");
+        let mut summary = whole_summary(&request.tool, &request.args);
+        if let Some(details) = &request.details {
+            summary = format!("{summary}\n{details}");
+        }
+        let screen = approval_screen(&summary, "");
         Box::pin(async move {
             let ask = tokio::task::spawn_blocking(move || {
                 let mut prompt = screen.prompt;

@@ -352,7 +352,7 @@ impl Agent {
     /// Queue the prompts an event asks for, drop those that were settled elsewhere.
     fn follow(&self, asks: &mut Asks, view: &mut View, kind: &EventKind) {
         match kind {
-            EventKind::ApprovalRequested { approval_id, tool, summary } => {
+            EventKind::ApprovalRequested { approval_id, tool, summary, details } => {
                 view.pause();
                 // The event's summary is cut at 300 characters: the call's own arguments give
                 // the whole of it.
@@ -361,6 +361,9 @@ impl Agent {
                 let (root, config) = &self.preview;
                 if let Some(detail) = hands_preview::approval_detail(tool, root, config) {
                     summary = format!("{summary}\n{detail}");
+                }
+                if let Some(details) = details {
+                    summary = format!("{summary}\n{details}");
                 }
                 asks.queue.push_back(Ask::Approval {
                     id: approval_id.clone(),

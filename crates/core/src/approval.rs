@@ -21,6 +21,12 @@ pub struct ApprovalRequest {
     pub summary: String,
     /// The call's arguments.
     pub args: Value,
+    /// What the call will actually do, when its arguments alone do not say it, as the tool
+    /// computed it before asking: the resolved argv and which program runs (the repository's or
+    /// the system's), the target (a database's `user@host:port/db`, a host), a new file's content
+    /// or an existing one's diff. Several lines; every approver shows it whole (escaped), after
+    /// the summary. Secrets are replaced before any approver sees it.
+    pub details: Option<String>,
 }
 
 /// The user's answer.

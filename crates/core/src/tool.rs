@@ -93,6 +93,20 @@ pub trait Tool: Send + Sync + 'static {
         Policy::from_annotations(self.annotations())
     }
 
+    /// What the user should see, beyond the one-line summary, before approving this call: the
+    /// resolved argv and the program's origin, the target, a write's content or diff (see
+    /// [`ApprovalRequest::details`](crate::approval::ApprovalRequest::details)). Computed only
+    /// when the call is asked about, before asking; it must not change anything. `None` (the
+    /// default) when the arguments say it all.
+    fn approval_details(
+        &self,
+        ctx: &Context,
+        args: &Self::Args,
+    ) -> impl Future<Output = Option<String>> + Send {
+        let _ = (ctx, args);
+        async { None }
+    }
+
     /// Run the tool. `ctx` carries the root, the session, and the call's cancellation token.
     fn call(
         &self,
@@ -109,6 +123,19 @@ pub trait DynTool: Send + Sync {
     /// Parse `args` into the tool's `Args` and run it. Malformed arguments give
     /// [`ToolError::RespondToModel`] naming the field and the expected type.
     fn call_json(&self, ctx: Context, args: Value) -> BoxFuture<'_, Result<ToolOutput, ToolError>>;
+
+    /// Parse `args` and compute [`Tool::approval_details`]. Malformed arguments give the same
+    /// error [`call_json`](Self::call_json) would, so that a call that cannot run is refused
+    /// before anybody is asked about it. By default (a tool proxied from elsewhere) nothing more
+    /// than the summary.
+    fn approval_details_json<'a>(
+        &'a self,
+        ctx: &'a Context,
+        args: &'a Value,
+    ) -> BoxFuture<'a, Result<Option<String>, ToolError>> {
+        let _ = (ctx, args);
+        Box::pin(async { Ok(None) })
+    }
 }
 
 /// `tool` in the form the registry stores, for a [`ToolSource`](crate::ToolSource) that offers
@@ -148,6 +175,21 @@ impl<T: Tool> DynTool for Erased<T> {
             let typed =
                 args::parse_with_schema::<T::Args>(&self.spec.name, args, &self.spec.input_schema)?;
             self.tool.call(ctx, typed).await
+        })
+    }
+
+    fn approval_details_json<'a>(
+        &'a self,
+        ctx: &'a Context,
+        args: &'a Value,
+    ) -> BoxFuture<'a, Result<Option<String>, ToolError>> {
+        Box::pin(async move {
+            let typed = args::parse_with_schema::<T::Args>(
+                &self.spec.name,
+                args.clone(),
+                &self.spec.input_schema,
+            )?;
+            Ok(self.tool.approval_details(ctx, &typed).await)
         })
     }
 }

@@ -22,7 +22,7 @@ use crate::read_file::human_size;
 use crate::{FsConfig, Ledger, RelPath, Workspace, atomic};
 
 /// Arguments of edit_file.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EditFileArgs {
     /// Path of the file to edit, relative to the project root.
@@ -88,6 +88,12 @@ impl Tool for EditFile {
         Some(hands_core::output_schema_for::<EditResult>())
     }
 
+    /// The diff the edit would make.
+    async fn approval_details(&self, ctx: &Context, args: &Self::Args) -> Option<String> {
+        let (ctx, config, args) = (ctx.clone(), self.config.clone(), args.clone());
+        tokio::task::spawn_blocking(move || approval_diff(&ctx, &config, &args)).await.ok()?
+    }
+
     async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {
         let config = self.config.clone();
         tokio::task::spawn_blocking(move || edit(&ctx, &config, &args))
@@ -100,7 +106,52 @@ const BOM: &str = "\u{FEFF}";
 /// Diff lines returned at most.
 const DIFF_MAX_LINES: usize = 300;
 
+/// An edit worked out but not written: the file's body before and after, and its BOM.
+struct Planned {
+    path: RelPath,
+    bom: &'static str,
+    body: String,
+    new_body: String,
+    replacements: usize,
+}
+
+/// What the approval of an edit shows: its diff (nothing when the edit cannot be made; the call
+/// then fails with the reason before anything is written).
+pub(crate) fn approval_diff(ctx: &Context, config: &FsConfig, args: &EditFileArgs) -> Option<String> {
+    let ws = Workspace::of(ctx).ok()?;
+    let planned = plan(ctx, &ws, config, args).ok()?;
+    Some(unified_diff(&planned.path, &planned.body, &planned.new_body))
+}
+
 fn edit(ctx: &Context, config: &FsConfig, args: &EditFileArgs) -> Result<ToolOutput, ToolError> {
+    let ws = Workspace::of(ctx)?;
+    let Planned { path, bom, body, new_body, replacements } = plan(ctx, &ws, config, args)?;
+    let result = format!("{bom}{new_body}");
+    let meta = atomic::write(&ws, &path, result.as_bytes(), ctx.cancel_token())
+        .map_err(|err| atomic::write_error(&ws, "edit_file", &path, &err))?;
+    ctx.session()
+        .extension::<Ledger>()
+        .record(&path, Seen::new(&meta, Some(content_hash(result.as_bytes()))));
+    let diff = unified_diff(&path, &body, &new_body);
+    Ok(ToolOutput::text(format!(
+        "Edited {} ({replacements} replacement{}).\n\n{diff}",
+        path.display(),
+        if replacements == 1 { "" } else { "s" }
+    ))
+    .with_structured(crate::write_file::structured(&EditResult {
+        path: path.display(),
+        replacements,
+        diff,
+    })?))
+}
+
+/// Check an edit and work out the new content, writing nothing.
+fn plan(
+    ctx: &Context,
+    ws: &Workspace,
+    config: &FsConfig,
+    args: &EditFileArgs,
+) -> Result<Planned, ToolError> {
     if args.old_string.is_empty() {
         return Err(ToolError::model(
             "`old_string` is empty. To create a file or replace all of it, use write_file; to insert \
@@ -113,16 +164,15 @@ fn edit(ctx: &Context, config: &FsConfig, args: &EditFileArgs) -> Result<ToolOut
              new text in new_string.",
         ));
     }
-    let ws = Workspace::of(ctx)?;
     let path = ws.resolve("path", &args.path)?;
-    atomic::check_writable(&ws, &path, config, "edit")?;
+    atomic::check_writable(ws, &path, config, "edit")?;
     // old_string only finds text: a placeholder there may stand for a key hard-coded in any file
     // (to replace it with an environment read); new text gets values only in a `.env*` file.
     let old_string =
         crate::placeholders::resolve(ws.root(), &path, "old_string", &args.old_string, true)?;
     let new_string =
         crate::placeholders::resolve(ws.root(), &path, "new_string", &args.new_string, false)?;
-    let text = load(&ws, &path, config)?;
+    let text = load(ws, &path, config)?;
     let (bom, body) = match text.strip_prefix(BOM) {
         Some(rest) => (BOM, rest),
         None => ("", text.as_str()),
@@ -158,23 +208,8 @@ fn edit(ctx: &Context, config: &FsConfig, args: &EditFileArgs) -> Result<ToolOut
             human_size(config.write_max_bytes as u64)
         )));
     }
-    let meta = atomic::write(&ws, &path, result.as_bytes(), ctx.cancel_token())
-        .map_err(|err| atomic::write_error(&ws, "edit_file", &path, &err))?;
-    ctx.session()
-        .extension::<Ledger>()
-        .record(&path, Seen::new(&meta, Some(content_hash(result.as_bytes()))));
     let replacements = if args.replace_all { count } else { 1 };
-    let diff = unified_diff(&path, body, &new_body);
-    Ok(ToolOutput::text(format!(
-        "Edited {} ({replacements} replacement{}).\n\n{diff}",
-        path.display(),
-        if replacements == 1 { "" } else { "s" }
-    ))
-    .with_structured(crate::write_file::structured(&EditResult {
-        path: path.display(),
-        replacements,
-        diff,
-    })?))
+    Ok(Planned { bom, body: body.to_owned(), new_body, replacements, path })
 }
 
 /// The file's text, refusing what an edit would corrupt (binaries, invalid UTF-8) or is too big.
@@ -566,7 +601,7 @@ fn fuzzy(
 }
 
 /// A unified diff of the change with 3 lines of context, at most [`DIFF_MAX_LINES`] lines.
-fn unified_diff(path: &RelPath, old: &str, new: &str) -> String {
+pub(crate) fn unified_diff(path: &RelPath, old: &str, new: &str) -> String {
     let diff = similar::TextDiff::configure().timeout(Duration::from_secs(2)).diff_lines(old, new);
     let shown = path.display();
     let text = diff

@@ -18,7 +18,7 @@ use crate::read_file::human_size;
 use crate::{FsConfig, Ledger, RelPath, Workspace, atomic};
 
 /// Arguments of write_file.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WriteFileArgs {
     /// Path of the file, relative to the project root; missing parent folders are created.
@@ -80,6 +80,12 @@ impl Tool for WriteFile {
         Some(hands_core::output_schema_for::<WriteResult>())
     }
 
+    /// A new file's content, or the diff against the file there now.
+    async fn approval_details(&self, ctx: &Context, args: &Self::Args) -> Option<String> {
+        let (ctx, args) = (ctx.clone(), args.clone());
+        tokio::task::spawn_blocking(move || approval_details(&ctx, &args)).await.ok()?
+    }
+
     async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {
         let config = self.config.clone();
         tokio::task::spawn_blocking(move || write(&ctx, &config, &args))
@@ -136,6 +142,35 @@ fn write(ctx: &Context, config: &FsConfig, args: &WriteFileArgs) -> Result<ToolO
         bytes: bytes.len(),
     })?))
 }
+
+/// What the approval of a write shows: the content of a new file, or the diff against the text
+/// there now (a binary or unreadable file there: its size is said instead). Placeholders are shown
+/// as the model wrote them, never expanded.
+fn approval_details(ctx: &Context, args: &WriteFileArgs) -> Option<String> {
+    let ws = Workspace::of(ctx).ok()?;
+    let path = ws.resolve("path", &args.path).ok()?;
+    let lines = line_count(&args.content);
+    let plural = if lines == 1 { "" } else { "s" };
+    let Ok(mut file) = ws.open_read(&path) else {
+        return Some(format!("new file, {lines} line{plural}:\n{}", args.content));
+    };
+    let mut bytes = Vec::new();
+    let read = file.by_ref().take(MAX_SHOWN_BEFORE).read_to_end(&mut bytes).ok()?;
+    match String::from_utf8(bytes) {
+        Ok(old) if (read as u64) < MAX_SHOWN_BEFORE => {
+            Some(crate::edit_file::unified_diff(&path, &old, &args.content))
+        }
+        _ => Some(format!(
+            "replaces {} (binary or over {}) with {lines} line{plural}:\n{}",
+            path.display(),
+            human_size(MAX_SHOWN_BEFORE),
+            args.content
+        )),
+    }
+}
+
+/// The largest existing file whose diff an approval shows.
+const MAX_SHOWN_BEFORE: u64 = 4 << 20;
 
 /// The stale-write guard: the session must have read (or written) the file, and it must not have
 /// changed on disk since.

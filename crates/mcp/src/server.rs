@@ -503,9 +503,15 @@ impl Approver for ElicitationApprover {
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Decision> {
         Box::pin(async move {
+            let message = match &request.details {
+                Some(details) => {
+                    format!("hands wants to run {}.\n{details}\nAllow it?", request.summary)
+                }
+                None => format!("hands wants to run {}. Allow it?", request.summary),
+            };
             let params = json!({
                 "mode": "form",
-                "message": format!("hands wants to run {}. Allow it?", request.summary),
+                "message": message,
                 "requestedSchema": {
                     "type": "object",
                     "properties": {

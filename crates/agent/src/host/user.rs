@@ -25,6 +25,7 @@ pub(super) struct WaitingApproval {
     id: String,
     tool: String,
     summary: String,
+    details: Option<String>,
     reply: oneshot::Sender<Decision>,
 }
 
@@ -54,12 +55,18 @@ impl Approvals {
         }
     }
 
-    /// The approvals waiting in `session`: `[{approval_id, tool, summary}]`.
+    /// The approvals waiting in `session`: `[{approval_id, tool, summary, details?}]`.
     pub(super) fn pending(&self, session: &str) -> Vec<Value> {
         lock(&self.0)
             .iter()
             .filter(|a| a.session == session)
-            .map(|a| json!({"approval_id": a.id, "tool": a.tool, "summary": a.summary}))
+            .map(|a| {
+                let mut entry = json!({"approval_id": a.id, "tool": a.tool, "summary": a.summary});
+                if let Some(details) = &a.details {
+                    entry["details"] = json!(details);
+                }
+                entry
+            })
             .collect()
     }
 
@@ -96,6 +103,7 @@ impl Approver for HostApprover {
                 id: id.clone(),
                 tool: request.tool.clone(),
                 summary: request.summary.clone(),
+                details: request.details.clone(),
                 reply,
             });
             struct Leave<'a>(&'a Approvals, &'a str);
@@ -110,6 +118,7 @@ impl Approver for HostApprover {
                     approval_id: id.clone(),
                     tool: request.tool.clone(),
                     summary: request.summary.clone(),
+                    details: request.details.clone(),
                 })
                 .await;
             let decision = tokio::select! {

@@ -42,6 +42,9 @@ impl Middleware for Approve {
                 req.call.name
             )));
         };
+        // A call whose arguments do not parse is not asked about: it fails as it would have
+        // failed after a yes, and nothing ran.
+        let details = req.tool.approval_details_json(&req.ctx, &req.call.args).await?;
         // Every approver (a terminal, MCP elicitation, an HTTP event) shows what it is given:
         // the secrets are replaced here, once for all of them.
         let mut args = req.call.args.clone();
@@ -51,6 +54,7 @@ impl Middleware for Approve {
             tool: req.call.name.clone(),
             summary: summary(&req.call.name, &args),
             args,
+            details: details.map(|text| crate::redact::text(&text).into_owned()),
         };
         match approver.approve(&request, req.ctx.cancel_token()).await {
             Decision::Approve => next.run(req).await,

@@ -4,8 +4,10 @@
 //!
 //! Each call runs one of hands-fs's read tools (read_file, list_files, glob, grep) over a second
 //! confined workspace: a shadow session rooted at the other project, kept for the life of the
-//! calling session, whose workspace hides `.env*`, `*.pem`, `*.key` and `.git/` (never read,
-//! listed or searched: [`hands_fs::Hidden`]). Results pass through the registry's middleware like
+//! calling session, whose workspace hides `.env*`, `*.pem`, `*.key`, `.git/` and the well-known
+//! credential files ([`CREDENTIAL_FILES`]: never read, listed or searched, [`hands_fs::Hidden`]);
+//! a private key with another name is found by its content ([`holds_private_key`]): a read of it
+//! is refused, and glob's and grep's results drop it. Results pass through the registry's middleware like
 //! every tool's, so stored secrets and key shapes in them are redacted.
 //!
 //! ```no_run
@@ -21,7 +23,7 @@ mod args;
 mod tool;
 
 pub use args::{GrepMode, Op, ReferenceProjectArgs};
-pub use tool::{ReferenceProject, ReferenceProjects};
+pub use tool::{CREDENTIAL_FILES, ReferenceProject, ReferenceProjects, holds_private_key};
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -166,3 +166,108 @@ async fn bad_names_and_fields_say_what_to_do() {
     assert!(spec.description.contains("Reference projects: `other`, `second`."));
     assert!(spec.policy.offered(hands_core::Mode::Plan) && spec.policy.subagent);
 }
+
+/// Issue 26, item 9: the well-known credential files and private keys without an extension (found
+/// by name and by content) are never read, listed, globbed or grepped.
+#[tokio::test]
+async fn credential_files_and_extensionless_keys_are_hidden() {
+    let f = fixture();
+    let o = &f.other;
+    let openssh = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAAcanary-cred\n\
+                   -----END OPENSSH PRIVATE KEY-----\n";
+    let rsa = "-----BEGIN RSA PRIVATE KEY-----\nMIIEcanary-cred\n-----END RSA PRIVATE KEY-----\n";
+    let files = [
+        (".npmrc", "//registry.example.test/:_authToken=npm_canary-cred\n".to_owned()),
+        ("web/.npmrc", "_auth=canary-cred\n".to_owned()),
+        (".yarnrc.yml", "npmAuthToken: canary-cred\n".to_owned()),
+        (".dev.vars", "API_KEY=canary-cred\n".to_owned()),
+        (".aws/credentials", "[default]\naws_secret_access_key = canary-cred\n".to_owned()),
+        (".aws/config", "[default]\n# canary-cred\n".to_owned()),
+        (".netrc", "machine api.example.test login me password canary-cred\n".to_owned()),
+        (".pypirc", "[pypi]\npassword = canary-cred\n".to_owned()),
+        (".docker/config.json", "{\"auths\": {\"x\": {\"auth\": \"canary-cred\"}}}\n".to_owned()),
+        (".git-credentials", "https://me:canary-cred@example.test\n".to_owned()),
+        ("id_rsa", rsa.to_owned()),
+        ("id_ed25519", openssh.to_owned()),
+        (".ssh/config", "Host x # canary-cred\n".to_owned()),
+        // No telling name: found by what they hold.
+        ("keys/deploy", openssh.to_owned()),
+        ("ops/github", format!("\n{rsa}")),
+        ("ops/raw", "openssh-key-v1\0canary-cred".to_owned()),
+    ];
+    for (rel, text) in &files {
+        write(&o.join(rel), text);
+    }
+    // Ordinary files that only talk about keys stay visible.
+    write(&o.join("docs/ssh.md"), "# keys\ncanary-ok -----BEGIN OPENSSH PRIVATE KEY-----\n");
+    write(&o.join("keys/README"), "canary-ok: the deploy key lives elsewhere\n");
+    for (rel, _) in &files {
+        let out = call(&f, json!({"project": "other", "op": "read", "path": rel})).await;
+        let text = out.joined_text();
+        assert!(out.is_error && text.contains("is hidden here"), "{rel}: {text}");
+        assert!(!text.contains("canary-cred"), "{rel}: {text}");
+    }
+    let out = call(&f, json!({"project": "other", "op": "read", "path": "docs/ssh.md"})).await;
+    assert!(!out.is_error && out.joined_text().contains("canary-ok"), "{}", out.joined_text());
+    let names = [
+        ".npmrc",
+        ".yarnrc",
+        ".dev.vars",
+        ".aws",
+        ".netrc",
+        ".pypirc",
+        ".docker",
+        ".git-credentials",
+        "id_rsa",
+        "id_ed25519",
+        ".ssh",
+    ];
+    // Found by content: not read, globbed or grepped (a listing shows names, never content).
+    let by_content = ["keys/deploy", "ops/github", "ops/raw"];
+    let out = call(&f, json!({"project": "other", "op": "list", "depth": 5})).await;
+    let text = out.joined_text();
+    for name in names {
+        assert!(!text.contains(name), "{name} listed: {text}");
+    }
+    assert!(text.contains("README") && text.contains("ssh.md"), "{text}");
+    for pattern in ["**/*", "**/.*", "**/deploy", "ops/*", "**/config*"] {
+        let out = call(
+            &f,
+            json!({"project": "other", "op": "glob", "pattern": pattern, "include_ignored": true}),
+        )
+        .await;
+        let text = out.joined_text();
+        for name in names.iter().chain(&by_content) {
+            assert!(!text.contains(name), "{pattern}: {name} globbed: {text}");
+        }
+    }
+    for mode in ["content", "files", "count"] {
+        for pattern in ["canary", "PRIVATE KEY", "b3BlbnNzaC", "openssh"] {
+            let out = call(
+                &f,
+                json!({"project": "other", "op": "grep", "pattern": pattern,
+                       "include_ignored": true, "output_mode": mode}),
+            )
+            .await;
+            let text = out.joined_text();
+            assert!(!text.contains("canary-cred"), "{mode} {pattern}: {text}");
+            for name in names.iter().chain(&by_content) {
+                assert!(!text.contains(name), "{mode} {pattern}: {name} grepped: {text}");
+            }
+        }
+    }
+    let out = call(
+        &f,
+        json!({"project": "other", "op": "grep", "pattern": "canary", "output_mode": "files"}),
+    )
+    .await;
+    assert!(out.joined_text().contains("docs/ssh.md"), "{}", out.joined_text());
+    for path in ["keys/deploy", "ops"] {
+        let out = call(
+            &f,
+            json!({"project": "other", "op": "grep", "pattern": "canary-cred", "path": path}),
+        )
+        .await;
+        assert!(!out.joined_text().contains("canary-cred"), "{path}: {}", out.joined_text());
+    }
+}

@@ -23,6 +23,7 @@ mod devserver;
 mod manager;
 mod manifest;
 mod pip;
+mod plan;
 mod result;
 mod spec;
 mod tool;

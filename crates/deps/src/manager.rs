@@ -81,9 +81,10 @@ impl Manager {
         }
     }
 
-    /// The command line that adds `specs` (checked), as a dev dependency when `dev`. `python` is
-    /// pip's interpreter and `report` the file pip writes what it installed to.
-    pub(crate) fn argv(self, specs: &[String], dev: bool, pip: Option<&PipRun>) -> Vec<String> {
+    /// The command line that adds `specs` (checked), as a dev dependency when `dev`, with the
+    /// options `extra` before the specs (`--ignore-scripts`). For pip only what follows
+    /// `<python> -m pip install --report <file>` (plan.rs puts that in front).
+    pub(crate) fn argv(self, specs: &[String], dev: bool, extra: &[&str]) -> Vec<String> {
         let words: &[&str] = match (self, dev) {
             (Self::Npm, false) => &["npm", "install", "--save", "--no-audit", "--no-fund"],
             (Self::Npm, true) => &["npm", "install", "--save-dev", "--no-audit", "--no-fund"],
@@ -102,11 +103,7 @@ impl Manager {
             (Self::Pip, _) => &[],
         };
         let mut argv: Vec<String> = words.iter().map(|w| (*w).to_owned()).collect();
-        if let (Self::Pip, Some(pip)) = (self, pip) {
-            argv.push(pip.python.display().to_string());
-            argv.extend(["-m", "pip", "install", "--report"].map(str::to_owned));
-            argv.push(pip.report.display().to_string());
-        }
+        argv.extend(extra.iter().map(|w| (*w).to_owned()));
         // `--` ends the options, so a spec is never read as one (specs are also checked not to
         // start with `-`, which is all there is for yarn and poetry).
         if !matches!(self, Self::Yarn | Self::Poetry) {
@@ -133,13 +130,6 @@ impl Manager {
         }
         env.into_iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect()
     }
-}
-
-/// How pip runs: the project's interpreter, and the report file of what it installed.
-#[derive(Debug, Clone)]
-pub(crate) struct PipRun {
-    pub python: PathBuf,
-    pub report: PathBuf,
 }
 
 /// What detection found.
@@ -279,12 +269,17 @@ pub(crate) fn on_path(program: &str) -> Option<PathBuf> {
     })
 }
 
-/// pip's interpreter for the project at `cwd`: its `.venv` or `venv`, else the active virtual
-/// environment. pip is never run on the system's Python.
-pub(crate) fn pip_python(cwd: &Path) -> Result<PathBuf, ToolError> {
-    let candidates = [cwd.join(".venv/bin/python"), cwd.join("venv/bin/python")];
-    let active = std::env::var_os("VIRTUAL_ENV").map(|v| PathBuf::from(v).join("bin/python"));
-    candidates.into_iter().chain(active).find(|p| p.exists()).ok_or_else(|| {
+/// pip's interpreter for the project at `cwd`, and how it was found: its `.venv` or `venv`, else
+/// the active virtual environment. pip is never run on the system's Python.
+pub(crate) fn pip_python(cwd: &Path) -> Result<(PathBuf, String), ToolError> {
+    let candidates = [
+        (cwd.join(".venv/bin/python"), "the virtual environment .venv in the project"),
+        (cwd.join("venv/bin/python"), "the virtual environment venv in the project"),
+    ];
+    let active = std::env::var_os("VIRTUAL_ENV")
+        .map(|v| (PathBuf::from(v).join("bin/python"), "the active virtual environment"));
+    let found = candidates.into_iter().chain(active).find(|(p, _)| p.exists());
+    found.map(|(p, how)| (p, how.to_owned())).ok_or_else(|| {
         ToolError::model(
             "This project uses requirements.txt but has no virtual environment (.venv or venv), \
              and pip is never run on the system's Python. Create one (`python3 -m venv .venv` \
@@ -343,24 +338,23 @@ mod tests {
     fn argv_ends_options_before_the_specs() {
         let specs = vec!["left-pad@^1".to_owned()];
         assert_eq!(
-            Manager::Npm.argv(&specs, true, None),
-            ["npm", "install", "--save-dev", "--no-audit", "--no-fund", "--", "left-pad@^1"]
-        );
-        assert_eq!(Manager::Bun.argv(&specs, false, None), ["bun", "add", "--", "left-pad@^1"]);
-        assert_eq!(Manager::Yarn.argv(&specs, false, None), ["yarn", "add", "left-pad@^1"]);
-        let pip = PipRun { python: "/p/.venv/bin/python".into(), report: "/tmp/r.json".into() };
-        assert_eq!(
-            Manager::Pip.argv(&["six==1.16".to_owned()], false, Some(&pip)),
+            Manager::Npm.argv(&specs, true, &["--ignore-scripts"]),
             [
-                "/p/.venv/bin/python",
-                "-m",
-                "pip",
+                "npm",
                 "install",
-                "--report",
-                "/tmp/r.json",
+                "--save-dev",
+                "--no-audit",
+                "--no-fund",
+                "--ignore-scripts",
                 "--",
-                "six==1.16"
+                "left-pad@^1"
             ]
+        );
+        assert_eq!(Manager::Bun.argv(&specs, false, &[]), ["bun", "add", "--", "left-pad@^1"]);
+        assert_eq!(Manager::Yarn.argv(&specs, false, &[]), ["yarn", "add", "left-pad@^1"]);
+        assert_eq!(
+            Manager::Pip.argv(&["six==1.16".to_owned()], false, &["--only-binary", ":all:"]),
+            ["--only-binary", ":all:", "--", "six==1.16"]
         );
     }
 }

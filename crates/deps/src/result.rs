@@ -53,8 +53,20 @@ pub struct AddResult {
     pub detected_by: String,
     /// The (sub-)project it ran in, relative to the root (`.` for the root).
     pub path: String,
-    /// The command it ran (no shell).
+    /// The command it ran (no shell), exactly: its first word is the program's absolute path.
     pub command: Vec<String>,
+    /// The program that ran (`command`'s first word).
+    pub program: String,
+    /// Whose it is: `system` (found on PATH outside the project) or `repository` (beneath the
+    /// project root, such as its `.venv/bin/python`).
+    pub program_origin: String,
+    /// A program of the repository's the run used (the program itself, its interpreter, a
+    /// `yarnPath` release), which the user allowed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repository_program: Option<String>,
+    /// Install-time code could run (lifecycle scripts, `.pnpmfile.cjs`, source builds): only when
+    /// the user set `[deps] allow_scripts`, or for uv and poetry, which cannot switch it off.
+    pub scripts: bool,
     /// True when the manager succeeded.
     pub ok: bool,
     /// Its exit code, when it exited by itself.
@@ -149,6 +161,15 @@ impl AddResult {
             ));
         }
         text.push_str(&format!("Ran: {}\n", self.command.join(" ")));
+        if let Some(program) = &self.repository_program {
+            text.push_str(&format!(
+                "The repository's program ran (the user allowed it): {program}\n"
+            ));
+        }
+        let scripts = if self.scripts { "could run" } else { "off" };
+        text.push_str(&format!(
+            "Install-time code (lifecycle scripts, source builds): {scripts}.\n"
+        ));
         for change in &self.changes {
             let mark = match change.status {
                 Status::Added => "+",

@@ -8,7 +8,8 @@
 //! pip's pins, judge a running dev server, and answer with what changed or why it failed.
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use hands_core::process::ProcessService;
@@ -20,8 +21,9 @@ use serde::Deserialize;
 
 use crate::cause::{self, Cause};
 use crate::config::DepsConfig;
-use crate::manager::{self, Manager, PipRun};
+use crate::manager::{self, Detected, Manager};
 use crate::manifest::read_state;
+use crate::plan::{self, Plan};
 use crate::result::{AddResult, changes, last_lines};
 use crate::{devserver, pip, spec};
 
@@ -54,6 +56,36 @@ pub struct AddDependency {
     config: DepsConfig,
     exec: ExecConfig,
     processes: Option<Arc<dyn ProcessService>>,
+    /// The plans the user was asked about, by session and call (the newest last): a call runs a
+    /// repository's program only when the user approved exactly what it runs.
+    asked: Arc<Mutex<VecDeque<(String, String, Plan)>>>,
+}
+
+/// Plans kept for calls being asked about (a denied call's stays until pushed out).
+const ASKED_KEPT: usize = 64;
+
+/// A call's checked arguments and what it will run.
+struct Prepared {
+    ws: Workspace,
+    dir: RelPath,
+    detected: Detected,
+    names: Vec<String>,
+    plan: Plan,
+}
+
+/// The approval's text: a warning first when a program of the repository runs, then the plan.
+fn asking(plan: &Plan) -> String {
+    let mut text = String::new();
+    if let Some(program) = plan.repository_program() {
+        text.push_str(&format!(
+            "WARNING: this runs a program from the repository, {} ({}), with your rights. \
+             Approve only if you trust this repository.\n",
+            program.path.display(),
+            program.how
+        ));
+    }
+    text.push_str(&plan.details());
+    text
 }
 
 impl std::fmt::Debug for AddDependency {
@@ -70,7 +102,77 @@ impl AddDependency {
         exec: ExecConfig,
         processes: Option<Arc<dyn ProcessService>>,
     ) -> Self {
-        Self { config, exec, processes }
+        Self { config, exec, processes, asked: Arc::default() }
+    }
+
+    /// The call's checked arguments and its plan; nothing runs and nothing is written.
+    fn prepare(&self, ctx: &Context, args: &AddDependencyArgs) -> Result<Prepared, ToolError> {
+        if args.packages.is_empty() || args.packages.len() > MAX_PACKAGES {
+            return Err(ToolError::model(format!(
+                "`packages` holds {} specs; give 1 to {MAX_PACKAGES} (split a longer list over \
+                 several calls).",
+                args.packages.len()
+            )));
+        }
+        let ws = Workspace::of(ctx)?;
+        let dir = ws.resolve("path", args.path.as_deref().unwrap_or("."))?;
+        let dir = confined_dir(&ws, &dir)?;
+        let detected = manager::detect(&ws, &dir)?;
+        let manager = detected.manager;
+        let mut specs = Vec::new();
+        for raw in &args.packages {
+            let checked = spec::check(manager.ecosystem(), raw.trim()).map_err(|why| {
+                ToolError::model(format!("`packages`: {why} ({} project).", manager.name()))
+            })?;
+            specs.push(checked);
+        }
+        let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
+        let raw: Vec<String> = specs.into_iter().map(|s| s.raw).collect();
+        let plan = plan::build(&plan::Inputs {
+            ws: &ws,
+            dir: &dir,
+            manager,
+            specs: &raw,
+            dev: args.dev,
+            allow_scripts: self.config.allow_scripts,
+            report: self.report(ctx),
+            path: std::env::var_os("PATH"),
+        })
+        .map_err(|err| match err {
+            ToolError::RespondToModel(text) => {
+                ToolError::model(format!("{text} ({})", detected.because))
+            }
+            other => other,
+        })?;
+        Ok(Prepared { ws, dir, detected, names, plan })
+    }
+
+    /// pip's report file for this call.
+    fn report(&self, ctx: &Context) -> std::path::PathBuf {
+        std::env::temp_dir().join(format!(
+            "hands-pip-{}-{}.json",
+            std::process::id(),
+            ctx.call_id()
+        ))
+    }
+
+    fn remember(&self, ctx: &Context, plan: Plan) {
+        let mut asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
+        let (session, call) = (ctx.session().id(), ctx.call_id());
+        asked.retain(|(s, c, _)| !(s == session && c == call));
+        asked.push_back((session.to_owned(), call.to_owned(), plan));
+        while asked.len() > ASKED_KEPT {
+            asked.pop_front();
+        }
+    }
+
+    /// The plan the user approved for this call, taken: the approval middleware runs a call only
+    /// after the user's yes, and asks only after the plan was computed.
+    fn approved(&self, ctx: &Context) -> Option<Plan> {
+        let mut asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
+        let (session, call) = (ctx.session().id(), ctx.call_id());
+        let at = asked.iter().position(|(s, c, _)| s == session && c == call)?;
+        asked.remove(at).map(|(_, _, plan)| plan)
     }
 }
 
@@ -102,62 +204,61 @@ impl Tool for AddDependency {
         Some(hands_core::output_schema_for::<AddResult>())
     }
 
+    async fn approval_details(&self, ctx: &Context, args: &Self::Args) -> Option<String> {
+        Some(match self.prepare(ctx, args) {
+            Ok(prepared) => {
+                let text = asking(&prepared.plan);
+                self.remember(ctx, prepared.plan);
+                text
+            }
+            Err(err) => format!("Nothing will run: {err}"),
+        })
+    }
+
     async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {
-        if args.packages.is_empty() || args.packages.len() > MAX_PACKAGES {
-            return Err(ToolError::model(format!(
-                "`packages` holds {} specs; give 1 to {MAX_PACKAGES} (split a longer list over \
-                 several calls).",
-                args.packages.len()
-            )));
-        }
-        let ws = Workspace::of(&ctx)?;
-        let dir = ws.resolve("path", args.path.as_deref().unwrap_or("."))?;
-        let dir = confined_dir(&ws, &dir)?;
-        let detected = manager::detect(&ws, &dir)?;
+        let Prepared { ws, dir, detected, names, plan } = self.prepare(&ctx, &args)?;
         let manager = detected.manager;
-        let mut specs = Vec::new();
-        for raw in &args.packages {
-            let checked = spec::check(manager.ecosystem(), raw.trim()).map_err(|why| {
-                ToolError::model(format!("`packages`: {why} ({} project).", manager.name()))
-            })?;
-            specs.push(checked);
-        }
-        let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
-        let raw: Vec<String> = specs.into_iter().map(|s| s.raw).collect();
-        let cwd = ws.root().join(dir.as_path());
-        let pip = match manager {
-            Manager::Pip => Some(PipRun {
-                python: manager::pip_python(&cwd)?,
-                report: std::env::temp_dir().join(format!(
-                    "hands-pip-{}-{}.json",
-                    std::process::id(),
-                    ctx.call_id()
-                )),
-            }),
-            _ => None,
-        };
-        let argv = manager.argv(&raw, args.dev, pip.as_ref());
-        if manager != Manager::Pip && manager::on_path(manager.name()).is_none() {
+        // The plan the user approved (approval = "ask"), if they were asked about this call.
+        let approved = self.approved(&ctx);
+        if let Some(seen) = &approved
+            && *seen != plan
+        {
             return Err(ToolError::model(format!(
-                "This is a {} project ({}), but `{}` is not installed (not on PATH). Ask the \
-                 user to install it.",
-                manager.name(),
-                detected.because,
-                manager.name()
+                "add_dependency did not run: what it would run changed after the user approved \
+                 it, so the approval does not cover it. Call it again to ask about this:\n{}",
+                plan.details()
             )));
         }
+        if let Some(program) = plan.repository_program()
+            && approved.is_none()
+            && !self.config.allow_project_programs
+        {
+            return Err(ToolError::model(format!(
+                "add_dependency did not run: it would run {}, the repository's program ({}), and \
+                 a program from the repository runs only when the user allows it. Ask the user \
+                 to approve the call with approval = \"ask\" (the approval names the program), \
+                 or to set `allow_project_programs = true` under [deps] in their own \
+                 configuration (~/.config/hands/config.toml, or -c \
+                 deps.allow_project_programs=true; a project's .hands/config.toml cannot set \
+                 it). What would have run:\n{}",
+                program.path.display(),
+                program.how,
+                plan.details()
+            )));
+        }
+        let report = (manager == Manager::Pip).then(|| self.report(&ctx));
         // pip keeps no manifest: its pins go to the requirements file (the dev one for `dev`).
         let manifest = match manager {
             Manager::Pip if args.dev => dir.join("requirements-dev.txt"),
             _ => detected.manifest.clone(),
         };
         let before = read_state(&ws, manager, &manifest, &names);
-        let run = self.run(&ctx, &ws, &cwd, &argv, manager).await?;
+        let run = self.run(&ctx, &ws, &plan, manager).await?;
         let mut pinned_in = None;
         let mut installed = std::collections::BTreeMap::new();
-        if let Some(pip) = &pip {
-            let report = std::fs::read_to_string(&pip.report).unwrap_or_default();
-            let _ = std::fs::remove_file(&pip.report);
+        if let Some(report_file) = &report {
+            let report = std::fs::read_to_string(report_file).unwrap_or_default();
+            let _ = std::fs::remove_file(report_file);
             if run.ok {
                 installed = pip::installed(&report);
                 installed.retain(|name, _| names.contains(name));
@@ -178,7 +279,11 @@ impl Tool for AddDependency {
             manager: manager.name().to_owned(),
             detected_by: detected.because.clone(),
             path: dir.display(),
-            command: argv,
+            command: plan.argv.clone(),
+            program: plan.program().path.display().to_string(),
+            program_origin: plan.program().origin.key().to_owned(),
+            repository_program: plan.repository_program().map(|p| p.path.display().to_string()),
+            scripts: plan.scripts,
             ok: run.ok,
             exit_code: run.exit_code,
             cause: (!run.ok).then(|| run.stopped.unwrap_or_else(|| cause::classify(&run.output))),
@@ -222,23 +327,23 @@ impl AddDependency {
         &self,
         ctx: &Context,
         ws: &Workspace,
-        cwd: &std::path::Path,
-        argv: &[String],
+        plan: &Plan,
         manager: Manager,
     ) -> Result<Run, ToolError> {
+        let argv = &plan.argv;
         let started = Instant::now();
         let supervisor = Supervisor::of(ctx.session(), &self.exec);
         let spec = SpawnSpec {
             command: argv.join(" "),
             kind: Kind::Foreground,
             name: Some(format!("add_dependency: {}", manager.name())),
-            cwd: cwd.to_path_buf(),
+            cwd: plan.cwd.clone(),
             head: KEPT_OUTPUT / 4,
             tail: KEPT_OUTPUT - KEPT_OUTPUT / 4,
             log: false,
         };
         let program =
-            Argv { argv: argv.to_vec(), env: manager.env(), project: ws.root().to_path_buf() };
+            Argv { argv: argv.clone(), env: plan.env.clone(), project: ws.root().to_path_buf() };
         let proc = supervisor.spawn_argv(spec, &program).map_err(|err| {
             ToolError::model(format!("`{}` could not be started: {err}.", argv[0]))
         })?;

@@ -53,6 +53,8 @@ pub(super) const USER_ONLY: &[&str] = &[
     // Which backend fetches pages, which provider is paid for images, and where keys go.
     "web_scrape",
     "image_gen",
+    "deps.allow_project_programs",
+    "deps.allow_scripts", // add_dependency running repository code
 ];
 
 /// The most a project's `.hands/config.toml` may set each limit to (time limits in milliseconds,

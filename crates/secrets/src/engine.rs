@@ -357,6 +357,10 @@ impl Engine {
                     let with = format!("[redacted:{}]", rule.name).into_bytes();
                     return Some(Found::Replace { start, end, with });
                 }
+                Verdict::Value(from, end) => {
+                    let with = format!("[redacted:{}]", rule.name).into_bytes();
+                    return Some(Found::Replace { start: from, end, with });
+                }
                 Verdict::Wait => return Some(Found::Hold(start)),
                 Verdict::No => {
                     at = start + 1;

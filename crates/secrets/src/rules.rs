@@ -30,6 +30,15 @@ enum Shape {
     Exact { len: usize, class: Class },
     /// A PEM block: `-----BEGIN … PRIVATE KEY-----` to `-----END … PRIVATE KEY-----`.
     Pem,
+    /// A value assigned to the prefix (a setting's name): an optional closing quote, blanks,
+    /// `=` or `:` (unless the prefix ends with one), blanks, an optional opening quote, then
+    /// `min` to `max` bytes of `class` (exactly `min` when `exact`). Only the value is replaced;
+    /// a reference to a variable (`${NPM_TOKEN}`) is not a value.
+    Assigned { min: usize, max: usize, exact: bool, class: Class },
+    /// A `.netrc` entry: `machine HOST` then `login`, `account` or `port` pairs, up to a
+    /// `password TOKEN` (after a login, or for a host name with a dot); only the token is
+    /// replaced.
+    Netrc,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -42,6 +51,10 @@ enum Class {
     Word,
     /// `[A-Za-z0-9_-]`
     Dashed,
+    /// `[A-Za-z0-9+/]`: standard base64, as an AWS secret key is written.
+    Base64,
+    /// Anything but blanks, line ends and quotes.
+    Value,
 }
 
 impl Class {
@@ -51,6 +64,8 @@ impl Class {
             Class::Upper => b.is_ascii_uppercase() || b.is_ascii_digit(),
             Class::Word => b.is_ascii_alphanumeric() || b == b'_',
             Class::Dashed => b.is_ascii_alphanumeric() || b == b'_' || b == b'-',
+            Class::Base64 => b.is_ascii_alphanumeric() || b == b'+' || b == b'/',
+            Class::Value => !b.is_ascii_whitespace() && b != b'"' && b != b'\'',
         }
     }
 }
@@ -63,6 +78,16 @@ const fn token(
     class: Class,
 ) -> Rule {
     Rule { prefix, name, anchor, shape: Shape::Token { min, class } }
+}
+
+const fn assigned(
+    prefix: &'static str,
+    anchor: usize,
+    name: &'static str,
+    (min, max, exact): (usize, usize, bool),
+    class: Class,
+) -> Rule {
+    Rule { prefix, name, anchor, shape: Shape::Assigned { min, max, exact, class } }
 }
 
 /// Every rule.
@@ -83,6 +108,16 @@ pub(crate) const RULES: &[Rule] = &[
         shape: Shape::Exact { len: 16, class: Class::Upper },
     },
     Rule { prefix: "-----BEGIN ", anchor: 4, name: "private_key", shape: Shape::Pem },
+    // npm's access tokens; `.npmrc`'s and Yarn's settings, whatever the token's shape.
+    token("npm_", 0, "npm_token", 36, Class::Alnum),
+    assigned("_authToken=", 0, "npm_token", (8, MAX_TOKEN, false), Class::Value),
+    assigned("_auth=", 0, "npm_token", (8, MAX_TOKEN, false), Class::Value),
+    assigned("_password=", 0, "npm_token", (8, MAX_TOKEN, false), Class::Value),
+    assigned("npmAuthToken", 3, "npm_token", (8, MAX_TOKEN, false), Class::Value),
+    // An AWS secret key: 40 base64 characters after its setting's name (it has no prefix).
+    assigned("aws_secret_access_key", 4, "aws_secret_key", (40, 40, true), Class::Base64),
+    assigned("AWS_SECRET_ACCESS_KEY", 4, "aws_secret_key", (40, 40, true), Class::Base64),
+    Rule { prefix: "machine ", anchor: 0, name: "netrc_password", shape: Shape::Netrc },
 ];
 
 /// What a rule makes of the text at a prefix.
@@ -92,6 +127,9 @@ pub(crate) enum Verdict {
     No,
     /// A key ending at this offset of the input.
     Key(usize),
+    /// A value from the first offset to the second: the text before it (a setting's name)
+    /// stays.
+    Value(usize, usize),
     /// Could be a key, but the input ends before it does: wait for more.
     Wait,
 }
@@ -129,6 +167,108 @@ impl Rule {
                 }
             }
             Shape::Pem => pem(input, start, body, more),
+            Shape::Assigned { min, max, exact, class } => {
+                assigned_value(input, start, body, more, (min, max, exact), class)
+            }
+            Shape::Netrc => netrc(input, start, body, more),
+        }
+    }
+}
+
+/// The verdict when the input ran out at `at` (from a rule found at `start`).
+fn ran_out(input: &[u8], start: usize, at: usize, more: bool) -> Verdict {
+    if more && at >= input.len() && input.len() - start < MAX_TOKEN {
+        Verdict::Wait
+    } else {
+        Verdict::No
+    }
+}
+
+fn assigned_value(
+    input: &[u8],
+    start: usize,
+    body: usize,
+    more: bool,
+    (min, max, exact): (usize, usize, bool),
+    class: Class,
+) -> Verdict {
+    let blank = |b: u8| b == b' ' || b == b'\t';
+    let quote = |b: u8| b == b'"' || b == b'\'';
+    let mut at = body;
+    let prefix_end = input[start..body].last().copied();
+    if !matches!(prefix_end, Some(b'=' | b':')) {
+        // A name inside quotes (`"npmAuthToken": …`), then blanks, then `=` or `:`.
+        if input.get(at).is_some_and(|&b| quote(b)) {
+            at += 1;
+        }
+        at = run_of(input, at, blank, 64);
+        match input.get(at) {
+            Some(b'=' | b':') => at += 1,
+            Some(_) => return Verdict::No,
+            None => return ran_out(input, start, at, more),
+        }
+    }
+    at = run_of(input, at, blank, 64);
+    if input.get(at).is_some_and(|&b| quote(b)) {
+        at += 1;
+    }
+    if at >= input.len() {
+        return ran_out(input, start, at, more);
+    }
+    if input[at..].starts_with(b"${") {
+        return Verdict::No;
+    }
+    let end = run(input, at, class, max + 1);
+    if end == input.len() && more && end - at <= max && input.len() - start < MAX_TOKEN {
+        return Verdict::Wait;
+    }
+    let len = end - at;
+    let fits = if exact { len == min } else { len >= min };
+    if fits { Verdict::Value(at, end.min(at + max)) } else { Verdict::No }
+}
+
+fn netrc(input: &[u8], start: usize, body: usize, more: bool) -> Verdict {
+    let space = |b: u8| b.is_ascii_whitespace();
+    let word = |b: u8| !b.is_ascii_whitespace();
+    // `machine HOST`, then pairs.
+    let mut at = body;
+    let mut pairs = 0;
+    // Prose says "machine … password" too: a host name with a dot, or a login first, tells.
+    let mut netrc_like = false;
+    loop {
+        // The host (first), or a pair's value.
+        at = run_of(input, at, space, 256);
+        let token_end = run_of(input, at, word, 1024);
+        if token_end == at || token_end == input.len() {
+            return ran_out(input, start, token_end, more);
+        }
+        if pairs == 0 {
+            netrc_like = input[at..token_end].contains(&b'.');
+        }
+        at = token_end;
+        if pairs == 4 {
+            return Verdict::No;
+        }
+        pairs += 1;
+        at = run_of(input, at, space, 256);
+        let key_end = run_of(input, at, word, 16);
+        if key_end == input.len() {
+            return ran_out(input, start, key_end, more);
+        }
+        let key = &input[at..key_end];
+        at = key_end;
+        if key == b"password" && netrc_like {
+            let from = run_of(input, at, space, 256);
+            let end = run_of(input, from, word, MAX_TOKEN);
+            if end == input.len() && more && input.len() - start < MAX_TOKEN {
+                return Verdict::Wait;
+            }
+            return if end > from { Verdict::Value(from, end) } else { Verdict::No };
+        }
+        match key {
+            b"login" => netrc_like = true,
+            b"account" | b"port" => {}
+            _ => return Verdict::No,
         }
     }
 }

@@ -275,3 +275,59 @@ fn find_all_reports_each_secret_where_redact_would_replace_it() {
     assert_eq!(hits.len(), 3, "the base64 form too: {shown:?}");
     assert!(engine.find_all(b"nothing secret here at all").is_empty());
 }
+
+/// Issue 26, item 9: the token shapes of credential files. npm tokens are replaced whole; a value
+/// assigned to a credential setting (`.npmrc`, `~/.aws/credentials`, `.netrc`) is replaced and
+/// the setting's name stays; every one is still caught when a stream is cut anywhere in it.
+#[test]
+fn credential_files_token_shapes() {
+    let npm = format!("npm_{}", "CanaryNpm0123456789abcdefghijklmnopq");
+    let aws = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYCANARYKEY1";
+    let cases = [
+        (format!("token {npm}\n"), "token [redacted:npm_token]\n".to_owned()),
+        (
+            "//registry.example.test/:_authToken=9f8e7d6c-canary-npmrc\n".into(),
+            "//registry.example.test/:_authToken=[redacted:npm_token]\n".into(),
+        ),
+        ("_auth=dXNlcjpjYW5hcnktcGFzcw==\n".into(), "_auth=[redacted:npm_token]\n".into()),
+        (
+            "npmAuthToken: \"canary-yarn-token\"\n".into(),
+            "npmAuthToken: \"[redacted:npm_token]\"\n".into(),
+        ),
+        (
+            format!("[default]\naws_secret_access_key = {aws}\n"),
+            "[default]\naws_secret_access_key = [redacted:aws_secret_key]\n".into(),
+        ),
+        (
+            format!("export AWS_SECRET_ACCESS_KEY=\"{aws}\"\n"),
+            "export AWS_SECRET_ACCESS_KEY=\"[redacted:aws_secret_key]\"\n".into(),
+        ),
+        (
+            format!("{{\"aws_secret_access_key\": \"{aws}\"}}"),
+            "{\"aws_secret_access_key\": \"[redacted:aws_secret_key]\"}".into(),
+        ),
+        (
+            "machine api.example.test login me password canary-netrc-pw\n".into(),
+            "machine api.example.test login me password [redacted:netrc_password]\n".into(),
+        ),
+        (
+            "machine git.example.test\n  login me\n  password canary-netrc-2\n".into(),
+            "machine git.example.test\n  login me\n  password [redacted:netrc_password]\n".into(),
+        ),
+    ];
+    for (text, want) in &cases {
+        assert_eq!(&clean(text), want, "{text}");
+        for cut in 1..text.len() {
+            assert_eq!(&streamed(text.as_bytes(), &[cut]), want, "{text} cut at {cut}");
+        }
+    }
+    for ordinary in [
+        "_authToken=${NPM_TOKEN}\n",
+        "the machine learning password is long\n",
+        "npm_config_cache=/tmp/npm\n",
+        "aws_secret_access_key = tooShort\n",
+        "my_aws_secret_access_key_name is a setting\n",
+    ] {
+        assert_eq!(clean(ordinary), ordinary);
+    }
+}

@@ -15,6 +15,58 @@ pub(crate) async fn secret(
     name: &str,
     description: &str,
 ) -> Result<SecretValue, ToolError> {
+    asked(ctx, tool, name, description, || {
+        store.get(ctx.root(), name).ok_or_else(|| {
+            ToolError::model(format!(
+                "{tool} needs {name}, and this session cannot ask the user for a secret. Ask the \
+                 user to run `hands secrets set {name}` in a terminal in this project ({description}), \
+                 then call {tool} again: it uses the stored value. Nothing was stored."
+            ))
+        })
+    })
+    .await
+}
+
+/// As [`secret`], for a name the project or the model chose: when this host cannot ask, only a
+/// value stored for this project is used, never a global secret of that name.
+pub(crate) async fn project_secret(
+    ctx: &Context,
+    store: &dyn SecretStore,
+    tool: &str,
+    name: &str,
+    description: &str,
+) -> Result<SecretValue, ToolError> {
+    use hands_core::secret::ProjectSecret;
+    asked(ctx, tool, name, description, || match hands_core::secret::project_secret(
+        store,
+        ctx.root(),
+        name,
+    ) {
+        ProjectSecret::Stored(value) => Ok(value),
+        ProjectSecret::GlobalOnly => Err(ToolError::model(format!(
+            "{tool} needs {name} for this project, and only a global secret {name} is stored: a \
+             name the project or the model chose never selects a global secret. This session \
+             cannot ask the user, so nothing was done. Ask the user to run `hands secrets set \
+             {name}` in a terminal in this project (without --global; {description}), then call \
+             {tool} again."
+        ))),
+        ProjectSecret::Missing => Err(ToolError::model(format!(
+            "{tool} needs {name}, and this session cannot ask the user for a secret. Ask the \
+             user to run `hands secrets set {name}` in a terminal in this project ({description}), \
+             then call {tool} again: it uses the stored value. Nothing was stored."
+        ))),
+    })
+    .await
+}
+
+/// Ask for `name`; `fallback` answers when this host cannot ask.
+async fn asked(
+    ctx: &Context,
+    tool: &str,
+    name: &str,
+    description: &str,
+    fallback: impl FnOnce() -> Result<SecretValue, ToolError>,
+) -> Result<SecretValue, ToolError> {
     let asker = ctx.session().get_extension::<SecretAskerHandle>().map(|h| h.0.clone());
     let asked = match asker {
         Some(asker) => {
@@ -34,13 +86,7 @@ pub(crate) async fn secret(
     };
     match asked {
         Ok(value) => Ok(value),
-        Err(AskError::NoOneToAsk) => store.get(ctx.root(), name).ok_or_else(|| {
-            ToolError::model(format!(
-                "{tool} needs {name}, and this session cannot ask the user for a secret. Ask the \
-                 user to run `hands secrets set {name}` in a terminal in this project ({description}), \
-                 then call {tool} again: it uses the stored value. Nothing was stored."
-            ))
-        }),
+        Err(AskError::NoOneToAsk) => fallback(),
         Err(err) => Err(ToolError::model(format!(
             "{tool} did not get {name}: {}. Nothing was stored; call {tool} again when the user \
              is ready.",

@@ -2,7 +2,8 @@
 //! `*.supabase.co` a Supabase project URL may name (`[supabase]`), both the user's only (a
 //! repository's `.hands/config.toml` could send the user's key to its own server); and which
 //! database db_schema and supabase_setup read (`[database]`), which a project may set: it names
-//! only a secret stored for that project, or a file inside it.
+//! only a secret stored for that project (never a global one, unless the user set the name), or a
+//! file inside it.
 
 use serde::{Deserialize, Serialize};
 
@@ -56,9 +57,15 @@ pub const STATEMENT_TIMEOUT_MS: u64 = 10_000;
 #[serde(default, deny_unknown_fields)]
 pub struct DatabaseConfig {
     /// The name of a secret stored for the project whose value is a PostgreSQL URL
-    /// (`hands secrets set NAME`).
+    /// (`hands secrets set NAME`). Set in a project's `.hands/config.toml`, it names only a
+    /// secret stored for that project; set by the user (their own file, `HANDS_*`, `-c`), a
+    /// global one too.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url_secret: Option<String>,
+    /// True when the user, not the project, set [`DatabaseConfig::url_secret`]: the loader of the
+    /// settings knows each value's layer and says so (false, the safe reading, when it does not).
+    #[serde(skip)]
+    pub url_secret_by_user: bool,
     /// A SQLite database file in the project (a path relative to the root), read read-only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sqlite: Option<String>,
@@ -68,7 +75,12 @@ pub struct DatabaseConfig {
 
 impl Default for DatabaseConfig {
     fn default() -> Self {
-        Self { url_secret: None, sqlite: None, statement_timeout_ms: STATEMENT_TIMEOUT_MS }
+        Self {
+            url_secret: None,
+            url_secret_by_user: false,
+            sqlite: None,
+            statement_timeout_ms: STATEMENT_TIMEOUT_MS,
+        }
     }
 }
 

@@ -4,10 +4,12 @@
 //! secret stored for the project holding a PostgreSQL URL), the secret supabase_setup's `link`
 //! recorded in `.hands/project.toml` (`[supabase] db_url_secret`), and connect_supabase's
 //! `SUPABASE_DB_URL` (stored, or in hands' environment). Only that default name is read from the
-//! environment: a project's settings may name a secret of their own project, never one of the
-//! user's variables. A URL is only ever shown redacted ([`redacted`]).
+//! environment, and only it may resolve to a global secret without the user naming it: a name
+//! from a project's own files (`.hands/config.toml`, `.hands/project.toml`) resolves only among
+//! the secrets stored for that project, never a global one or one of the user's variables. A URL
+//! is only ever shown redacted ([`redacted`]).
 
-use hands_core::secret::{SecretStore, SecretValue};
+use hands_core::secret::{ProjectSecret, SecretStore, SecretValue, project_secret};
 use hands_core::{Context, ToolError};
 
 use crate::DB_URL_NAME;
@@ -58,9 +60,24 @@ pub fn linked(
              Ask the user to keep one of them in .hands/config.toml.",
         )),
         (Some(path), None) => Ok(Database::Sqlite { path: path.clone() }),
-        (None, Some(name)) => stored(ctx, store, name, "`[database] url_secret`"),
+        (None, Some(name)) if config.url_secret_by_user => store
+            .get(ctx.root(), name)
+            .map(|url| Database::Postgres { url, secret: name.clone() })
+            .ok_or_else(|| {
+                ToolError::model(format!(
+                    "the user's settings name the secret {name} (`[database] url_secret`), but \
+                     no secret {name} is stored. Ask the user to store the database URL with \
+                     `hands secrets set {name}`, then call again."
+                ))
+            }),
+        (None, Some(name)) => {
+            project_stored(ctx, store, name, "`[database] url_secret` in .hands/config.toml")
+        }
         (None, None) => match recorded_secret(ctx) {
-            Some(name) => stored(ctx, store, &name, "`db_url_secret` in .hands/project.toml"),
+            Some(name) => {
+                project_stored(ctx, store, &name, "`db_url_secret` in .hands/project.toml")
+            }
+            // hands' own default name, not one a project chose: a global one counts.
             None => store
                 .get(ctx.root(), DB_URL_NAME)
                 .or_else(|| {
@@ -72,22 +89,37 @@ pub fn linked(
     }
 }
 
-fn stored(
+/// The secret `name` that a project file (`origin`) names: only one stored for the project
+/// itself, never a global one (a repository must not choose which of the user's databases is
+/// linked).
+fn project_stored(
     ctx: &Context,
     store: &dyn SecretStore,
     name: &str,
     origin: &str,
 ) -> Result<Database, ToolError> {
-    store
-        .get(ctx.root(), name)
-        .map(|url| Database::Postgres { url, secret: name.to_owned() })
-        .ok_or_else(|| {
-            ToolError::model(format!(
-                "{origin} names the secret {name}, but no secret {name} is stored for this \
-                 project. Ask the user to store the database URL with `hands secrets set {name}` \
-                 (or through the secrets tool), then call again."
-            ))
-        })
+    match project_secret(store, ctx.root(), name) {
+        ProjectSecret::Stored(url) => Ok(Database::Postgres { url, secret: name.to_owned() }),
+        ProjectSecret::GlobalOnly => Err(ToolError::model(global_only(name, origin))),
+        ProjectSecret::Missing => Err(ToolError::model(format!(
+            "{origin} names the secret {name}, but no secret {name} is stored for this project. \
+             Ask the user to store the database URL for this project with `hands secrets set \
+             {name}` (run in the project), then call again. Nothing was run."
+        ))),
+    }
+}
+
+/// Why a project file may not name the global secret `name`, and the user's two ways out.
+pub fn global_only(name: &str, origin: &str) -> String {
+    format!(
+        "refused: {origin} names {name}, which is stored only as a global secret (for every \
+         project); a project's own files may name only a secret stored for that project, so \
+         that a repository cannot choose which of the user's databases it reaches. Nothing was \
+         run. Ask the user either to store the URL for this project with `hands secrets set \
+         {name}` (run in the project, without --global), or, to use the global one on purpose, \
+         to set `[database] url_secret = \"{name}\"` in their own ~/.config/hands/config.toml \
+         (or HANDS_DATABASE__URL_SECRET={name})."
+    )
 }
 
 /// The secret name supabase_setup's `link` recorded, if any (a file that cannot be read or

@@ -2,13 +2,15 @@
 //! ones, show their status, and make PostgREST reload.
 //!
 //! Flow: the arguments are checked for the action; every action but `status` then waits for the
-//! user's yes under `approval = "ask"`; `link` verifies the database URL (stored, else asked of
+//! user's yes under `approval = "ask"`, asked with what approve.rs computed it will do (the
+//! target database, and for `migrate` each pending file with its first lines); `link` verifies the database URL (stored, else asked of
 //! the user out of band) and records the secret's name in `.hands/project.toml`; `new` writes
 //! local.rs's file; `migrate` and `status` compare local.rs's folder with migrate.rs's history
 //! (the Supabase CLI's table), `migrate` applying what is pending under an advisory lock and
 //! ending with `NOTIFY pgrst, 'reload schema'`; `restart` sends PostgREST's two reloads and
 //! connects again. A database URL is only ever shown redacted.
 
+mod approve;
 mod link;
 mod local;
 mod migrate;
@@ -18,8 +20,6 @@ mod types;
 
 use std::borrow::Cow;
 
-use hands_core::approval::{ApprovalRequest, ApproverHandle, Decision};
-use hands_core::config::Approval;
 use hands_core::secret::SecretValue;
 use hands_core::{Annotations, Context, Family, Label, Policy, Tool, ToolError, ToolOutput};
 
@@ -27,6 +27,7 @@ use crate::ask;
 use crate::database::{self, Database};
 use crate::postgres::{self, DbError};
 
+pub use approve::FIRST_LINES;
 pub use migrate::{Failure, LOCK_KEY, TABLE};
 pub use split::{Statement, statements};
 use types::TOOL;
@@ -65,15 +66,17 @@ impl Tool for SupabaseSetup {
 
     async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {
         check_args(&args)?;
-        if args.action != Action::Status {
-            self.approve(&ctx, &args).await?;
-        }
+        // Every action but `status` asks the user first, showing what it computed it will do.
         let (result, error) = match args.action {
             Action::Link => (self.link(&ctx, &args).await?, false),
-            Action::New => (create(&ctx, &args)?, false),
-            Action::Migrate => self.migrate(&ctx).await?,
+            Action::New => {
+                let what = approve::what(Action::New, &args, None);
+                self.approve(&ctx, &args, &what, approve::new_details(&args)).await?;
+                (create(&ctx, &args)?, false)
+            }
+            Action::Migrate => self.migrate(&ctx, &args).await?,
             Action::Status => (self.status(&ctx).await?, false),
-            Action::Restart => (self.restart(&ctx).await?, false),
+            Action::Restart => (self.restart(&ctx, &args).await?, false),
         };
         let text = report::render(&result);
         let structured = serde_json::to_value(&result)
@@ -132,56 +135,6 @@ fn sql_failed(what: &str, err: &tokio_postgres::Error) -> ToolError {
 }
 
 impl SupabaseSetup {
-    async fn approve(&self, ctx: &Context, args: &SupabaseSetupArgs) -> Result<(), ToolError> {
-        if self.approval == Approval::Auto {
-            return Ok(());
-        }
-        let action = format!("{:?}", args.action).to_ascii_lowercase();
-        let session = ctx.session();
-        let Some(ApproverHandle(approver)) =
-            session.get_extension::<ApproverHandle>().as_deref().cloned()
-        else {
-            return Err(ToolError::model(format!(
-                "{TOOL} {action} needs the user's approval (approval = \"ask\"), but there is \
-                 nobody to ask in this session, so it was not run. Only `status` runs without it."
-            )));
-        };
-        let what = match args.action {
-            Action::New => format!(
-                "write {}/<timestamp>_{}.sql",
-                local::DIR,
-                args.name.as_deref().unwrap_or_default()
-            ),
-            Action::Migrate => format!("apply the pending migrations of {}", local::DIR),
-            Action::Link => "link the project's database".to_owned(),
-            Action::Restart => "make PostgREST reload its schema and configuration".to_owned(),
-            Action::Status => "show the migrations".to_owned(),
-        };
-        let mut shown = serde_json::json!({
-            "action": action, "name": args.name, "sql": args.sql,
-            "project_ref": args.project_ref, "secret": args.secret,
-        });
-        hands_core::redact::json(&mut shown);
-        let request = ApprovalRequest {
-            session: session.id().to_owned(),
-            tool: TOOL.to_owned(),
-            summary: format!("{TOOL}: {what}"),
-            args: shown,
-        };
-        match approver.approve(&request, ctx.cancel_token()).await {
-            Decision::Approve => Ok(()),
-            Decision::Deny(words) => Err(ToolError::model(match words {
-                Some(words) if !words.trim().is_empty() => {
-                    format!("The user declined {TOOL} {action} and said: {words}")
-                }
-                _ => format!(
-                    "The user declined {TOOL} {action}; nothing was done. Ask what they want \
-                     instead."
-                ),
-            })),
-        }
-    }
-
     /// The linked PostgreSQL database's URL and secret name.
     fn postgres(&self, ctx: &Context) -> Result<(SecretValue, String), ToolError> {
         match database::linked(ctx, &*self.store, &self.database)? {
@@ -217,11 +170,34 @@ impl SupabaseSetup {
         })
     }
 
-    async fn migrate(&self, ctx: &Context) -> Result<(SetupResult, bool), ToolError> {
+    async fn migrate(
+        &self,
+        ctx: &Context,
+        args: &SupabaseSetupArgs,
+    ) -> Result<(SetupResult, bool), ToolError> {
         let ws = hands_fs::Workspace::of(ctx)?;
+        // The files are read once: what is applied is the text the user was shown.
         let (local, skipped) = local::list(&ws)?;
         let (url, secret) = self.postgres(ctx)?;
+        let target = database::redacted(url.expose());
         let client = self.connect(url.expose()).await?;
+        // Under `ask`, the pending files are computed (read-only, as `status` does) and shown
+        // before anything is written; nothing pending changes nothing, so nobody is asked.
+        let approved = if self.asks() {
+            let remote =
+                migrate::history(&client).await.map_err(|e| sql_failed("read the history", &e))?;
+            let plan = migrate::plan(&local, &remote);
+            if plan.pending.is_empty() || !plan.missing.is_empty() {
+                Some(Vec::new()) // refused or nothing to do: nothing may run
+            } else {
+                let what = approve::migrate_what(&plan.pending, &target);
+                let details = approve::migrate_details(&target, &secret, &plan.pending);
+                self.approve(ctx, args, &what, details).await?;
+                Some(plan.pending.iter().map(|m| m.file.clone()).collect::<Vec<_>>())
+            }
+        } else {
+            None
+        };
         let mut result = SetupResult {
             action: "migrate".to_owned(),
             database: Some(database::redacted(url.expose())),
@@ -243,7 +219,9 @@ impl SupabaseSetup {
             }
             Err(migrate::LockError::Sql(err)) => return Err(sql_failed("take the lock", &err)),
         }
-        let outcome = self.migrate_locked(ctx, &client, url.expose(), &local, &mut result).await;
+        let outcome = self
+            .migrate_locked(ctx, &client, url.expose(), &local, approved.as_deref(), &mut result)
+            .await;
         migrate::unlock(&client).await;
         outcome.map(|error| (result, error))
     }
@@ -255,12 +233,31 @@ impl SupabaseSetup {
         client: &tokio_postgres::Client,
         url: &str,
         local: &[local::Local],
+        approved: Option<&[String]>,
         result: &mut SetupResult,
     ) -> Result<bool, ToolError> {
         let remote =
             migrate::history(client).await.map_err(|e| sql_failed("read the history", &e))?;
         let plan = migrate::plan(local, &remote);
         result.warnings = report::warnings(&plan);
+        // Another migrate (or a repair) changed the history between the question and the lock:
+        // only what the user was shown may run.
+        let unasked: Vec<&str> = plan
+            .pending
+            .iter()
+            .filter(|m| approved.is_some_and(|a| !a.contains(&m.file)))
+            .map(|m| m.file.as_str())
+            .collect();
+        if !unasked.is_empty() {
+            result.migrations = report::states(local, &remote, &plan, &[]);
+            result.refused = Some(format!(
+                "the database's history changed after the user approved; {} would now run but \
+                 were not in what the user approved. Nothing was applied; call migrate again to \
+                 be asked about them.",
+                unasked.join(", ")
+            ));
+            return Ok(true);
+        }
         if !plan.missing.is_empty() {
             result.migrations = report::states(local, &remote, &plan, &[]);
             result.refused = Some(format!(
@@ -298,8 +295,19 @@ impl SupabaseSetup {
         Ok(result.failed.is_some())
     }
 
-    async fn restart(&self, ctx: &Context) -> Result<SetupResult, ToolError> {
+    async fn restart(
+        &self,
+        ctx: &Context,
+        args: &SupabaseSetupArgs,
+    ) -> Result<SetupResult, ToolError> {
         let (url, secret) = self.postgres(ctx)?;
+        let target = database::redacted(url.expose());
+        let what = approve::what(Action::Restart, args, Some(&target));
+        let details = format!(
+            "database: {target} (the URL in the secret {secret})\nsends NOTIFY pgrst, 'reload \
+             schema' and NOTIFY pgrst, 'reload config', then connects again"
+        );
+        self.approve(ctx, args, &what, details).await?;
         let client = self.connect(url.expose()).await?;
         let payloads = ["reload schema", "reload config"];
         migrate::notify(&client, &payloads)

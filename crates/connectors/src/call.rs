@@ -419,6 +419,7 @@ impl ConnectorCall {
             tool: "connector_call".to_owned(),
             summary: format!("connector_call: {method} {}{path}", connector.base),
             args: shown,
+            details: None,
         };
         match approver.approve(&request, ctx.cancel_token()).await {
             Decision::Approve => Ok(()),

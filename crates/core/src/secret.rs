@@ -142,3 +142,30 @@ pub trait SecretStore: Send + Sync {
         Err(SecretError::Io(format!("this secret store cannot record a host for {name}")))
     }
 }
+
+/// What a secret name found in a project's own files (`.hands/config.toml`, `.hands/project.toml`,
+/// a connector file) resolves to. A repository writes those files, so it may name only a secret
+/// the user stored for that very project: a global secret (every project's) is never selected by
+/// a repository's choice of name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProjectSecret {
+    /// Stored for the project: its value.
+    Stored(SecretValue),
+    /// Only a global secret has that name: not for a project file to choose.
+    GlobalOnly,
+    /// Nothing of that name is granted to the project.
+    Missing,
+}
+
+/// Resolve `name`, as a project's own file names it, among the secrets stored for the project at
+/// `root` only (see [`ProjectSecret`]).
+pub fn project_secret(store: &dyn SecretStore, root: &Path, name: &str) -> ProjectSecret {
+    match store.list(root).into_iter().find(|s| s.name == name).map(|s| s.scope) {
+        Some(SecretScope::Project(_)) => {
+            // The project's own value wins over a global one of the same name.
+            store.get(root, name).map_or(ProjectSecret::Missing, ProjectSecret::Stored)
+        }
+        Some(SecretScope::Global) => ProjectSecret::GlobalOnly,
+        None => ProjectSecret::Missing,
+    }
+}

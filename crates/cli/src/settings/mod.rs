@@ -288,9 +288,14 @@ pub fn load(layers: &Layers<'_>) -> Result<Loaded> {
         apply(&mut table, &mut sources, key, raw, &format!("flag -c {flag}"))?;
     }
 
-    let settings = Value::Table(table.clone())
+    let mut settings = Value::Table(table.clone())
         .try_into::<Settings>()
         .map_err(|err| anyhow::anyhow!("invalid configuration: {err}"))?;
+    // Issue 26: a database secret named by the project's own file resolves only among the
+    // project's secrets; one the user named (their file, HANDS_*, -c) may be a global one.
+    let project_file = layers.root.join(".hands").join("config.toml").display().to_string();
+    settings.database.url_secret_by_user =
+        sources.get("database.url_secret").is_some_and(|source| *source != project_file);
     Ok(Loaded { settings, table, sources, ignored, clamped, flags: layers.flags.to_vec() })
 }
 
@@ -692,5 +697,31 @@ mod tests {
     fn per_tool_timeouts_accept_new_keys() {
         let loaded = load_with(&[], &[("HANDS_TIMEOUTS__TOOLS__BASH", "90000")], &[]).unwrap();
         assert_eq!(loaded.settings.timeouts.tools.get("bash"), Some(&90000));
+    }
+
+    // Issue 26, finding 2: the project's `[database] url_secret` may name only a secret stored
+    // for the project; the user's own layers may name a global one.
+    #[test]
+    fn who_named_the_database_secret_is_kept() {
+        let project = |files: &[(&str, &str)], env: &[(&str, &str)]| {
+            load_with(files, env, &[]).unwrap().settings.database
+        };
+        let from_project =
+            project(&[("project", "[database]\nurl_secret = \"DATABASE_URL\"\n")], &[]);
+        assert_eq!(from_project.url_secret.as_deref(), Some("DATABASE_URL"));
+        assert!(!from_project.url_secret_by_user);
+        let over_user = project(
+            &[
+                ("user", "[database]\nurl_secret = \"MINE\"\n"),
+                ("project", "[database]\nurl_secret = \"DATABASE_URL\"\n"),
+            ],
+            &[],
+        );
+        assert!(!over_user.url_secret_by_user, "the project's value is the project's");
+        assert!(
+            project(&[("user", "[database]\nurl_secret = \"MINE\"\n")], &[]).url_secret_by_user
+        );
+        assert!(project(&[], &[("HANDS_DATABASE__URL_SECRET", "MINE")]).url_secret_by_user);
+        assert!(!project(&[], &[]).url_secret_by_user);
     }
 }

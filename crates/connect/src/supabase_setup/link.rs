@@ -2,9 +2,11 @@
 //! band), verified with `select version()`, only then stored, and the secret's name (with the
 //! project's ref) recorded under `[supabase]` in `.hands/project.toml`.
 
+use hands_core::secret::{ProjectSecret, project_secret};
 use hands_core::{Context, ToolError};
 
-use super::types::{SetupResult, SupabaseSetup, SupabaseSetupArgs, TOOL};
+use super::approve;
+use super::types::{Action, SetupResult, SupabaseSetup, SupabaseSetupArgs, TOOL};
 use crate::{DB_URL_NAME, ask, database, files, postgres};
 
 impl SupabaseSetup {
@@ -18,12 +20,33 @@ impl SupabaseSetup {
             .clone()
             .or_else(|| database::recorded_secret(ctx))
             .unwrap_or_else(|| DB_URL_NAME.to_owned());
-        let stored = self.store.get(ctx.root(), &name);
+        // A name the model or the project chose: only a value stored for this project counts;
+        // else the user is asked (a global secret of that name is never taken).
+        let stored = match project_secret(&*self.store, ctx.root(), &name) {
+            ProjectSecret::Stored(url) => Some(url),
+            ProjectSecret::GlobalOnly | ProjectSecret::Missing => None,
+        };
         let asked = stored.is_none();
+        let target = stored.as_ref().map(|url| database::redacted(url.expose()));
+        let what = approve::what(Action::Link, args, target.as_deref());
+        let details = match &target {
+            Some(target) => format!(
+                "database: {target} (the URL in the secret {name}, stored for this project)\n"
+            ),
+            None => format!(
+                "the secret {name} is not stored for this project: the user is asked for the \
+                 database URL, out of band\n"
+            ),
+        } + &format!(
+            "verifies it with `select version()`, then records `[supabase] {} = \"{name}\"` in \
+             .hands/project.toml (migrate, restart and db_schema then use that database)",
+            database::LINK_KEY
+        );
+        self.approve(ctx, args, &what, details).await?;
         let url = match stored {
             Some(url) => url,
             None => {
-                ask::secret(
+                ask::project_secret(
                     ctx,
                     &*self.store,
                     TOOL,

@@ -123,6 +123,22 @@ fn block(block: &Block, tools: bool) -> SamplingMessageContentBlock {
     }
 }
 
+/// `params` with stored values and key shapes replaced: the last pass before a request leaves
+/// for the client's model, as for every provider.
+fn redacted(
+    params: CreateMessageRequestParams,
+) -> Result<CreateMessageRequestParams, ProviderError> {
+    let mut value = serde_json::to_value(&params).map_err(|e| {
+        ProviderError::Protocol(format!("a sampling request did not serialize: {e}"))
+    })?;
+    if !hands_core::redact::json(&mut value) {
+        return Ok(params);
+    }
+    serde_json::from_value(value).map_err(|e| {
+        ProviderError::Protocol(format!("a redacted sampling request did not parse back: {e}"))
+    })
+}
+
 /// The request as sampling parameters. A user message that carries tool results and other
 /// content (notices, the next user message) becomes two: sampling wants tool results alone.
 pub fn to_params(request: &ModelRequest, tools: bool) -> CreateMessageRequestParams {
@@ -237,7 +253,7 @@ impl Provider for SamplingProvider {
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<ModelResponse, ProviderError>> {
         Box::pin(async move {
-            let params = to_params(request, self.peer.supports_sampling_tools());
+            let params = redacted(to_params(request, self.peer.supports_sampling_tools()))?;
             let result = tokio::select! {
                 result = self.peer.create_message(params) => result.map_err(error)?,
                 () = cancel.cancelled() => return Err(ProviderError::Cancelled),

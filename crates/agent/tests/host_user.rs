@@ -88,7 +88,8 @@ async fn an_approved_call_runs() {
     .await;
     fx.host.post_message(&id, "write".into()).await.unwrap();
     let seen = until(&mut sub, |k| matches!(k, EventKind::ApprovalRequested { .. })).await;
-    let EventKind::ApprovalRequested { approval_id, tool, summary, .. } = &seen.last().unwrap().kind
+    let EventKind::ApprovalRequested { approval_id, tool, summary, .. } =
+        &seen.last().unwrap().kind
     else {
         panic!()
     };
@@ -143,7 +144,8 @@ async fn plan_then_exit_plan_mode_then_build() {
     fx.host.post_message(&id, "add a main".into()).await.unwrap();
     // exit_plan_mode asks for approval of the plan under approval = "ask".
     let seen = until(&mut sub, |k| matches!(k, EventKind::ApprovalRequested { .. })).await;
-    let EventKind::ApprovalRequested { approval_id, tool, summary, .. } = &seen.last().unwrap().kind
+    let EventKind::ApprovalRequested { approval_id, tool, summary, .. } =
+        &seen.last().unwrap().kind
     else {
         panic!()
     };

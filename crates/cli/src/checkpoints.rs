@@ -106,19 +106,22 @@ pub fn run(root: &Path, settings: &Settings, action: Action) -> anyhow::Result<E
                 },
             };
             let changes = hands_checkpoint::diff(&store, Some(&old), &new)?;
+            // A changed line may hold a stored value (a key pasted into a file): shown redacted,
+            // like every other surface.
+            let shown = |text: &str| hands_core::redact::text(text).into_owned();
             for c in &changes {
                 println!(
                     "{:<9} {:>+6} {:>6}  {}",
                     serde_json::to_value(c.kind)?.as_str().unwrap_or(""),
                     c.added,
                     format!("-{}", c.removed),
-                    c.path
+                    shown(&c.path)
                 );
             }
             if !stat {
                 for c in &changes {
                     if let Some(u) = &c.unified {
-                        print!("{u}");
+                        print!("{}", shown(u));
                     }
                 }
             }

@@ -642,3 +642,259 @@ fn under_hands_run_env_has_no_provider_key_and_the_secret_only_as_a_placeholder(
     let (db, _) = tree(&world.store());
     assert_clean("the session store of hands run", &db);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Egress: the model request and every route of the session API (issue 26, finding 6, finding 12
+// and "redact at egress")
+
+/// Where the value is planted, each with a label that the request must show beside the
+/// placeholder (proof that the text reached the request, redacted).
+const PLANTED: &[(&str, &str)] = &[
+    ("AGENTS.md", "agents-md"),
+    ("CLAUDE.md", "claude-md"),
+    (".hands/instructions.md", "instructions-md"),
+];
+
+#[test]
+fn the_model_request_carries_no_stored_value_from_instructions_skills_or_the_user() {
+    if !python() {
+        return;
+    }
+    let world = World::new();
+    for (file, label) in PLANTED {
+        let path = world.root.join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, format!("{label} {VALUE}\n")).unwrap();
+    }
+    let skill = world.root.join(".hands/skills/deploy");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        format!(
+            "---\nname: deploy\ndescription: skill-desc {VALUE} deploys the app\n---\nSteps.\n"
+        ),
+    )
+    .unwrap();
+    let model = Model::start(world.tmp.path(), &json!([{"text": "Noted."}]));
+    std::fs::write(
+        world.home().join(".config/hands/config.toml"),
+        format!(
+            "approval = \"auto\"\n[model]\nprovider = \"anthropic\"\nmodel = \"claude-sonnet-4-5\"\n\
+             base_url = \"{}\"\napi_key_env = \"{KEY_VAR}\"\nmax_retries = 0\n",
+            model.url
+        ),
+    )
+    .unwrap();
+    let out = world
+        .hands()
+        .args(["run", &format!("user-msg {VALUE} keep it safe")])
+        .env(KEY_VAR, KEY)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let requests = std::fs::read_to_string(&model.log).unwrap();
+    let first = requests.lines().next().expect("the model got no request");
+    let placeholder = format!("[secret:{NAME}]");
+    let labels = PLANTED.iter().map(|(_, l)| *l).chain(["skill-desc", "user-msg"]);
+    for label in labels {
+        assert!(
+            first.contains(&format!("{label} {placeholder}")),
+            "{label} did not reach the request as a placeholder: {first}"
+        );
+    }
+    assert_clean("the requests the model got", requests.as_bytes());
+    assert_clean("stdout of hands run", stdout.as_bytes());
+}
+
+impl Serve {
+    /// `hands serve` on this world with the scripted model at `model` (Anthropic's format).
+    fn with_model(world: &World, model: &Model) -> Self {
+        std::fs::write(
+            world.home().join(".config/hands/config.toml"),
+            format!(
+                "approval = \"auto\"\n[model]\nprovider = \"anthropic\"\nmodel = \"claude-sonnet-4-5\"\n\
+                 base_url = \"{}\"\napi_key_env = \"{KEY_VAR}\"\nmax_retries = 0\n",
+                model.url
+            ),
+        )
+        .unwrap();
+        let mut child = world
+            .hands()
+            .args(["serve", "--listen", "127.0.0.1:0", "--token", TOKEN, "--root"])
+            .arg(&world.root)
+            .env(KEY_VAR, KEY)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let port = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = rx.recv_timeout(left).expect("hands serve did not start");
+            let port = line
+                .split("http://127.0.0.1:")
+                .nth(1)
+                .map(|rest| rest.chars().take_while(char::is_ascii_digit).collect::<String>());
+            if let Some(port) = port.filter(|p| !p.is_empty()) {
+                break port;
+            }
+        };
+        Self { child, base: format!("http://127.0.0.1:{port}"), stderr: rx }
+    }
+}
+
+/// The raw body of one request (any status, any content type).
+async fn raw(
+    client: &reqwest::Client,
+    method: &str,
+    url: &str,
+    body: Option<&Value>,
+) -> (u16, Vec<u8>) {
+    let mut request = client
+        .request(method.parse().unwrap(), url)
+        .bearer_auth(TOKEN)
+        .timeout(Duration::from_secs(30));
+    if let Some(body) = body {
+        request = request.json(body);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.bytes().await.unwrap().to_vec())
+}
+
+/// The value URL-encoded for a path segment (its `/` and `+` would otherwise change the path).
+fn in_path() -> String {
+    VALUE.replace('+', "%2B").replace('/', "%2F")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_route_of_the_session_api_answers_without_the_value() {
+    if !python() {
+        return;
+    }
+    let world = World::new();
+    // The model writes the value into a file through bash: the turn's checkpoint diff holds it.
+    let model = Model::start(
+        world.tmp.path(),
+        &json!([
+            {"tool_calls": [{"id": "b1", "name": "bash",
+                "input": {"command": "printf 'key=%s\\n' \"$CANARY_TOKEN\" > key.txt"}}]},
+            {"text": "Saved."},
+        ]),
+    );
+    let server = Serve::with_model(&world, &model);
+    let base = server.base.clone();
+    let client = reqwest::Client::new();
+    let (status, info) = api(
+        &client,
+        "POST",
+        format!("{base}/v1/sessions"),
+        json!({"root": world.root, "id": "egress"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{info}");
+    let (status, accepted) = api(
+        &client,
+        "POST",
+        format!("{base}/v1/sessions/egress/messages"),
+        json!({"text": format!("save {VALUE} in key.txt")}),
+    )
+    .await;
+    assert_eq!(status, 202, "{accepted}");
+    let sse = sse_until_turn_end(&client, &base, "egress").await;
+    assert!(
+        std::fs::read_to_string(world.root.join("key.txt")).unwrap().contains(VALUE),
+        "the turn did not write the value into key.txt"
+    );
+    // The live title comes from the first message: listed with the placeholder.
+    let (_, listed) = raw(&client, "GET", &format!("{base}/v1/sessions"), None).await;
+    let listed = String::from_utf8_lossy(&listed).into_owned();
+    assert!(listed.contains(&format!("save [secret:{NAME}]")), "{listed}");
+    // The checkpoints of the turn: the diff shows the placeholder, never the value.
+    let (_, list) =
+        api(&client, "GET", format!("{base}/v1/sessions/egress/checkpoints"), Value::Null).await;
+    let checkpoints: Vec<u64> = list["checkpoints"]
+        .as_array()
+        .or(list.as_array())
+        .map(|a| a.iter().filter_map(|c| c["n"].as_u64()).collect())
+        .unwrap_or_default();
+    assert!(checkpoints.len() >= 2, "no checkpoints of the turn: {list}");
+    let last = *checkpoints.iter().max().unwrap();
+    let (status, diff) =
+        raw(&client, "GET", &format!("{base}/v1/sessions/egress/checkpoints/{last}/diff"), None)
+            .await;
+    let diff = String::from_utf8_lossy(&diff).into_owned();
+    assert_eq!(status, 200, "{diff}");
+    assert!(diff.contains(&format!("key=[secret:{NAME}]")), "{diff}");
+    // Every route of the OpenAPI document, with the value wherever a request can carry it: in
+    // each path parameter but the session's id, in the query, in the body.
+    let (_, doc) = api(&client, "GET", format!("{base}/v1/openapi.json"), Value::Null).await;
+    let paths = doc["paths"].as_object().expect("no paths in the OpenAPI document");
+    let mut answers = vec![("the first SSE stream".to_owned(), sse.into_bytes())];
+    let mut deletes = Vec::new();
+    let mut routes = 0;
+    for (template, operations) in paths {
+        for (method, _) in operations.as_object().unwrap() {
+            let mut path = template.replace("{id}", "egress").replace("{n}", &last.to_string());
+            path = path.replace("{name}", "bash");
+            while let Some(start) = path.find('{') {
+                let end = path[start..].find('}').unwrap() + start;
+                path.replace_range(start..=end, &in_path());
+            }
+            let url = format!("{base}{path}?q={}", in_path());
+            let method = method.to_ascii_uppercase();
+            if method == "DELETE" {
+                deletes.push(url);
+                continue;
+            }
+            routes += 1;
+            if path.ends_with("/events") {
+                // The stream from the start holds the whole turn; read it until its end.
+                answers.push((
+                    format!("GET {path}"),
+                    sse_until_turn_end(&client, &base, "egress").await.into_bytes(),
+                ));
+                continue;
+            }
+            let body = json!({
+                "text": format!("msg {VALUE}"), "title": format!("t {VALUE}"),
+                "args": {"command": "printf '%s' \"$CANARY_TOKEN\""},
+                "answer": VALUE, "value": VALUE, "reason": VALUE, "approve": false,
+            });
+            let body = (method != "GET").then_some(&body);
+            let (status, bytes) = raw(&client, &method, &url, body).await;
+            answers.push((format!("{method} {path} ({status})"), bytes));
+        }
+    }
+    for url in deletes {
+        routes += 1;
+        let (status, bytes) = raw(&client, "DELETE", &url, None).await;
+        answers.push((format!("DELETE {url} ({status})"), bytes));
+    }
+    assert!(routes >= 20, "only {routes} routes in the OpenAPI document");
+    // Routes that do not exist echo their path: the fallback is covered too.
+    let (_, bytes) = raw(&client, "GET", &format!("{base}/v1/nothing/{}", in_path()), None).await;
+    answers.push(("an unknown route".to_owned(), bytes));
+    drop(server);
+    for (surface, bytes) in &answers {
+        assert_clean(surface, bytes);
+    }
+    // `hands checkpoints diff` of the same checkpoint, from the command line.
+    let out = world.hands().args(["checkpoints", "diff", &last.to_string()]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains(&format!("key=[secret:{NAME}]")), "{stdout}");
+    assert_clean("hands checkpoints diff", stdout.as_bytes());
+}

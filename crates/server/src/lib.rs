@@ -3,7 +3,8 @@
 //! aborts, processes), the compatibility routes `POST /vibe/answer` and
 //! `POST /vibe/abort/{projectId}`, and the OpenAPI document at `/v1/openapi.json`.
 //!
-//! A request passes, outermost first: the JSON error layer (every error of `/v1` and `/vibe` is
+//! A request passes, outermost first: the egress pass (every body the server sends is redacted
+//! as it leaves, the UI's own assets and images aside), the JSON error layer (every error of `/v1` and `/vibe` is
 //! `{"error": {"code", "message"}}`), the guard of hands-mcp (Host/Origin → 403, bearer token →
 //! 401; `/healthz` is open), a panic catcher (500 rather than a dropped connection), the body
 //! limit (413), then a handler in [`routes`] that calls one [`Host`] method.
@@ -23,6 +24,7 @@ mod body;
 mod checkpoints;
 mod config;
 pub mod docs;
+mod egress;
 mod error;
 mod events;
 pub mod forward;
@@ -83,6 +85,7 @@ pub fn router(
         .merge(ui)
         .merge(health)
         .fallback(no_route)
+        .layer(axum::middleware::from_fn(egress::redact))
 }
 
 async fn no_route(request: Request) -> ApiError {
@@ -105,6 +108,9 @@ pub enum ServeError {
     /// This node could not register with the others.
     #[error("cannot register this node in the session store: {0}")]
     Join(hands_agent::host::HostError),
+    /// Other nodes could not forward to this one without sending tokens in clear.
+    #[error("this node cannot join the cluster: {0}")]
+    Forwarding(String),
 }
 
 /// Serve [`router`] on `listen` until SIGINT/SIGTERM, then end the MCP sessions (their processes
@@ -171,6 +177,7 @@ pub async fn serve_with(
     let (_, clustered) = host.node_id();
     if clustered {
         let url = host.advertise_url().unwrap_or_else(|| format!("http://{page_host}"));
+        host.may_forward_to(&url).map_err(ServeError::Forwarding)?;
         host.join(&url).await.map_err(ServeError::Join)?;
     }
     on_ready(page_host);

@@ -535,7 +535,8 @@ impl Host {
                 })
                 .await?;
             if live.untitled() {
-                let title = title_of(&text);
+                // The title is listed and shown everywhere: never a stored value in it.
+                let title = title_of(&hands_core::redact::text(&text));
                 live.store().update_session(id, None, Some(&title)).await?;
                 live.set_title(title);
             }

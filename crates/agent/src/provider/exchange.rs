@@ -105,6 +105,13 @@ pub(crate) async fn call<D: Dialect>(
     on_text: TextSink<'_>,
     cancel: &CancellationToken,
 ) -> Result<ModelResponse, ProviderError> {
+    // The last pass before a request leaves: whatever reached the request (an instruction file,
+    // a skill's description, the user's own words, a tool result a surface forgot to redact)
+    // goes to the provider with stored values and key shapes replaced.
+    let body = match hands_core::redact::bytes(&body) {
+        std::borrow::Cow::Borrowed(_) => body,
+        std::borrow::Cow::Owned(clean) => clean,
+    };
     let mut text = Text { sink: on_text, delivered: false };
     let mut retries = 0;
     loop {

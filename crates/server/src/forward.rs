@@ -97,6 +97,19 @@ pub async fn layer(State(forwarder): State<Forwarder>, request: Request, next: N
                 tokio::time::sleep(Duration::from_millis(150)).await;
             }
             Route::Forward { node_id, url, expires_in_ms } => {
+                // The request carries the client's token: never over plain HTTP off this host.
+                if let Err(why) = forwarder.host.may_forward_to(&url) {
+                    tracing::error!(node = %node_id, %why, "not forwarding");
+                    return ApiError {
+                        status: StatusCode::SERVICE_UNAVAILABLE,
+                        code: "unavailable",
+                        message: format!(
+                            "session {session} runs on node {node_id}, which this node does not \
+                             forward to: {why}"
+                        ),
+                    }
+                    .into_response();
+                }
                 match send(&forwarder, &url, &parts, bytes.clone()).await {
                     // The lease moved on from that node too: ask again.
                     Ok(response) if response.status() == StatusCode::MISDIRECTED_REQUEST => {

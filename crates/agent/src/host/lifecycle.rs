@@ -277,6 +277,12 @@ impl Host {
         Some(self.node.config.advertise_url.trim().to_owned()).filter(|u| !u.is_empty())
     }
 
+    /// Whether the client's token may be forwarded to `url`: over https, or plain http to loopback
+    /// unless `[cluster] plain_http_forwarding` allows any address.
+    pub fn may_forward_to(&self, url: &str) -> Result<(), String> {
+        super::node::forwarding_allowed(url, self.node.config.plain_http_forwarding)
+    }
+
     /// `[cluster] drain_grace_ms`.
     pub fn drain_grace(&self) -> Duration {
         Duration::from_millis(self.node.config.drain_grace_ms)

@@ -27,6 +27,12 @@ pub struct ClusterConfig {
     /// Where the other nodes reach this one, e.g. `http://10.0.3.7:7777` (default: the address
     /// `hands serve` listens on).
     pub advertise_url: String,
+    /// Forward requests to other nodes over plain `http://` on addresses that are not loopback.
+    /// A forwarded request carries the client's bearer token, so by default a node only forwards
+    /// to an `https://` URL or to a loopback address, and a node whose own `advertise_url` would
+    /// need plain HTTP does not start. Set it only where the network between nodes is private
+    /// and encrypted by other means (a service mesh's mTLS, a VPN).
+    pub plain_http_forwarding: bool,
     /// How long a session's lease lasts unless renewed: after a node dies, its turns are ended
     /// by another node this long after its last renewal.
     pub lease_ms: u64,
@@ -45,6 +51,7 @@ impl Default for ClusterConfig {
         Self {
             node_id: String::new(),
             advertise_url: String::new(),
+            plain_http_forwarding: false,
             lease_ms: 10_000,
             renew_ms: 3_000,
             sweep_ms: 2_000,
@@ -233,5 +240,68 @@ impl Node {
                 expires_in_ms: owner.expires_in_ms,
             })),
         }
+    }
+}
+
+/// Whether the client's token may be sent to `url`, a node's advertise URL: over `https://`
+/// always; over `http://` only to a loopback address (`127.0.0.0/8`, `::1`, `localhost`) unless
+/// `plain_http` (`[cluster] plain_http_forwarding`) allows any. The error says what to change.
+pub fn forwarding_allowed(url: &str, plain_http: bool) -> Result<(), String> {
+    let (scheme, rest) = url
+        .split_once("://")
+        .ok_or_else(|| format!("the node URL {url:?} has no scheme: use https://HOST:PORT"))?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = match host_port.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host_port.rsplit_once(':').map_or(host_port, |(h, _)| h),
+    };
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    match scheme.to_ascii_lowercase().as_str() {
+        "https" => Ok(()),
+        "http" if loopback || plain_http => Ok(()),
+        "http" => Err(format!(
+            "the node URL {url} is plain http:// on an address that is not loopback: forwarded \
+             requests carry the client's token, so they go over https:// only. Serve the nodes \
+             behind TLS and set [cluster] advertise_url = \"https://…\", or, where the network \
+             between nodes is encrypted by other means, set [cluster] plain_http_forwarding = true"
+        )),
+        other => Err(format!("the node URL {url} has the scheme {other}: use https://")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::forwarding_allowed;
+
+    #[test]
+    fn the_token_goes_over_https_or_to_loopback_only() {
+        for ok in [
+            "https://10.0.3.7:7777",
+            "https://nodes.example:443/",
+            "http://127.0.0.1:7777",
+            "http://127.9.9.9:1",
+            "http://[::1]:7777/",
+            "http://localhost:80",
+            "HTTP://LOCALHOST:80",
+        ] {
+            assert_eq!(forwarding_allowed(ok, false), Ok(()), "{ok}");
+        }
+        for refused in [
+            "http://10.0.3.7:7777",
+            "http://0.0.0.0:7777",
+            "http://[::]:7777",
+            "http://127.0.0.1.nip.io:7777",
+            "http://localhost.example:7777",
+            "http://user@10.0.0.1:7777",
+            "ftp://127.0.0.1/",
+            "10.0.3.7:7777",
+        ] {
+            let err = forwarding_allowed(refused, false).unwrap_err();
+            assert!(err.contains(refused) || err.contains("scheme"), "{refused}: {err}");
+        }
+        assert_eq!(forwarding_allowed("http://10.0.3.7:7777", true), Ok(()));
+        assert!(forwarding_allowed("ftp://10.0.3.7", true).is_err());
     }
 }

@@ -33,7 +33,7 @@ fn git_init(root: &Path) {
 }
 
 /// Every path below `dir` (links not followed) with its content or link target.
-fn snapshot_of(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+fn snapshot_of(dir: &Path) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -42,12 +42,12 @@ fn snapshot_of(dir: &Path) -> BTreeMap<String, Vec<u8>> {
             let rel = p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
             let m = fs::symlink_metadata(&p).unwrap();
             if m.file_type().is_symlink() {
-                out.insert(rel, fs::read_link(&p).unwrap().into_os_string().into_encoded_bytes());
+                out.insert(rel, format!("-> {}", fs::read_link(&p).unwrap().display()));
             } else if m.is_dir() {
-                out.insert(format!("{rel}/"), vec![]);
+                out.insert(format!("{rel}/"), String::new());
                 stack.push(p);
             } else {
-                out.insert(rel, fs::read(&p).unwrap());
+                out.insert(rel, String::from_utf8_lossy(&fs::read(&p).unwrap()).into_owned());
             }
         }
     }
@@ -74,12 +74,19 @@ fn project() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
 
 /// After the restore, `conf` is the checkpoint's real folder again (not a link), and the link's
 /// old target is byte-identical.
-fn assert_restored(root: &Path, outside: &Path, before: &BTreeMap<String, Vec<u8>>) {
+fn assert_restored(root: &Path, outside: &Path, before: &BTreeMap<String, String>) {
     assert_eq!(&snapshot_of(outside), before, "nothing outside the root changed");
     let conf = fs::symlink_metadata(root.join("conf")).unwrap();
     assert!(conf.is_dir(), "conf is a real folder again, not a link");
     assert_eq!(fs::read_to_string(root.join("conf/settings.txt")).unwrap(), "checkpointed\n");
     assert_eq!(fs::read_to_string(root.join("conf/deep/more.txt")).unwrap(), "deeper\n");
+}
+
+/// The turn: `conf` becomes a link to the folder outside, hidden by `.gitignore`.
+fn swap_for_ignored_link(root: &Path, outside: &Path) {
+    fs::remove_dir_all(root.join("conf")).unwrap();
+    symlink(outside, root.join("conf")).unwrap();
+    fs::write(root.join(".gitignore"), "target/\nconf\n").unwrap();
 }
 
 #[test]
@@ -88,10 +95,7 @@ fn issue_26_1_a_folder_swapped_for_an_ignored_symlink_to_outside_is_not_written_
     let s = store(&root, &state);
     let cp = s.snapshot(&meta()).unwrap();
     let before = snapshot_of(&outside);
-    // The turn: `conf` becomes a link to a folder outside, hidden by .gitignore.
-    fs::remove_dir_all(root.join("conf")).unwrap();
-    symlink(&outside, root.join("conf")).unwrap();
-    fs::write(root.join(".gitignore"), "target/\nconf\n").unwrap();
+    swap_for_ignored_link(&root, &outside);
     let r = s.restore(cp.id, &undo()).unwrap();
     assert_restored(&root, &outside, &before);
     assert_eq!(fs::read_to_string(root.join(".gitignore")).unwrap(), "target/\n");
@@ -177,9 +181,7 @@ fn issue_26_1_an_interrupted_restores_replay_is_confined_too() {
     let s = store(&root, &state);
     let cp = s.snapshot(&meta()).unwrap();
     let before = snapshot_of(&outside);
-    fs::remove_dir_all(root.join("conf")).unwrap();
-    symlink(&outside, root.join("conf")).unwrap();
-    fs::write(root.join(".gitignore"), "target/\nconf\n").unwrap();
+    swap_for_ignored_link(&root, &outside);
     // A restore to `cp` was interrupted: its journal is there, and the next open replays it.
     fs::write(state.join("journal.json"), format!("{{\"target\":{0},\"undo\":{0}}}", cp.id))
         .unwrap();

@@ -310,7 +310,9 @@ fn open_beneath_nofollow(dir: &Dir, path: &Path, fast: bool) -> io::Result<Dir> 
     }
     if fast {
         let how = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
-        match rustix::fs::openat2(dir, path, flags, Mode::empty(), how) {
+        // Without O_NOFOLLOW, which would open a final link itself (ENOTDIR): RESOLVE_NO_SYMLINKS
+        // refuses a link at every component, the last one included, with ELOOP.
+        match rustix::fs::openat2(dir, path, flags - OFlags::NOFOLLOW, Mode::empty(), how) {
             Ok(fd) => return Ok(handle(fd)),
             // No openat2 (old kernel, seccomp) or a rename racing it: one component at a time.
             Err(Errno::NOSYS | Errno::PERM | Errno::INVAL | Errno::AGAIN) => {}

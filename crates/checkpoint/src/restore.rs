@@ -178,17 +178,22 @@ impl Store {
             if matches!(now, Some(Entry::Skipped { .. })) {
                 continue;
             }
-            match target {
+            let placed = match target {
                 Some(Entry::File { oid, mode, .. }) => {
-                    project.place_file(rel, &self.object(oid)?, *mode)?;
-                    done.written.push(rel.clone());
+                    Some(project.place_file(rel, &self.object(oid)?, *mode)?)
                 }
-                Some(Entry::Link { target }) => {
-                    project.place_link(rel, target)?;
-                    done.written.push(rel.clone());
+                Some(Entry::Link { target }) => Some(project.place_link(rel, target)?),
+                Some(Entry::Skipped { .. }) => {
+                    done.skipped.push(rel.clone());
+                    None
                 }
-                Some(Entry::Skipped { .. }) => done.skipped.push(rel.clone()),
-                Some(Entry::Dir { .. }) | None => {}
+                Some(Entry::Dir { .. }) | None => None,
+            };
+            match placed {
+                Some(true) => done.written.push(rel.clone()),
+                // A folder holding a version-control folder stands there.
+                Some(false) => done.protected.push(rel.clone()),
+                None => {}
             }
         }
         // 5. Folder modes, deepest first (a read-only folder is made so after its contents).
@@ -303,8 +308,8 @@ impl Project {
     }
 
     /// Puts a file of `bytes` and `mode` at `rel`, replacing what is there (a link itself, never
-    /// what it points to).
-    fn place_file(&self, rel: &str, bytes: &[u8], mode: u32) -> Result<(), Error> {
+    /// what it points to); false when a folder that holds a version-control folder is there.
+    fn place_file(&self, rel: &str, bytes: &[u8], mode: u32) -> Result<bool, Error> {
         self.place(rel, |dir, name| {
             atomic::replace_in(dir, name, |file| {
                 file.write_all(bytes)?;
@@ -314,7 +319,7 @@ impl Project {
     }
 
     /// Puts a symlink to `target` at `rel`.
-    fn place_link(&self, rel: &str, target: &str) -> Result<(), Error> {
+    fn place_link(&self, rel: &str, target: &str) -> Result<bool, Error> {
         self.place(rel, |dir, name| atomic::replace_with_symlink(dir, name, Path::new(target)))
     }
 
@@ -322,12 +327,15 @@ impl Project {
         &self,
         rel: &str,
         make: impl FnOnce(&Dir, &OsStr) -> io::Result<()>,
-    ) -> Result<(), Error> {
+    ) -> Result<bool, Error> {
         let (dir, name, path) = self.parent(rel).map_err(|e| self.error(rel, e))?;
-        if dir.symlink_metadata(&name).is_ok_and(|m| m.is_dir()) {
-            remove_entry(&self.ws, &dir, &path, &name).map_err(|e| self.error(rel, e))?;
+        if dir.symlink_metadata(&name).is_ok_and(|m| m.is_dir())
+            && !remove_entry(&self.ws, &dir, &path, &name).map_err(|e| self.error(rel, e))?
+        {
+            return Ok(false);
         }
-        make(&dir, &name).map_err(|e| self.error(rel, e))
+        make(&dir, &name).map_err(|e| self.error(rel, e))?;
+        Ok(true)
     }
 
     /// Gives the folder `rel` `mode`; false when no folder is there (a link is not followed).
@@ -344,22 +352,23 @@ impl Project {
 const ELOOP: i32 = 40;
 
 /// Removes the entry `name` of `dir` (the folder of `path`): a file or link by unlinking it, a
-/// folder with everything beneath it, each sub-folder opened with no symlink followed; anything
-/// in a version-control folder stays (and so does every folder above it).
-fn remove_entry(ws: &Workspace, dir: &Dir, path: &RelPath, name: &OsStr) -> io::Result<()> {
+/// folder with everything beneath it, each sub-folder opened with no symlink followed. A
+/// version-control folder (or file) stays, and so does every folder above it: false then.
+fn remove_entry(ws: &Workspace, dir: &Dir, path: &RelPath, name: &OsStr) -> io::Result<bool> {
     if !dir.symlink_metadata(name)?.is_dir() {
-        return dir.remove_file(name);
+        return dir.remove_file(name).map(|()| true);
     }
     let inner = ws.open_dir_nofollow(path)?;
+    let mut all = true;
     for entry in inner.entries()? {
-        let entry = entry?;
-        let child = entry.file_name();
-        if in_vcs(&child.to_string_lossy()) {
-            continue;
-        }
-        remove_entry(ws, &inner, &path.join(&child), &child)?;
+        let child = entry?.file_name();
+        all &= !in_vcs(&child.to_string_lossy())
+            && remove_entry(ws, &inner, &path.join(&child), &child)?;
     }
-    dir.remove_dir(name)
+    if all {
+        dir.remove_dir(name)?;
+    }
+    Ok(all)
 }
 
 /// Flushes what the restore wrote before its journal goes (one `syncfs` rather than a `fsync`

@@ -256,3 +256,29 @@ fn issue_26_1_a_folder_flipping_to_a_symlink_while_restores_run_never_leads_outs
     assert!(!root.join("conf/deep/new.txt").exists());
     assert!(!root.join(".aside").exists());
 }
+
+#[test]
+fn issue_26_1_a_folder_where_the_checkpoint_has_a_file_goes_but_a_git_inside_it_stays() {
+    let (_tmp, root, state, outside) = project();
+    fs::write(root.join("x"), "file x\n").unwrap();
+    fs::write(root.join("y"), "file y\n").unwrap();
+    let s = store(&root, &state);
+    let cp = s.snapshot(&meta()).unwrap();
+    for name in ["x", "y"] {
+        fs::remove_file(root.join(name)).unwrap();
+        // Ignored contents (`target/`), a link to outside among them: not in the tree now.
+        fs::create_dir_all(root.join(name).join("target/deep")).unwrap();
+        fs::write(root.join(name).join("target/deep/o.bin"), "ignored\n").unwrap();
+        symlink(&outside, root.join(name).join("target/out")).unwrap();
+        symlink(&outside, root.join(name).join("target/deep/out")).unwrap();
+    }
+    fs::create_dir_all(root.join("y/.git/hooks")).unwrap();
+    fs::write(root.join("y/.git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    let before = snapshot_of(&outside);
+    let r = s.restore(cp.id, &undo()).unwrap();
+    assert_eq!(snapshot_of(&outside), before, "nothing outside the root changed");
+    assert_eq!(fs::read_to_string(root.join("x")).unwrap(), "file x\n");
+    assert_eq!(fs::read_to_string(root.join("y/.git/HEAD")).unwrap(), "ref: refs/heads/main\n");
+    assert!(!root.join("y/target").exists(), "the rest of the folder went");
+    assert!(r.protected.contains(&"y".to_string()), "{r:?}");
+}

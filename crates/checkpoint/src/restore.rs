@@ -8,6 +8,17 @@
 //! the difference again: an interrupted restore always ends as the new tree, never half of one.
 //! Files above the size cap (in the target or in the tree now) are left as they are: their
 //! content is not in the store, so it could not be brought back.
+//!
+//! Every write, rename, delete, mkdir and chmod goes through a directory handle on the root, each
+//! folder opened beneath it with no symlink followed at any component
+//! ([`hands_fs::Workspace::open_dir_nofollow`]) at the moment of the change, and files are placed
+//! by a temp file renamed within that handle ([`hands_fs::atomic::replace_in`]). So nothing
+//! outside the root, and nothing a link inside it points to, is ever touched, whatever the "tree
+//! now" saw (it leaves out ignored paths) and whatever changes while the restore runs. A symlink
+//! standing where the checkpoint has a folder is itself removed (not followed) and the folder
+//! made; one that appears on the way mid-restore fails that path with a clear error. Paths in or
+//! of a version-control folder (`.git`, `.hg`, `.svn`, `.jj`, any depth, any case, a `.git` file
+//! too) are never written, created or deleted, even if a checkpoint holds them.
 
 use std::ffi::{OsStr, OsString};
 use std::fs;

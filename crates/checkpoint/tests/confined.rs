@@ -82,21 +82,23 @@ fn assert_restored(root: &Path, outside: &Path, before: &BTreeMap<String, String
     assert_eq!(fs::read_to_string(root.join("conf/deep/more.txt")).unwrap(), "deeper\n");
 }
 
-/// The turn: `conf` becomes a link to the folder outside, hidden by `.gitignore`.
-fn swap_for_ignored_link(root: &Path, outside: &Path) {
+/// A checkpoint, what is outside then, and the turn: `conf` becomes a link to the folder
+/// outside, hidden by `.gitignore`.
+fn checkpoint_then_swap(s: &Store, root: &Path, outside: &Path) -> (u64, BTreeMap<String, String>) {
+    let cp = s.snapshot(&meta()).unwrap();
+    let before = snapshot_of(outside);
     fs::remove_dir_all(root.join("conf")).unwrap();
     symlink(outside, root.join("conf")).unwrap();
     fs::write(root.join(".gitignore"), "target/\nconf\n").unwrap();
+    (cp.id, before)
 }
 
 #[test]
 fn issue_26_1_a_folder_swapped_for_an_ignored_symlink_to_outside_is_not_written_through() {
     let (_tmp, root, state, outside) = project();
     let s = store(&root, &state);
-    let cp = s.snapshot(&meta()).unwrap();
-    let before = snapshot_of(&outside);
-    swap_for_ignored_link(&root, &outside);
-    let r = s.restore(cp.id, &undo()).unwrap();
+    let (cp, before) = checkpoint_then_swap(&s, &root, &outside);
+    let r = s.restore(cp, &undo()).unwrap();
     assert_restored(&root, &outside, &before);
     assert_eq!(fs::read_to_string(root.join(".gitignore")).unwrap(), "target/\n");
     assert!(r.deleted.contains(&"conf".to_string()), "the link itself is reported: {r:?}");
@@ -179,12 +181,9 @@ fn issue_26_1_a_git_file_in_a_subfolder_is_never_written_or_deleted() {
 fn issue_26_1_an_interrupted_restores_replay_is_confined_too() {
     let (_tmp, root, state, outside) = project();
     let s = store(&root, &state);
-    let cp = s.snapshot(&meta()).unwrap();
-    let before = snapshot_of(&outside);
-    swap_for_ignored_link(&root, &outside);
+    let (cp, before) = checkpoint_then_swap(&s, &root, &outside);
     // A restore to `cp` was interrupted: its journal is there, and the next open replays it.
-    fs::write(state.join("journal.json"), format!("{{\"target\":{0},\"undo\":{0}}}", cp.id))
-        .unwrap();
+    fs::write(state.join("journal.json"), format!("{{\"target\":{cp},\"undo\":{cp}}}")).unwrap();
     let s = store(&root, &state);
     assert!(!state.join("journal.json").exists(), "the journal was replayed");
     assert_restored(&root, &outside, &before);

@@ -8,17 +8,33 @@
 //! the difference again: an interrupted restore always ends as the new tree, never half of one.
 //! Files above the size cap (in the target or in the tree now) are left as they are: their
 //! content is not in the store, so it could not be brought back.
+//!
+//! Every write, rename, delete, mkdir and chmod goes through a directory handle on the root, each
+//! folder opened beneath it with no symlink followed at any component
+//! ([`hands_fs::Workspace::open_dir_nofollow`]) at the moment of the change, and files are placed
+//! by a temp file renamed within that handle ([`hands_fs::atomic::replace_in`]). So nothing
+//! outside the root, and nothing a link inside it points to, is ever touched, whatever the "tree
+//! now" saw (it leaves out ignored paths) and whatever changes while the restore runs. A symlink
+//! standing where the checkpoint has a folder is itself removed (not followed) and the folder
+//! made; one that appears on the way mid-restore fails that path with a clear error. Paths in or
+//! of a version-control folder (`.git`, `.hg`, `.svn`, `.jj`, any depth, any case, a `.git` file
+//! too) are never written, created or deleted, even if a checkpoint holds them.
 
+use std::ffi::{OsStr, OsString};
 use std::fs;
+use std::io::{self, Write as _};
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use cap_std::fs::Dir;
+use hands_fs::{RelPath, Workspace, atomic};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, IoContext};
 use crate::lock;
 use crate::manifest::{Checkpoint, Entry, Meta};
 use crate::objects::write_atomic;
+use crate::snapshot::VCS_DIRS;
 use crate::store::Store;
 use crate::tree::{self, Delta};
 use crate::{index, snapshot};
@@ -36,6 +52,9 @@ pub struct Restored {
     pub deleted: Vec<String>,
     /// Paths above the size cap (in the checkpoint or in the current tree): left as they are now.
     pub skipped: Vec<String>,
+    /// Paths in or of a version-control folder (`.git` …, a `.git` file too) where the checkpoint
+    /// and the tree now differ: a restore never touches them, so they are left as they are now.
+    pub protected: Vec<String>,
 }
 
 impl Restored {
@@ -57,6 +76,7 @@ struct Applied {
     written: Vec<String>,
     deleted: Vec<String>,
     skipped: Vec<String>,
+    protected: Vec<String>,
 }
 
 impl Store {
@@ -85,6 +105,7 @@ impl Store {
             written: done.written,
             deleted: done.deleted,
             skipped: done.skipped,
+            protected: done.protected,
         })
     }
 
@@ -122,20 +143,24 @@ impl Store {
         Ok(Some((journal.target, paths)))
     }
 
-    /// Makes each path of `deltas` (path, now, target) what the target says.
+    /// Makes each path of `deltas` (path, now, target) what the target says, through
+    /// [`Project`]: beneath the root, no symlink followed, nothing in a version-control folder.
     fn apply(&self, deltas: &[Delta]) -> Result<Applied, Error> {
         let mut done = Applied::default();
-        let at = |rel: &str| self.root.join(rel);
+        let project = Project::open(&self.root)?;
+        let (deltas, protected): (Vec<&Delta>, Vec<&Delta>) =
+            deltas.iter().partition(|(rel, ..)| !in_vcs(rel));
+        done.protected = protected.into_iter().map(|(rel, ..)| rel.clone()).collect();
         let is_dir = |e: &Option<Entry>| matches!(e, Some(Entry::Dir { .. }));
         let is_content =
             |e: &Option<Entry>| matches!(e, Some(Entry::File { .. } | Entry::Link { .. }));
         // 1. Files and links that go, or that stand where the target has a folder. A file above
         // the size cap stays, whatever the target says: its content could not be brought back.
-        for (rel, now, target) in deltas {
+        for (rel, now, target) in &deltas {
             if matches!(now, Some(Entry::Skipped { .. })) {
                 done.skipped.push(rel.clone());
             } else if is_content(now) && !is_content(target) {
-                remove(&at(rel))?;
+                project.remove(rel)?;
                 if target.is_none() {
                     done.deleted.push(rel.clone());
                 }
@@ -143,65 +168,218 @@ impl Store {
         }
         // 2. Folders that go, deepest first; one that still holds ignored files stays.
         for (rel, now, target) in deltas.iter().rev() {
-            if is_dir(now) && !is_dir(target) && fs::remove_dir(at(rel)).is_ok() && target.is_none()
-            {
+            if is_dir(now) && !is_dir(target) && project.remove_empty_dir(rel) && target.is_none() {
                 done.deleted.push(format!("{rel}/"));
             }
         }
-        // 3. Folders that come, parents first.
-        for (rel, now, target) in deltas {
-            if is_dir(target) && !is_dir(now) && !matches!(now, Some(Entry::Skipped { .. })) {
-                fs::create_dir_all(at(rel)).at(&at(rel))?;
+        // 3. Folders that come, parents first. A symlink found in the place of one (one the
+        // "tree now" did not see: ignored) is removed, never followed, and reported as deleted.
+        for (rel, now, target) in &deltas {
+            if is_dir(target)
+                && !is_dir(now)
+                && !matches!(now, Some(Entry::Skipped { .. }))
+                && project.make_dir(rel)?
+            {
+                done.deleted.push(rel.clone());
             }
         }
-        // 4. Files and links.
-        for (rel, now, target) in deltas {
+        // 4. Files and links, each a new entry renamed into place (a mode change too: chmod on
+        // the old entry would change whatever else links to its inode).
+        for (rel, now, target) in &deltas {
             if matches!(now, Some(Entry::Skipped { .. })) {
                 continue;
             }
-            match target {
+            let placed = match target {
                 Some(Entry::File { oid, mode, .. }) => {
-                    let path = at(rel);
-                    let perms = fs::Permissions::from_mode(*mode);
-                    match now {
-                        // Only the mode changed.
-                        Some(Entry::File { oid: was, .. }) if was == oid => {
-                            fs::set_permissions(&path, perms).at(&path)?;
-                        }
-                        _ => {
-                            let bytes = self.object(oid)?;
-                            place(&path, |tmp| {
-                                fs::write(tmp, &bytes)?;
-                                fs::set_permissions(tmp, perms)
-                            })?;
-                        }
-                    }
-                    done.written.push(rel.clone());
+                    Some(project.place_file(rel, &self.object(oid)?, *mode)?)
                 }
-                Some(Entry::Link { target }) => {
-                    place(&at(rel), |tmp| std::os::unix::fs::symlink(target, tmp))?;
-                    done.written.push(rel.clone());
+                Some(Entry::Link { target }) => Some(project.place_link(rel, target)?),
+                Some(Entry::Skipped { .. }) => {
+                    done.skipped.push(rel.clone());
+                    None
                 }
-                Some(Entry::Skipped { .. }) => done.skipped.push(rel.clone()),
-                Some(Entry::Dir { .. }) | None => {}
+                Some(Entry::Dir { .. }) | None => None,
+            };
+            match placed {
+                Some(true) => done.written.push(rel.clone()),
+                // A folder holding a version-control folder stands there.
+                Some(false) => done.protected.push(rel.clone()),
+                None => {}
             }
         }
         // 5. Folder modes, deepest first (a read-only folder is made so after its contents).
         for (rel, now, target) in deltas.iter().rev() {
             if let Some(Entry::Dir { mode }) = target
                 && now != target
+                && project.set_dir_mode(rel, *mode)?
+                && now.is_some()
             {
-                let path = at(rel);
-                if fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
-                    fs::set_permissions(&path, fs::Permissions::from_mode(*mode)).at(&path)?;
-                    if now.is_some() {
-                        done.written.push(format!("{rel}/"));
-                    }
-                }
+                done.written.push(format!("{rel}/"));
             }
         }
         Ok(done)
     }
+}
+
+/// True for a path in or of a version-control folder (`.git`, `.hg`, `.svn`, `.jj`, any case,
+/// any depth, the name itself included: a `.git` file names the repository whose hooks run). A
+/// restore never writes, deletes or creates one, whatever the checkpoint holds.
+fn in_vcs(rel: &str) -> bool {
+    rel.split('/').any(|part| VCS_DIRS.iter().any(|vcs| part.eq_ignore_ascii_case(vcs)))
+}
+
+/// The project as a restore reaches it: a directory handle on the root, and every folder opened
+/// beneath it with no symlink followed at any component ([`Workspace::open_dir_nofollow`]), at
+/// the moment of each write, rename or delete. So a folder replaced by a link, before the
+/// restore or while it runs, leads nowhere: the link's target is never written, listed or
+/// deleted in, inside the root or outside.
+struct Project {
+    ws: Workspace,
+    root: PathBuf,
+}
+
+impl Project {
+    fn open(root: &Path) -> Result<Self, Error> {
+        let ws = Workspace::open(root).at(root)?;
+        Ok(Self { ws, root: root.to_path_buf() })
+    }
+
+    /// The error of `rel`, with what a link on the way means.
+    fn error(&self, rel: &str, err: io::Error) -> Error {
+        let source = if err.raw_os_error() == Some(ELOOP) {
+            io::Error::new(
+                err.kind(),
+                "a symlink stands where the checkpoint has a folder; a restore never follows \
+                 symlinks (restore again to replace the link with the folder)",
+            )
+        } else {
+            err
+        };
+        Error::Io { path: self.root.join(rel), source }
+    }
+
+    /// `rel` as a path beneath the root (plain components only).
+    fn rel(&self, rel: &str) -> io::Result<RelPath> {
+        let bad = || io::Error::new(io::ErrorKind::InvalidInput, "not a path inside the project");
+        let path = self.ws.resolve("path", rel).map_err(|_| bad())?;
+        if path.is_root() || path.as_path() != Path::new(rel) {
+            return Err(bad());
+        }
+        Ok(path)
+    }
+
+    /// The folder that holds `rel` (opened with no symlink followed), `rel`'s name in it and
+    /// `rel` as a path beneath the root.
+    fn parent(&self, rel: &str) -> io::Result<(Dir, OsString, RelPath)> {
+        let path = self.rel(rel)?;
+        let name = path.file_name().unwrap_or_default().to_os_string();
+        Ok((self.ws.open_dir_nofollow(&path.parent())?, name, path))
+    }
+
+    /// Removes the file or link `rel` (or a folder standing where the target has a file); a
+    /// path that is not there (its folder included) is done.
+    fn remove(&self, rel: &str) -> Result<(), Error> {
+        let gone = self
+            .parent(rel)
+            .and_then(|(dir, name, path)| remove_entry(&self.ws, &dir, &path, &name));
+        match gone {
+            Err(err) if err.kind() != io::ErrorKind::NotFound => Err(self.error(rel, err)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Removes the folder `rel` if it is empty; true when it went.
+    fn remove_empty_dir(&self, rel: &str) -> bool {
+        self.parent(rel).is_ok_and(|(dir, name, _)| dir.remove_dir(&name).is_ok())
+    }
+
+    /// Creates the folder `rel` (its parent exists); true when a symlink stood there and was
+    /// removed first. A file standing there is an error (the "tree now" did not see it: it is
+    /// ignored, and its content is not in the store).
+    fn make_dir(&self, rel: &str) -> Result<bool, Error> {
+        let (dir, name, _) = self.parent(rel).map_err(|e| self.error(rel, e))?;
+        let made = match dir.create_dir(&name) {
+            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {
+                match dir.symlink_metadata(&name) {
+                    Ok(m) if m.is_dir() => Ok(false),
+                    Ok(m) if m.file_type().is_symlink() => {
+                        dir.remove_file(&name).and_then(|()| dir.create_dir(&name)).map(|()| true)
+                    }
+                    Ok(_) => Err(io::Error::new(
+                        io::ErrorKind::AlreadyExists,
+                        "a file the project ignores stands where the checkpoint has a folder; \
+                         move it away and restore again",
+                    )),
+                    Err(err) => Err(err),
+                }
+            }
+            other => other.map(|()| false),
+        };
+        made.map_err(|e| self.error(rel, e))
+    }
+
+    /// Puts a file of `bytes` and `mode` at `rel`, replacing what is there (a link itself, never
+    /// what it points to); false when a folder that holds a version-control folder is there.
+    fn place_file(&self, rel: &str, bytes: &[u8], mode: u32) -> Result<bool, Error> {
+        self.place(rel, |dir, name| {
+            atomic::replace_in(dir, name, |file| {
+                file.write_all(bytes)?;
+                file.set_permissions(std::fs::Permissions::from_mode(mode))
+            })
+        })
+    }
+
+    /// Puts a symlink to `target` at `rel`.
+    fn place_link(&self, rel: &str, target: &str) -> Result<bool, Error> {
+        self.place(rel, |dir, name| atomic::replace_with_symlink(dir, name, Path::new(target)))
+    }
+
+    fn place(
+        &self,
+        rel: &str,
+        make: impl FnOnce(&Dir, &OsStr) -> io::Result<()>,
+    ) -> Result<bool, Error> {
+        let (dir, name, path) = self.parent(rel).map_err(|e| self.error(rel, e))?;
+        if dir.symlink_metadata(&name).is_ok_and(|m| m.is_dir())
+            && !remove_entry(&self.ws, &dir, &path, &name).map_err(|e| self.error(rel, e))?
+        {
+            return Ok(false);
+        }
+        make(&dir, &name).map_err(|e| self.error(rel, e))?;
+        Ok(true)
+    }
+
+    /// Gives the folder `rel` `mode`; false when no folder is there (a link is not followed).
+    fn set_dir_mode(&self, rel: &str, mode: u32) -> Result<bool, Error> {
+        let Ok(dir) = self.rel(rel).and_then(|path| self.ws.open_dir_nofollow(&path)) else {
+            return Ok(false);
+        };
+        let perms = cap_std::fs::Permissions::from_std(std::fs::Permissions::from_mode(mode));
+        dir.set_permissions(".", perms).map_err(|e| self.error(rel, e))?;
+        Ok(true)
+    }
+}
+
+const ELOOP: i32 = 40;
+
+/// Removes the entry `name` of `dir` (the folder of `path`): a file or link by unlinking it, a
+/// folder with everything beneath it, each sub-folder opened with no symlink followed. A
+/// version-control folder (or file) stays, and so does every folder above it: false then.
+fn remove_entry(ws: &Workspace, dir: &Dir, path: &RelPath, name: &OsStr) -> io::Result<bool> {
+    if !dir.symlink_metadata(name)?.is_dir() {
+        return dir.remove_file(name).map(|()| true);
+    }
+    let inner = ws.open_dir_nofollow(path)?;
+    let mut all = true;
+    for entry in inner.entries()? {
+        let child = entry?.file_name();
+        all &= !in_vcs(&child.to_string_lossy())
+            && remove_entry(ws, &inner, &path.join(&child), &child)?;
+    }
+    if all {
+        dir.remove_dir(name)?;
+    }
+    Ok(all)
 }
 
 /// Flushes what the restore wrote before its journal goes (one `syncfs` rather than a `fsync`
@@ -210,26 +388,4 @@ fn sync(root: &Path) {
     if let Ok(dir) = fs::File::open(root) {
         let _ = rustix::fs::syncfs(&dir);
     }
-}
-
-/// Removes a file or link (or a folder standing where the target has a file).
-fn remove(path: &Path) -> Result<(), Error> {
-    match fs::symlink_metadata(path) {
-        Err(_) => Ok(()),
-        Ok(m) if m.is_dir() => fs::remove_dir_all(path).at(path),
-        Ok(_) => fs::remove_file(path).at(path),
-    }
-}
-
-/// Creates `path` through `make` on a temporary name beside it, then renames it into place.
-fn place(path: &Path, make: impl FnOnce(&Path) -> std::io::Result<()>) -> Result<(), Error> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    if fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
-        remove(path)?;
-    }
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("f");
-    let tmp = dir.join(format!(".{name}.hands-restore"));
-    let _ = fs::remove_file(&tmp);
-    make(&tmp).at(&tmp)?;
-    fs::rename(&tmp, path).at(path)
 }

@@ -435,7 +435,7 @@ fn a_restore_killed_at_random_points_ends_as_the_old_or_the_new_tree() {
         for e in fs::read_dir(&root).unwrap() {
             let name = e.unwrap().file_name();
             assert!(
-                !name.to_string_lossy().ends_with(".hands-restore"),
+                !name.to_string_lossy().starts_with(".hands-tmp-"),
                 "round {round}: temp file left"
             );
         }

@@ -180,9 +180,7 @@ pub fn write(
         Err(err) if err.kind() == io::ErrorKind::NotFound => None,
         Err(err) => return Err(err),
     };
-    let mut temp = Temp::create(&dir)?;
-    let result = (|| {
-        let file = temp.file();
+    let meta = replace_in(&dir, name, |file| {
         for chunk in bytes.chunks(CHUNK) {
             stopped()?;
             file.write_all(chunk)?;
@@ -194,19 +192,37 @@ pub fn write(
         let meta = Metadata::from_just_metadata(file.metadata()?);
         // The last moment to stop: after the rename the new content is there.
         stopped()?;
-        temp.commit(&dir, name)?;
         Ok(meta)
-    })();
-    match result {
-        Ok(meta) => {
-            sync_dir(&dir)?;
-            Ok(meta)
-        }
-        Err(err) => {
-            temp.discard(&dir);
-            Err(err)
-        }
+    })?;
+    sync_dir(&dir)?;
+    Ok(meta)
+}
+
+/// Replace the entry `name` of the folder `dir` in one rename: `fill` writes the new content
+/// into a fresh temp file created in `dir` (see [`Temp`]), which is then renamed over `name`
+/// within that same handle. Whatever `name` is (a file, or a symlink: the link itself is
+/// replaced, never what it points to). On any error the temp file is removed and `name` is as
+/// it was. No fsync: the caller syncs as it needs.
+pub fn replace_in<T>(
+    dir: &Dir,
+    name: &OsStr,
+    fill: impl FnOnce(&mut std::fs::File) -> io::Result<T>,
+) -> io::Result<T> {
+    let mut temp = Temp::create(dir)?;
+    let result = fill(temp.file()).and_then(|value| temp.commit(dir, name).map(|()| value));
+    if result.is_err() {
+        temp.discard(dir);
     }
+    result
+}
+
+/// Replace the entry `name` of the folder `dir` with a symlink to `target`, in one rename from
+/// a fresh temp name (as [`replace_in`]: an existing link is replaced, never followed).
+pub fn replace_with_symlink(dir: &Dir, name: &OsStr, target: &std::path::Path) -> io::Result<()> {
+    let temp = fresh_name(|temp| rustix::fs::symlinkat(target, dir, temp))?;
+    dir.rename(&temp, dir, name).inspect_err(|_| {
+        let _ = dir.remove_file(&temp);
+    })
 }
 
 /// Bytes written between two looks at the cancellation token.
@@ -327,17 +343,22 @@ fn taken() -> io::Error {
 /// Link the anonymous `file` into `dir` under a fresh temp name, and return that name. A name
 /// that exists is left alone and another one is tried.
 fn link(file: &std::fs::File, dir: &Dir) -> io::Result<PathBuf> {
+    fresh_name(|temp| match rustix::fs::linkat(file, "", dir, temp, AtFlags::EMPTY_PATH) {
+        // Without CAP_DAC_READ_SEARCH, AT_EMPTY_PATH is refused: go through /proc instead.
+        Err(Errno::NOENT | Errno::PERM) => {
+            let proc = format!("/proc/self/fd/{}", file.as_raw_fd());
+            rustix::fs::linkat(rustix::fs::CWD, proc, dir, temp, AtFlags::SYMLINK_FOLLOW)
+        }
+        other => other,
+    })
+}
+
+/// Create something under a fresh [`temp_name`] through `make`, and return that name. A name
+/// that exists is left alone and another one is tried.
+fn fresh_name(mut make: impl FnMut(&PathBuf) -> rustix::io::Result<()>) -> io::Result<PathBuf> {
     for _ in 0..NAME_TRIES {
         let temp = temp_name();
-        let linked = match rustix::fs::linkat(file, "", dir, &temp, AtFlags::EMPTY_PATH) {
-            // Without CAP_DAC_READ_SEARCH, AT_EMPTY_PATH is refused: go through /proc instead.
-            Err(Errno::NOENT | Errno::PERM) => {
-                let proc = format!("/proc/self/fd/{}", file.as_raw_fd());
-                rustix::fs::linkat(rustix::fs::CWD, proc, dir, &temp, AtFlags::SYMLINK_FOLLOW)
-            }
-            other => other,
-        };
-        match linked {
+        match make(&temp) {
             Ok(()) => return Ok(temp),
             Err(Errno::EXIST) => {}
             Err(err) => return Err(err.into()),
@@ -434,6 +455,30 @@ mod tests {
             assert_eq!(std::fs::read(tmp.path().join(&name)).unwrap(), b"two");
         }
         assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 3);
+    }
+
+    #[test]
+    fn replacing_a_symlink_replaces_the_link_never_its_target() {
+        let (tmp, ws) = ws();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("t"), "precious").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("t"), tmp.path().join("x")).unwrap();
+        replace_in(ws.dir(), OsStr::new("x"), |file| file.write_all(b"new")).unwrap();
+        assert_eq!(std::fs::read(outside.path().join("t")).unwrap(), b"precious");
+        assert_eq!(std::fs::read(tmp.path().join("x")).unwrap(), b"new");
+        std::os::unix::fs::symlink(outside.path().join("t"), tmp.path().join("y")).unwrap();
+        replace_with_symlink(ws.dir(), OsStr::new("y"), std::path::Path::new("x")).unwrap();
+        assert_eq!(std::fs::read_link(tmp.path().join("y")).unwrap(), PathBuf::from("x"));
+        let failed = replace_in(ws.dir(), OsStr::new("x"), |_| -> io::Result<()> {
+            Err(io::Error::other("stop"))
+        });
+        assert!(failed.is_err());
+        assert_eq!(std::fs::read(tmp.path().join("x")).unwrap(), b"new", "as it was");
+        assert_eq!(std::fs::read(outside.path().join("t")).unwrap(), b"precious");
+        let mut names: Vec<_> =
+            std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        names.sort();
+        assert_eq!(names, ["x", "y"], "no temp left");
     }
 
     #[test]

@@ -247,6 +247,16 @@ impl Workspace {
         }
     }
 
+    /// Open the folder `path` beneath the root without following a symlink at any component:
+    /// `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` where the kernel has it, else one
+    /// `openat(O_NOFOLLOW | O_DIRECTORY)` per component. A symlink on the way fails with
+    /// `ELOOP` (raw OS error 40), checked at the moment of the open: a folder swapped for a link
+    /// after any earlier look is refused all the same. For writers that must never reach
+    /// anything through a link, even one that stays inside the root (a checkpoint restore).
+    pub fn open_dir_nofollow(&self, path: &RelPath) -> io::Result<Dir> {
+        open_beneath_nofollow(&self.dir, &path.0, true)
+    }
+
     fn outside(&self, field: &str, path: &str) -> ToolError {
         ToolError::model(format!(
             "`{field}` {path:?} is outside the project root {}. Use a path relative to the root \
@@ -283,6 +293,46 @@ impl Workspace {
             _ => ToolError::model(format!("{shown} cannot be {action}: {err}.")),
         }
     }
+}
+
+/// The folder `path` (plain components only) beneath `dir`, as an `O_PATH` handle, no symlink
+/// followed (see [`Workspace::open_dir_nofollow`]); `openat2` is tried first when `fast`.
+fn open_beneath_nofollow(dir: &Dir, path: &Path, fast: bool) -> io::Result<Dir> {
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
+    use rustix::io::Errno;
+    if !path.components().all(|c| matches!(c, Component::Normal(_))) {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a plain relative path"));
+    }
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let handle = |fd: rustix::fd::OwnedFd| Dir::from_std_file(std::fs::File::from(fd));
+    if path.as_os_str().is_empty() {
+        return dir.try_clone();
+    }
+    if fast {
+        let how = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+        // Without O_NOFOLLOW, which would open a final link itself (ENOTDIR): RESOLVE_NO_SYMLINKS
+        // refuses a link at every component, the last one included, with ELOOP.
+        match rustix::fs::openat2(dir, path, flags - OFlags::NOFOLLOW, Mode::empty(), how) {
+            Ok(fd) => return Ok(handle(fd)),
+            // No openat2 (old kernel, seccomp) or a rename racing it: one component at a time.
+            Err(Errno::NOSYS | Errno::PERM | Errno::INVAL | Errno::AGAIN) => {}
+            Err(err) => return Err(err.into()),
+        }
+    }
+    let mut at = dir.try_clone()?;
+    for part in path.components() {
+        at = match rustix::fs::openat(&at, part.as_os_str(), flags, Mode::empty()) {
+            Ok(fd) => handle(fd),
+            // O_PATH | O_NOFOLLOW opens a link itself, which O_DIRECTORY then refuses: say "link".
+            Err(Errno::NOTDIR)
+                if at.symlink_metadata(part).is_ok_and(|m| m.file_type().is_symlink()) =>
+            {
+                return Err(Errno::LOOP.into());
+            }
+            Err(err) => return Err(err.into()),
+        };
+    }
+    Ok(at)
 }
 
 /// A session's opened workspace.
@@ -331,6 +381,33 @@ mod tests {
         assert_eq!(ws.resolve("path", inside.to_str().unwrap()).unwrap().display(), "src/lib.rs");
         let canonical = std::fs::canonicalize(tmp.path()).unwrap().join("x");
         assert_eq!(ws.resolve("path", canonical.to_str().unwrap()).unwrap().display(), "x");
+    }
+
+    #[test]
+    fn no_symlink_is_followed_at_any_component_by_either_way_of_opening() {
+        let (tmp, ws) = ws();
+        std::fs::create_dir_all(tmp.path().join("a/b/c")).unwrap();
+        std::fs::create_dir_all(tmp.path().join(".git/hooks")).unwrap();
+        std::os::unix::fs::symlink("a", tmp.path().join("la")).unwrap();
+        std::os::unix::fs::symlink("b", tmp.path().join("a/lb")).unwrap();
+        std::os::unix::fs::symlink(".git/hooks", tmp.path().join("hooks")).unwrap();
+        std::os::unix::fs::symlink("/etc", tmp.path().join("a/etc")).unwrap();
+        std::fs::write(tmp.path().join("a/file"), "x").unwrap();
+        for fast in [true, false] {
+            for good in ["", "a", "a/b", "a/b/c"] {
+                let dir = open_beneath_nofollow(ws.dir(), Path::new(good), fast).unwrap();
+                assert!(dir.dir_metadata().unwrap().is_dir(), "{good}");
+            }
+            for bad in ["la", "la/b", "a/lb", "a/lb/c", "hooks", "a/etc"] {
+                let err = open_beneath_nofollow(ws.dir(), Path::new(bad), fast).unwrap_err();
+                assert_eq!(err.raw_os_error(), Some(40), "{bad} (fast {fast}): {err}");
+            }
+            for bad in ["..", "a/../..", "/etc", "./a"] {
+                assert!(open_beneath_nofollow(ws.dir(), Path::new(bad), fast).is_err(), "{bad}");
+            }
+            let err = open_beneath_nofollow(ws.dir(), Path::new("a/file"), fast).unwrap_err();
+            assert_eq!(err.raw_os_error(), Some(20), "a file is not a folder");
+        }
     }
 
     #[test]

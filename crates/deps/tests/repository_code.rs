@@ -161,12 +161,12 @@ async fn a_project_venv_python_runs_only_when_the_user_allows_it() {
 
     // approval = "auto", nothing allowed: refused, saying what would run and how to allow it.
     let out = add(&project, Approval::Auto, DepsConfig::default(), None, args.clone()).await;
+    assert!(!marker.exists(), "the project's python ran without the user's allowance");
     assert!(out.is_error, "{}", text(&out));
     let said = text(&out);
     assert!(said.contains("the repository's program"), "{said}");
     assert!(said.contains(&python.display().to_string()), "{said}");
     assert!(said.contains("allow_project_programs = true"), "{said}");
-    assert!(!marker.exists(), "the project's python ran without the user's allowance");
 
     // approval = "ask": the approval names the program as the repository's; a no runs nothing.
     let recorder = Recorder::new(false);
@@ -221,10 +221,10 @@ async fn a_yarn_path_release_is_not_followed_unless_allowed() {
     let args = json!({"packages": ["left-pad"]});
 
     let out = add(&project, Approval::Auto, DepsConfig::default(), None, args.clone()).await;
+    assert!(!marker.exists(), "yarn followed the repository's yarnPath");
     let said = text(&out);
     assert!(out.is_error, "{said}");
     assert!(said.contains("yarnPath") && said.contains("the repository's program"), "{said}");
-    assert!(!marker.exists(), "yarn followed the repository's yarnPath");
 
     let recorder = Recorder::new(false);
     add(&project, Approval::Ask, DepsConfig::default(), Some(recorder.clone()), args.clone()).await;
@@ -278,13 +278,13 @@ async fn js_managers_run_no_install_time_code_and_no_planted_manager() {
     let npm = project("npm-app", json!({}));
     let out = add(&npm, Approval::Auto, DepsConfig::default(), None, args.clone()).await;
     assert!(!out.is_error, "{}", text(&out));
+    assert!(npm.join("node_modules/hands-postinstall/package.json").exists());
+    assert!(!postinstall.exists(), "the package's postinstall ran");
+    assert!(!own.exists(), "the project's own postinstall ran");
     let s = out.structured.clone().unwrap();
     assert_eq!(s["scripts"], false, "{s:#}");
     assert_eq!(s["program_origin"], "system", "{s:#}");
     assert!(s["command"].as_array().unwrap().contains(&json!("--ignore-scripts")), "{s:#}");
-    assert!(npm.join("node_modules/hands-postinstall/package.json").exists());
-    assert!(!postinstall.exists(), "the package's postinstall ran");
-    assert!(!own.exists(), "the project's own postinstall ran");
     // ...and do when the user allows scripts.
     let npm2 = project("npm-allowed", json!({}));
     let out = add(&npm2, Approval::Auto, allow_scripts(), None, args.clone()).await;
@@ -322,6 +322,8 @@ async fn js_managers_run_no_install_time_code_and_no_planted_manager() {
             .await;
     assert!(!planted.exists(), "the planted pnpm ran");
     assert!(!out.is_error, "{}", text(&out));
+    assert!(!pnpmfile.exists(), ".pnpmfile.cjs was loaded");
+    assert!(!postinstall.exists(), "the package's postinstall ran under pnpm");
     let details = recorder.details();
     assert!(details.contains(&format!("program: {}", bin.join("pnpm").display())), "{details}");
     assert!(details.contains("the system's"), "{details}");

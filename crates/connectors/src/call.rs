@@ -15,7 +15,7 @@ use std::sync::Arc;
 use base64::Engine as _;
 use hands_core::approval::{ApprovalRequest, ApproverHandle, Decision};
 use hands_core::config::Approval;
-use hands_core::secret::{SecretStore, SecretValue};
+use hands_core::secret::{ProjectSecret, SecretStore, SecretValue, project_secret};
 use hands_core::{Annotations, Context, Family, Label, Policy, Tool, ToolError, ToolOutput};
 use hands_fs::Workspace;
 use hands_net::{Guard, Method, NetError, Request};
@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::config::{AuthKind, Connector, DIR, check_name};
+use crate::origin::Origin;
 
 /// The most bytes of a response body accepted.
 pub const MAX_RESPONSE_BYTES: u64 = 5 * 1024 * 1024;
@@ -356,34 +357,58 @@ impl Tool for ConnectorCall {
 }
 
 impl ConnectorCall {
-    /// The value of `name`, when the store recorded base_url's host with it.
+    /// The value of `name`, when it is stored for this project (a connector file is the
+    /// repository's: it never selects a global secret) and the store recorded base_url's origin
+    /// with it: scheme, host and port.
     fn secret_for(
         &self,
         ctx: &Context,
         connector: &Connector,
         name: &str,
     ) -> Result<SecretValue, ToolError> {
-        let host = connector.host();
-        let Some(value) = self.store.get(ctx.root(), name) else {
-            return Err(ToolError::model(format!(
-                "connector {} needs the secret {name}, which is not stored; nothing was sent. Ask \
-                 the user to run `hands secrets set {name} --host {host}`.",
-                connector.name
-            )));
+        let origin = connector.origin();
+        let record = origin.record();
+        let value = match project_secret(&*self.store, ctx.root(), name) {
+            ProjectSecret::Stored(value) => value,
+            ProjectSecret::GlobalOnly => {
+                return Err(ToolError::model(format!(
+                    "refused: connector {} names the secret {name}, which is stored only as a \
+                     global secret (for every project); a connector file is the project's, so it \
+                     may use only a secret stored for this project. Nothing was sent. Ask the \
+                     user to store it for this project with `hands secrets set {name} --host \
+                     {record}` (run in the project, without --global).",
+                    connector.name
+                )));
+            }
+            ProjectSecret::Missing => {
+                return Err(ToolError::model(format!(
+                    "connector {} needs the secret {name}, which is not stored for this project; \
+                     nothing was sent. Ask the user to run `hands secrets set {name} --host \
+                     {record}` in the project.",
+                    connector.name
+                )));
+            }
         };
         match self.store.host(ctx.root(), name) {
-            Some(recorded) if recorded.eq_ignore_ascii_case(&host) => Ok(value),
-            Some(recorded) => Err(ToolError::model(format!(
-                "refused: connector {} sends to {host}, but the secret {name} was stored for \
-                 {recorded} only; nothing was sent. A connector file cannot redirect a key. If \
-                 {host} is right, the user records it with `hands secrets set {name} --host \
-                 {host}` (giving the value again).",
-                connector.name
-            ))),
+            Some(recorded) => match Origin::of_record(&recorded) {
+                Some(allowed) if allowed == origin => Ok(value),
+                allowed => {
+                    let allowed = allowed.map_or(recorded.clone(), |o| o.to_string());
+                    Err(ToolError::model(format!(
+                        "refused: connector {} sends to {origin}, but the secret {name} was \
+                         stored for {allowed} only; nothing was sent. A connector file cannot \
+                         redirect a key, nor send it over another scheme or port (a bare host \
+                         means https on port 443). If {origin} is right, the user records it \
+                         with `hands secrets set {name} --host {record}` (giving the value \
+                         again).",
+                        connector.name
+                    )))
+                }
+            },
             None => Err(ToolError::model(format!(
                 "refused: the secret {name} has no host recorded with it, so connector {} may \
                  not send it anywhere; nothing was sent. The user records one with `hands \
-                 secrets set {name} --host {host}`.",
+                 secrets set {name} --host {record}`.",
                 connector.name
             ))),
         }
@@ -455,7 +480,11 @@ pub(crate) fn load(ctx: &Context, name: &str) -> Result<Connector, ToolError> {
     Connector::parse(name, &text).map_err(ToolError::model)
 }
 
-/// A relative path, normalised to start with `/`; refused when it could leave base_url.
+/// A relative path, normalised to start with `/`; refused when it could leave base_url or mean
+/// another path to the server than to the allow-list: no scheme or host, no `..` or `.` segment
+/// (nor one made of dots alone, however encoded), no `;` path parameters (`/pets/..;/admin` is
+/// `/admin` to Tomcat and Spring), no encoded dot, slash, backslash, semicolon or NUL, no
+/// double encoding (`%252e`), no `%` that is not an escape, no empty segment.
 pub fn check_path(raw: &str) -> Result<String, ToolError> {
     let refuse = |why: &str| {
         Err(ToolError::model(format!(
@@ -472,22 +501,71 @@ pub fn check_path(raw: &str) -> Result<String, ToolError> {
     if raw.bytes().any(|c| c.is_ascii_control() || matches!(c, b'\\' | b'?' | b'#' | b' ')) {
         return refuse("it holds a control character, a space, `\\`, `?` or `#`");
     }
+    if raw.contains(';') {
+        return refuse(
+            "it holds `;`, a path parameter, which servers strip before routing (`/pets/..;/admin` \
+             reaches /admin)",
+        );
+    }
     let lower = raw.to_ascii_lowercase();
-    if lower.contains("%2e")
-        || lower.contains("%2f")
-        || lower.contains("%5c")
-        || lower.contains("%00")
-    {
-        return refuse("it holds an encoded dot, slash or NUL");
+    for (escape, what) in [
+        ("%2e", "an encoded dot"),
+        ("%2f", "an encoded slash"),
+        ("%5c", "an encoded backslash"),
+        ("%3b", "an encoded `;`"),
+        ("%00", "an encoded NUL"),
+        ("%25", "an encoded `%` (double encoding, like %252e)"),
+    ] {
+        if lower.contains(escape) {
+            return refuse(&format!("it holds {what} ({escape})"));
+        }
     }
     let path = if raw.starts_with('/') { raw.to_owned() } else { format!("/{raw}") };
     if path.contains("//") {
         return refuse("it holds an empty segment (`//`)");
     }
-    if path.split('/').any(|segment| segment == ".." || segment == ".") {
-        return refuse("it holds `..` or `.`");
+    for segment in path.split('/').skip(1) {
+        let Some(decoded) = percent_decoded(segment) else {
+            return refuse(
+                "it holds a `%` that is not followed by two hex digits (like %u002e), or escapes \
+                 that are not UTF-8 (like %c0%ae)",
+            );
+        };
+        if decoded.chars().any(|c| c.is_control() || matches!(c, '/' | '\\' | ';' | '%')) {
+            return refuse("it holds an encoded control character, `/`, `\\`, `;` or `%`");
+        }
+        // `.`, `..`, `...`, `. .` and full-width or leader dots: a path normaliser somewhere may
+        // read any of them as a step up.
+        let dots_only = !decoded.is_empty()
+            && decoded
+                .chars()
+                .all(|c| matches!(c, '.' | ' ' | '\u{FF0E}' | '\u{2024}' | '\u{FE52}'))
+            && decoded.chars().any(|c| c != ' ');
+        if dots_only {
+            return refuse("it holds a segment of dots only (`..` or `.`, however written)");
+        }
     }
     Ok(path)
+}
+
+/// `segment` with its `%XX` escapes decoded; `None` when a `%` is not an escape or the bytes
+/// are not UTF-8 (an overlong `%c0%ae` is a dot to some old decoders).
+fn percent_decoded(segment: &str) -> Option<String> {
+    let bytes = segment.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = bytes.get(i + 1..i + 3)?;
+            let text = std::str::from_utf8(hex).ok()?;
+            out.push(u8::from_str_radix(text, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 #[cfg(test)]

@@ -235,6 +235,22 @@ impl Connector {
     pub fn host(&self) -> String {
         self.base.host_str().unwrap_or_default().to_ascii_lowercase()
     }
+
+    /// The origin the connector sends to: scheme, host and port.
+    pub fn origin(&self) -> crate::origin::Origin {
+        // `check` admitted only http and https URLs with a host, which always have an origin.
+        crate::origin::Origin::of_url(&self.base).unwrap_or(crate::origin::Origin {
+            http: false,
+            host: self.host(),
+            port: 443,
+        })
+    }
+
+    /// What the user records with the secret to allow this connector's origin (`hands secrets
+    /// set NAME --host …`).
+    pub fn record(&self) -> String {
+        self.origin().record()
+    }
 }
 
 /// An HTTP token (a header or parameter name).

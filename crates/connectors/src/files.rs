@@ -48,9 +48,11 @@ fn list(items: &[String]) -> String {
 
 /// The TOML text of connector `name`.
 pub fn render(name: &str, file: &ConnectorFile) -> String {
+    // What the user records with the key: the base URL's origin (a bare host is https on 443).
     let host = url::Url::parse(&file.base_url)
         .ok()
-        .and_then(|u| u.host_str().map(str::to_owned))
+        .and_then(|u| crate::origin::Origin::of_url(&u))
+        .map(|o| o.record())
         .unwrap_or_default();
     let mut out =
         format!("# The connector {name}: no secret in this file, only the secret's name.\n");

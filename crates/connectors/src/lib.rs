@@ -2,9 +2,10 @@
 //! URL, how the stored secret is sent, allowed methods and path globs, named operations, the
 //! OpenAPI document it came from), `connector_call` calls the connected service through the
 //! egress guard, and `connector_scaffold` writes a typed client of it into the project. The
-//! invariant: a secret is sent only to the host the user recorded with it when it was stored
-//! (`hands secrets set NAME --host HOST`), so a repository's connector file cannot redirect a
-//! key.
+//! invariant: a secret is sent only to the origin (scheme, host, port) the user recorded with it
+//! when it was stored for the project (`hands secrets set NAME --host HOST`: https on 443 unless
+//! written otherwise, see [`origin`]), so a repository's connector file cannot redirect a key,
+//! downgrade it to plain http, or use a global secret.
 //!
 //! Both tools are offered while the project has at least one connector file (see [`register`]
 //! and [`source`]). `hands connectors add|rm|list` use [`files`] and [`openapi`].
@@ -14,6 +15,7 @@ mod call;
 pub mod config;
 pub mod files;
 pub mod openapi;
+pub mod origin;
 mod scaffold;
 pub mod source;
 pub mod typescript;

@@ -187,7 +187,7 @@ fn scaffold(ctx: &Context, args: &ScaffoldArgs) -> Result<ToolOutput, ToolError>
     }
     let env_file = match (&secret, side) {
         (Some(secret), side) if side != Side::Browser => {
-            let host = connector.host();
+            let host = connector.record();
             Some(env_example(
                 &ws,
                 secret,
@@ -255,7 +255,7 @@ fn output(result: &ScaffoldResult, connector: &Connector, side: Side, dir: &str)
             "The code reads {secret} from the environment (.env.example names it). The user stores \
              it with `hands secrets set {secret} --host {}`; hands gives it to the project's \
              processes, and never to you.\n",
-            connector.host()
+            connector.record()
         ));
     }
     let structured = serde_json::to_value(result).unwrap_or(Value::Null);

@@ -5,13 +5,12 @@
 //! secret shows in no result.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use hands_core::approval::{ApprovalRequest, Approver, ApproverHandle, Decision};
 use hands_core::config::Approval;
-use hands_core::secret::{SecretError, SecretScope, SecretStore, SecretValue, StoredSecret};
+use hands_core::secret::{SecretScope, SecretValue};
 use hands_core::{
     BoxFuture, CancellationToken, CoreConfig, Registry, Session, ToolCall, ToolOutput,
 };
@@ -19,48 +18,6 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 const CANARY: &str = "CANARYconnKEY0123456789abcdef";
-
-/// Secrets and their recorded hosts, in memory.
-#[derive(Default)]
-struct MemoryStore {
-    values: Mutex<BTreeMap<String, SecretValue>>,
-    hosts: Mutex<BTreeMap<String, String>>,
-}
-
-impl SecretStore for MemoryStore {
-    fn put(
-        &self,
-        root: &Path,
-        name: &str,
-        value: &SecretValue,
-    ) -> Result<StoredSecret, SecretError> {
-        self.values.lock().unwrap().insert(name.to_owned(), value.clone());
-        Ok(StoredSecret {
-            name: name.to_owned(),
-            scope: SecretScope::Project(root.display().to_string()),
-            hint: "…".into(),
-        })
-    }
-    fn get(&self, _root: &Path, name: &str) -> Option<SecretValue> {
-        self.values.lock().unwrap().get(name).cloned()
-    }
-    fn list(&self, _root: &Path) -> Vec<StoredSecret> {
-        Vec::new()
-    }
-    fn delete(&self, _root: &Path, name: &str) -> Result<bool, SecretError> {
-        Ok(self.values.lock().unwrap().remove(name).is_some())
-    }
-    fn host(&self, _root: &Path, name: &str) -> Option<String> {
-        self.hosts.lock().unwrap().get(name).cloned()
-    }
-    fn set_host(&self, _root: &Path, name: &str, host: Option<&str>) -> Result<(), SecretError> {
-        match host {
-            Some(h) => self.hosts.lock().unwrap().insert(name.to_owned(), h.to_owned()),
-            None => self.hosts.lock().unwrap().remove(name),
-        };
-        Ok(())
-    }
-}
 
 /// A loopback server: records each request's head and body; answers 200 with a JSON body that
 /// echoes the request line (and the Authorization header, to prove redaction), or a redirect to
@@ -139,6 +96,11 @@ impl Server {
     fn seen(&self) -> Vec<String> {
         self.seen.lock().unwrap().clone()
     }
+
+    /// What the user records to allow this server: `http://127.0.0.1:PORT`.
+    fn record(&self) -> String {
+        self.url.clone()
+    }
 }
 
 /// Answers approvals with a fixed decision; counts them.
@@ -159,7 +121,7 @@ impl Approver for FixedApprover {
 struct Fixture {
     _dir: tempfile::TempDir,
     root: PathBuf,
-    store: Arc<MemoryStore>,
+    store: Arc<hands_secrets::Store>,
     registry: Registry,
 }
 
@@ -177,11 +139,12 @@ fn fixture(approval: Approval, connectors: &[(&str, String)]) -> Fixture {
     for (name, text) in connectors {
         std::fs::write(root.join(format!(".hands/connectors/{name}.toml")), text).unwrap();
     }
-    let store = Arc::new(MemoryStore::default());
+    // The real store, in a folder of the test's own.
+    let store = Arc::new(hands_secrets::Store::at(dir.path().join("secrets")));
     let registry = hands_connectors::register(
         Registry::builder(CoreConfig::default()),
         &net(),
-        store.clone(),
+        store.clone() as Arc<dyn hands_core::secret::SecretStore>,
         approval,
         &root,
     )
@@ -191,9 +154,14 @@ fn fixture(approval: Approval, connectors: &[(&str, String)]) -> Fixture {
 }
 
 impl Fixture {
+    /// Store `name` for the project, with `host` recorded (as `hands secrets set NAME --host`).
     fn secret(&self, name: &str, value: &str, host: Option<&str>) {
-        self.store.put(&self.root, name, &SecretValue::new(value)).unwrap();
-        self.store.set_host(&self.root, name, host).unwrap();
+        self.secret_in(&hands_secrets::project_scope(&self.root), name, value, host);
+    }
+
+    fn secret_in(&self, scope: &SecretScope, name: &str, value: &str, host: Option<&str>) {
+        self.store.put_in(scope, name, &SecretValue::new(value)).unwrap();
+        self.store.set_host_in(scope, name, host).unwrap();
     }
 
     async fn call(&self, session: &Session, args: Value) -> ToolOutput {
@@ -246,7 +214,7 @@ async fn each_auth_kind_arrives_and_the_canary_never_shows() {
     ];
     for (kind, auth, expect) in kinds {
         let f = fixture(Approval::Auto, &[("pets", connector(&server.url, auth))]);
-        f.secret("PET_KEY", CANARY, Some("127.0.0.1"));
+        f.secret("PET_KEY", CANARY, Some(&server.record()));
         let before = server.seen().len();
         let out = f.call(&f.session(), json!({"connector": "pets", "method": "GET", "path": "/pets", "query": {"limit": "2"}})).await;
         assert!(!out.is_error, "{kind}: {}", shown(&out));
@@ -269,7 +237,7 @@ async fn allow_lists_and_paths_refuse_before_sending() {
         Approval::Auto,
         &[("pets", connector(&server.url, "[auth]\nkind = \"bearer\"\nsecret = \"PET_KEY\""))],
     );
-    f.secret("PET_KEY", CANARY, Some("127.0.0.1"));
+    f.secret("PET_KEY", CANARY, Some(&server.record()));
     let s = f.session();
     let cases = [
         json!({"connector": "pets", "method": "DELETE", "path": "/pets/1"}),
@@ -307,12 +275,12 @@ async fn a_secret_pointed_at_another_host_is_refused_and_nothing_is_sent() {
         Approval::Auto,
         &[("pets", connector(&other.url, "[auth]\nkind = \"bearer\"\nsecret = \"PET_KEY\""))],
     );
-    f.secret("PET_KEY", CANARY, Some("127.0.0.1"));
+    f.secret("PET_KEY", CANARY, Some(&right.record()));
     let out =
         f.call(&f.session(), json!({"connector": "pets", "method": "GET", "path": "/pets"})).await;
     assert!(out.is_error);
     let text = shown(&out);
-    assert!(text.contains("stored for 127.0.0.1 only"), "{text}");
+    assert!(text.contains(&format!("stored for {} only", right.record())), "{text}");
     assert!(!text.contains(CANARY));
     assert!(other.seen().is_empty());
     assert!(right.seen().is_empty());
@@ -321,7 +289,7 @@ async fn a_secret_pointed_at_another_host_is_refused_and_nothing_is_sent() {
     let out =
         f.call(&f.session(), json!({"connector": "pets", "method": "GET", "path": "/pets"})).await;
     assert!(out.is_error);
-    assert!(shown(&out).contains("--host 127.0.0.2"), "{}", shown(&out));
+    assert!(shown(&out).contains(&format!("--host {}", other.record())), "{}", shown(&out));
     assert!(other.seen().is_empty());
     // A secret that is not stored.
     let f2 = fixture(
@@ -343,7 +311,7 @@ async fn a_redirect_to_another_host_is_not_followed() {
         Approval::Auto,
         &[("pets", connector(&server.url, "[auth]\nkind = \"bearer\"\nsecret = \"PET_KEY\""))],
     );
-    f.secret("PET_KEY", CANARY, Some("127.0.0.1"));
+    f.secret("PET_KEY", CANARY, Some(&server.record()));
     let out = f
         .call(&f.session(), json!({"connector": "pets", "method": "GET", "path": "/redirect"}))
         .await;
@@ -360,7 +328,7 @@ async fn non_get_needs_approval_under_ask() {
         Approval::Ask,
         &[("pets", connector(&server.url, "[auth]\nkind = \"bearer\"\nsecret = \"PET_KEY\""))],
     );
-    f.secret("PET_KEY", CANARY, Some("127.0.0.1"));
+    f.secret("PET_KEY", CANARY, Some(&server.record()));
     // Nobody to ask: refused, nothing sent.
     let s = f.session();
     let post =
@@ -427,4 +395,137 @@ async fn bad_connector_files_say_what_is_wrong() {
         assert!(out.is_error && shown(&out).contains(says), "{says}: {}", shown(&out));
     }
     assert!(server.seen().is_empty());
+}
+
+// Issue 26, finding 10: the recorded host bound the host only, so a connector file could send the
+// key over plain http (or to another port of that host). A bare record is https on 443.
+#[tokio::test]
+async fn a_key_goes_only_to_the_recorded_scheme_and_port() {
+    let server = Server::start("127.0.0.1:0", None).await;
+    let elsewhere = Server::start("127.0.0.1:0", None).await;
+    let port = server.url.rsplit(':').next().unwrap().to_owned();
+    let f = fixture(
+        Approval::Auto,
+        &[("pets", connector(&server.url, "[auth]\nkind = \"bearer\"\nsecret = \"PET_KEY\""))],
+    );
+    let get = json!({"connector": "pets", "method": "GET", "path": "/pets"});
+    for recorded in [
+        "127.0.0.1".to_owned(),              // https, 443
+        format!("127.0.0.1:{port}"),         // https on the server's port
+        format!("https://127.0.0.1:{port}"), // the same, spelled out
+        elsewhere.record(),                  // http, another port
+        "http://127.0.0.1".to_owned(),       // http, 80
+    ] {
+        f.secret("PET_KEY", CANARY, Some(&recorded));
+        let out = f.call(&f.session(), get.clone()).await;
+        let text = shown(&out);
+        assert!(out.is_error, "{recorded}: {text}");
+        assert!(text.contains(&format!("sends to http://127.0.0.1:{port}")), "{recorded}: {text}");
+        assert!(text.contains(&format!("--host http://127.0.0.1:{port}")), "{recorded}: {text}");
+        assert!(!text.contains(CANARY));
+        assert!(server.seen().is_empty(), "{recorded}: the key was sent: {:?}", server.seen());
+    }
+    assert!(elsewhere.seen().is_empty());
+    // Recorded explicitly as plain http on that port: sent.
+    f.secret("PET_KEY", CANARY, Some(&format!("HTTP://127.0.0.1:{port}/")));
+    let out = f.call(&f.session(), get).await;
+    assert!(!out.is_error, "{}", shown(&out));
+    assert_eq!(server.seen().len(), 1);
+}
+
+#[test]
+fn the_store_keeps_one_spelling_of_each_origin() {
+    let check = |h: &str| hands_secrets::check_host(h).map_err(|e| e.to_string());
+    assert_eq!(check("API.Example.com.").unwrap(), "api.example.com");
+    assert_eq!(check("https://api.example.com:443/").unwrap(), "api.example.com");
+    assert_eq!(check("api.example.com:8443").unwrap(), "api.example.com:8443");
+    assert_eq!(check("http://127.0.0.1:80").unwrap(), "http://127.0.0.1");
+    assert_eq!(check("http://127.0.0.1:8080").unwrap(), "http://127.0.0.1:8080");
+    assert_eq!(check("[::1]:8443").unwrap(), "[::1]:8443");
+    for bad in ["http://u@h", "h/x", "h:0", "h:99999", "h:", "*.example.com", "ftp://h", "[::1", ""]
+    {
+        assert!(check(bad).is_err(), "{bad}");
+    }
+}
+
+// Issue 26 (a repository never selects a user asset by name): a connector file is the
+// repository's, so its `[auth] secret` names only a secret stored for this project.
+#[tokio::test]
+async fn a_connector_file_cannot_use_a_global_secret() {
+    let server = Server::start("127.0.0.1:0", None).await;
+    let f = fixture(
+        Approval::Auto,
+        &[("pets", connector(&server.url, "[auth]\nkind = \"bearer\"\nsecret = \"GITHUB_TOKEN\""))],
+    );
+    f.secret_in(&SecretScope::Global, "GITHUB_TOKEN", CANARY, Some(&server.record()));
+    let get = json!({"connector": "pets", "method": "GET", "path": "/pets"});
+    let out = f.call(&f.session(), get.clone()).await;
+    let text = shown(&out);
+    assert!(out.is_error && text.contains("only as a global secret"), "{text}");
+    assert!(text.contains(&format!("hands secrets set GITHUB_TOKEN --host {}", server.record())));
+    assert!(server.seen().is_empty(), "a global key was sent: {:?}", server.seen());
+    // Stored for the project: sent.
+    f.secret("GITHUB_TOKEN", CANARY, Some(&server.record()));
+    let out = f.call(&f.session(), get).await;
+    assert!(!out.is_error, "{}", shown(&out));
+    assert_eq!(server.seen().len(), 1);
+}
+
+// Issue 26, finding 11: `/pets/..;/..;/admin/users` and `%252e` matched `/pets/**`.
+#[tokio::test]
+async fn traversal_spellings_are_refused_before_sending() {
+    let server = Server::start("127.0.0.1:0", None).await;
+    let file = format!(
+        "base_url = \"{}/v1\"\nallowed_paths = [\"/pets/**\"]\n[auth]\nkind = \"bearer\"\nsecret = \"PET_KEY\"\n",
+        server.url
+    );
+    let f = fixture(Approval::Auto, &[("pets", file)]);
+    f.secret("PET_KEY", CANARY, Some(&server.record()));
+    let s = f.session();
+    for path in [
+        "/pets/..;/..;/admin/users",
+        "/pets/..;/admin",
+        "/pets;x=1/../admin",
+        "/pets/a;jsessionid=1",
+        "/pets/%3b/admin",
+        "/pets/%3B/admin",
+        "/pets/%252e%252e/admin",
+        "/pets/%252E%252E/admin",
+        "/pets/%252f",
+        "/pets/%25",
+        "/pets/%2e%2e/admin",
+        "/pets/%2E%2E/admin",
+        "/pets/.%2e/admin",
+        "/pets/%2e/admin",
+        "/pets/a%2fb",
+        "/pets/a%2Fb",
+        "/pets/..%5cadmin",
+        "/pets/%5C..",
+        "/pets\\..\\admin",
+        "/pets/..\\admin",
+        "/pets//admin",
+        "/pets/%00",
+        "/pets/%u002e%u002e/admin",
+        "/pets/%c0%ae%c0%ae/admin",
+        "/pets/%C0%AE%C0%AE/admin",
+        "/pets/%zz",
+        "/pets/...",
+        "/pets/....",
+        "/pets/%20..",
+        "/pets/\u{FF0E}\u{FF0E}/admin",
+        "/pets/%ef%bc%8e%ef%bc%8e/admin",
+        "/pets/%EF%BC%8E%EF%BC%8E/admin",
+    ] {
+        let out = f.call(&s, json!({"connector": "pets", "method": "GET", "path": path})).await;
+        assert!(out.is_error, "{path}: {}", shown(&out));
+        assert!(shown(&out).contains("is refused"), "{path}: {}", shown(&out));
+    }
+    assert!(server.seen().is_empty(), "{:?}", server.seen());
+    // Ordinary paths still go through, escapes included.
+    for path in ["/pets/1", "/pets/a%20b", "/pets/caf%C3%A9", "/pets/file.txt", "/pets/.well-known"]
+    {
+        let out = f.call(&s, json!({"connector": "pets", "method": "GET", "path": path})).await;
+        assert!(!out.is_error, "{path}: {}", shown(&out));
+    }
+    assert_eq!(server.seen().len(), 5);
 }

@@ -383,24 +383,69 @@ impl Store {
 
 const GLOBAL: &str = "global.json";
 
-/// A host as recorded with a secret: a DNS name or an address, lower-cased, without scheme, port,
-/// path or wildcard.
+/// Where a connector may send a secret, as recorded with it (issue 26: the scheme and the port
+/// count, not only the host): `HOST` or `HOST:PORT` is https (port 443 unless given);
+/// `http://HOST[:PORT]` allows plain http, only when the user writes it so; `https://` may be
+/// written too. Kept in one form — `host`, `host:port` (https), `http://host[:port]` — with the
+/// host lower-cased and a scheme's default port left out, so that two spellings of one origin
+/// compare equal. A DNS name or an address (IPv6 in brackets); no user, path or wildcard.
 pub fn check_host(host: &str) -> Result<String, SecretError> {
-    let host = host.trim().trim_end_matches('.').to_ascii_lowercase();
-    let ok = !host.is_empty()
-        && host.len() <= 253
-        && host
+    let bad = |host: &str| {
+        SecretError::Io(format!(
+            "`{host}` is not a host: give a bare name like api.example.com (https, port 443), \
+             api.example.com:8443, or http://127.0.0.1:8080 to allow plain http (no user, path \
+             or query)"
+        ))
+    };
+    let given = host.trim();
+    let lower = given.to_ascii_lowercase();
+    let (http, rest) = match (lower.strip_prefix("http://"), lower.strip_prefix("https://")) {
+        (Some(rest), _) => (true, rest),
+        (None, Some(rest)) => (false, rest),
+        (None, None) => (false, lower.as_str()),
+    };
+    let rest = rest.strip_suffix('/').unwrap_or(rest);
+    let (name, port) = if rest.starts_with('[') {
+        match rest.split_once(']') {
+            Some((inner, "")) => (format!("{inner}]"), None),
+            Some((inner, tail)) => match tail.strip_prefix(':') {
+                Some(port) => (format!("{inner}]"), Some(port)),
+                None => return Err(bad(given)),
+            },
+            None => return Err(bad(given)),
+        }
+    } else {
+        match rest.split_once(':') {
+            Some((name, port)) => (name.to_owned(), Some(port)),
+            None => (rest.to_owned(), None),
+        }
+    };
+    let name = name.trim_end_matches('.').to_owned();
+    let port = match port {
+        None => None,
+        Some(p) if !p.is_empty() && p.len() <= 5 && p.bytes().all(|c| c.is_ascii_digit()) => {
+            match p.parse::<u16>() {
+                Ok(0) | Err(_) => return Err(bad(given)),
+                Ok(n) => Some(n),
+            }
+        }
+        Some(_) => return Err(bad(given)),
+    };
+    let ok = !name.is_empty()
+        && name.len() <= 253
+        && name
             .bytes()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'-' | b':' | b'[' | b']'))
-        && !host.starts_with('.')
-        && (host.starts_with('[') || !host.contains(':'));
-    if ok {
-        Ok(host)
-    } else {
-        Err(SecretError::Io(format!(
-            "`{host}` is not a host: give a bare name like api.example.com (no scheme, port or path)"
-        )))
+        && !name.starts_with('.')
+        && (name.starts_with('[') || !name.contains(':'))
+        && (!name.starts_with('[')
+            || name.len() > 2 && !name[1..name.len() - 1].contains(['[', ']']));
+    if !ok {
+        return Err(bad(given));
     }
+    let default = if http { 80 } else { 443 };
+    let port = port.filter(|p| *p != default).map(|p| format!(":{p}")).unwrap_or_default();
+    Ok(if http { format!("http://{name}{port}") } else { format!("{name}{port}") })
 }
 
 impl SecretStore for Store {

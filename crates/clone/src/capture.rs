@@ -16,7 +16,7 @@ use hands_core::{Context, ToolError};
 use hands_exec::{ExecConfig, Supervisor};
 use hands_net::{Guard, Request};
 use hands_preview::cdp::Cdp;
-use hands_preview::{Launch, LaunchError, start_browser};
+use hands_preview::{BrowserOptions, Confinement, Launch, LaunchError};
 use serde_json::{Value, json};
 
 /// One response the page got.
@@ -45,6 +45,8 @@ pub struct Captured {
     pub blocked: Vec<Blocked>,
     /// The browser on its way out (await it before answering).
     pub stopping: Option<tokio::task::JoinHandle<()>>,
+    /// Why the browser ran without its sandbox and on the machine's network, when it did.
+    pub unconfined: Option<String>,
 }
 
 /// Limits of one capture.
@@ -52,6 +54,8 @@ pub struct Limits {
     pub max_assets: usize,
     pub max_bytes: u64,
     pub full_page: bool,
+    /// The sandbox and the empty network namespace (off only in tests; see [`start_browser`]).
+    pub namespaces: bool,
 }
 
 #[derive(Default)]
@@ -68,6 +72,42 @@ struct Tally {
 const LOAD_TIMEOUT: Duration = Duration::from_secs(45);
 /// No request pending for this long after the load event: the page is done.
 const QUIET: Duration = Duration::from_millis(300);
+
+/// Flags of clone_site's browser beyond the preview's. Its network stack resolves nothing, IP
+/// literals included: every request the page makes over HTTP is paused and answered by hands,
+/// so Chromium itself never needs to connect, and what `Fetch` does not see — WebSocket
+/// handshakes, `<link rel=preconnect>`, DNS prefetch, a service worker's script and fetches,
+/// WebTransport, TURN over TCP — fails before it reaches a socket. This holds where the
+/// network namespace of [`hands_preview::Confinement::Isolated`] is not available too.
+const FLAGS: &[&str] = &["--host-resolver-rules=MAP * ~NOTFOUND", "--dns-prefetch-disable"];
+
+/// The fresh profile's preferences: WebRTC sends nothing over UDP (STUN, TURN over UDP, host
+/// candidates and their mDNS names are resolver-free, so the rules above do not cover them).
+const PREFERENCES: &str = r#"{"webrtc": {"ip_handling_policy": "disable_non_proxied_udp",
+  "multiple_routes_enabled": false, "nonproxied_udp_enabled": false}}"#;
+
+/// Start clone_site's Chromium: the preview's launcher, with Chromium's own sandbox and an empty
+/// network namespace where the platform allows ([`hands_preview::Confinement`] says), and the
+/// flags and preferences above in any case.
+///
+/// `namespaces: false` leaves out the sandbox and the network namespace, as on a platform
+/// without user namespaces: the tests show that the flags and preferences hold by themselves.
+pub async fn start_browser(
+    launch: Launch<'_>,
+    chromium: &str,
+    namespaces: bool,
+) -> Result<(hands_preview::Browser, hands_preview::Confinement), LaunchError> {
+    let options =
+        BrowserOptions { offline: namespaces, flags: FLAGS, preferences: Some(PREFERENCES) };
+    hands_preview::start_browser_with(
+        launch,
+        chromium,
+        "1280,800",
+        Duration::from_secs(20),
+        options,
+    )
+    .await
+}
 
 /// Load `url` in a fresh headless Chromium and capture it.
 pub async fn capture(
@@ -86,9 +126,8 @@ pub async fn capture(
         grace: Duration::from_secs(2),
         cancel: &cancel,
     };
-    let browser = start_browser(launch, chromium, "1280,800", Duration::from_secs(20))
-        .await
-        .map_err(|err| match err {
+    let (browser, confinement) =
+        start_browser(launch, chromium, limits.namespaces).await.map_err(|err| match err {
             LaunchError::Failed(why) => ToolError::model(why),
             LaunchError::Cancelled => ToolError::model("clone_site was cancelled."),
         })?;
@@ -103,7 +142,14 @@ pub async fn capture(
         supervisor.forget(&proc.id);
         drop(profile);
     });
-    result.map(|captured| Captured { stopping: Some(stopping), ..captured })
+    let unconfined = match confinement {
+        Confinement::Isolated => None,
+        Confinement::Unconfined(why) => {
+            tracing::warn!(%why, "clone_site's browser ran without its sandbox");
+            Some(why)
+        }
+    };
+    result.map(|captured| Captured { stopping: Some(stopping), unconfined, ..captured })
 }
 
 fn cdp_error(err: hands_preview::cdp::CdpError) -> ToolError {
@@ -266,6 +312,7 @@ async fn drive(
         fetched: t.fetched,
         blocked: t.blocked,
         stopping: None,
+        unconfined: None,
     })
 }
 

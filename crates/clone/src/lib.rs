@@ -10,14 +10,15 @@ mod markdown;
 mod srcset;
 mod tool;
 
+pub use capture::start_browser;
 pub use tool::{CloneArgs, CloneResult, CloneSite, DEFAULT_MAX_ASSETS, DEFAULT_MAX_BYTES};
 
 use hands_core::RegistryBuilder;
 use hands_net::Guard;
 
 /// Register clone_site, fetching through `guard` and loading pages with the Chromium at
-/// `chromium` (a path or a program name); offered only with a project (see [`is_project`]) and
-/// when that program is found.
+/// `chromium` (an absolute path or a name on the system's PATH, never a program of the
+/// project); offered only with a project (see [`is_project`]) and when that program is found.
 pub fn register(
     builder: RegistryBuilder,
     guard: &Guard,
@@ -28,7 +29,7 @@ pub fn register(
         tracing::debug!(root = %root.display(), "not a project: clone_site is not offered");
         return builder;
     }
-    match hands_preview::detect::find_program(root, chromium) {
+    match hands_preview::find_browser(chromium) {
         Some(_) => builder.tool(CloneSite::new(guard.clone(), chromium.to_owned())),
         None => builder,
     }

@@ -94,7 +94,11 @@ fn registry(root: &Path) -> Registry {
 
 async fn call(root: &Path, args: serde_json::Value) -> hands_core::ToolOutput {
     let registry = registry(root);
-    let session = Session::new("s1", root);
+    // A session of its own per call: sessions of one id share their processes' records, and
+    // the tests run at once.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let session = Session::new(format!("clone-{n}"), root);
     let out = registry.dispatch(&session, ToolCall::new("c1", "clone_site", args)).await.unwrap();
     session.close().await;
     out
@@ -217,7 +221,9 @@ async fn render_offline(file: &Path) -> Offline {
     use std::sync::{Arc, Mutex};
     use std::time::Duration;
     let root = file.parent().unwrap();
-    let session = Session::new("offline", root);
+    static RENDERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = RENDERS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let session = Session::new(format!("offline-{n}"), root);
     let supervisor = hands_exec::Supervisor::of(&session, &hands_exec::ExecConfig::default());
     let cancel = hands_core::CancellationToken::new();
     let launch = hands_preview::Launch {
@@ -388,4 +394,39 @@ fn regex_free_remove_stylesheet(html: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// Issue 26: the browser is never a program of the repository. A bare name is looked up on the
+/// system's PATH only, not in the project's `node_modules/.bin`, and a relative path is not
+/// taken from the project: a repository that ships `node_modules/.bin/chromium` does not get it
+/// run outside every sandbox with the page in it.
+#[test]
+fn a_browser_shipped_by_the_repository_is_not_run() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let guard = hands_net::Guard::new(&hands_net::NetConfig::default()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("node_modules/.bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let fake = bin.join("hands-test-chromium");
+    std::fs::write(&fake, "#!/bin/sh\ntouch \"$(dirname \"$0\")/ran\"\n").unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for chromium in ["hands-test-chromium", "node_modules/.bin/hands-test-chromium"] {
+        let registry = hands_clone::register(
+            Registry::builder(CoreConfig::default()),
+            &guard,
+            chromium,
+            dir.path(),
+        )
+        .build();
+        assert!(!registry.contains("clone_site"), "{chromium}: the repository's browser was taken");
+    }
+    let absolute = fake.to_string_lossy().into_owned();
+    let registry = hands_clone::register(
+        Registry::builder(CoreConfig::default()),
+        &guard,
+        &absolute,
+        dir.path(),
+    )
+    .build();
+    assert!(registry.contains("clone_site"), "an absolute path the user gave is taken");
 }

@@ -13,6 +13,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::cdp::{Cdp, Event};
+use crate::confine::{self, Confinement};
 use crate::detect::{self, Server};
 use crate::preview::ServerHandle;
 use crate::static_server::StaticServer;
@@ -271,10 +272,23 @@ pub struct Browser {
     pub events: mpsc::UnboundedReceiver<Event>,
 }
 
+/// How to start a browser beyond the [`CHROMIUM_FLAGS`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BrowserOptions<'a> {
+    /// Chromium's own sandbox and a network namespace with nothing in it (see
+    /// [`crate::confine`]), where the platform allows; for a browser whose every request hands
+    /// answers over CDP. Without it, the browser runs as the preview's always has: with
+    /// `--no-sandbox` and the machine's network (its page must reach the preview's server).
+    pub offline: bool,
+    /// More flags, each passed as one argument.
+    pub flags: &'a [&'a str],
+    /// The profile's `Default/Preferences` (JSON), written before the start.
+    pub preferences: Option<&'a str>,
+}
+
 /// The flags that keep Chromium headless, off the network and quiet.
 pub const CHROMIUM_FLAGS: &[&str] = &[
     "--headless=new",
-    "--no-sandbox",
     "--disable-gpu",
     "--disable-dev-shm-usage",
     "--no-first-run",
@@ -315,17 +329,30 @@ fn devtools_pipe(dir: &Path) -> std::io::Result<(pipe::Sender, pipe::Receiver)> 
 }
 
 /// Start Chromium (`chromium`: the setting's value) with a fresh profile and wait for its
-/// DevTools endpoint.
+/// DevTools endpoint: the preview's browser, with `--no-sandbox` and the machine's network.
 pub async fn start_browser(
     launch: Launch<'_>,
     chromium: &str,
     window_size: &str,
     timeout: Duration,
 ) -> Result<Browser, LaunchError> {
+    let options = BrowserOptions::default();
+    Ok(start_browser_with(launch, chromium, window_size, timeout, options).await?.0)
+}
+
+/// [`start_browser`] with `options`; also says what the browser runs under.
+pub async fn start_browser_with(
+    launch: Launch<'_>,
+    chromium: &str,
+    window_size: &str,
+    timeout: Duration,
+    options: BrowserOptions<'_>,
+) -> Result<(Browser, Confinement), LaunchError> {
     let Launch { supervisor, root, grace, cancel } = launch;
-    let Some(program) = detect::find_program(root, chromium) else {
+    let Some(program) = confine::find_browser(chromium) else {
         return Err(LaunchError::Failed(format!(
-            "Chromium was not found at `{chromium}` (setting preview.chromium). Install it (on \
+            "Chromium was not found at `{chromium}` (setting preview.chromium: an absolute path, \
+             or a name on the system's PATH; never a program of the project). Install it (on \
              Debian: apt-get install chromium) or set preview.chromium to the browser's path, e.g. \
              `-c preview.chromium=/usr/bin/chromium-browser`."
         )));
@@ -343,14 +370,34 @@ pub async fn start_browser(
     std::fs::create_dir(&scratch).map_err(|err| {
         LaunchError::Failed(format!("Cannot create the browser's scratch folder: {err}."))
     })?;
+    if let Some(preferences) = options.preferences {
+        let default = profile.path().join("Default");
+        std::fs::create_dir(&default)
+            .and_then(|()| std::fs::write(default.join("Preferences"), preferences))
+            .map_err(|err| {
+                LaunchError::Failed(format!("Cannot write the browser's preferences: {err}."))
+            })?;
+    }
+    let (prefix, confinement) = match options.offline.then(confine::isolating_prefix) {
+        Some(Ok(prefix)) => (format!("{prefix} "), Confinement::Isolated),
+        Some(Err(why)) => (String::new(), Confinement::Unconfined(why)),
+        None => (String::new(), Confinement::Unconfined("not asked for".to_owned())),
+    };
     let mut command = format!(
-        "TMPDIR={} exec {}",
+        "TMPDIR={} exec {prefix}{}",
         quote(&scratch.to_string_lossy()),
         quote(&program.to_string_lossy())
     );
     for flag in CHROMIUM_FLAGS {
         command.push(' ');
         command.push_str(flag);
+    }
+    if confinement != Confinement::Isolated {
+        command.push_str(" --no-sandbox");
+    }
+    for flag in options.flags {
+        command.push(' ');
+        command.push_str(&quote(flag));
     }
     command.push_str(&format!(
         " --user-data-dir={} --window-size={} about:blank 3<{} 4>{}",
@@ -393,7 +440,7 @@ pub async fn start_browser(
             () = cancel.cancelled() => break LaunchError::Cancelled,
         };
         if let Ok(Ok(_)) = answered {
-            return Ok(Browser { proc, profile, cdp, events });
+            return Ok((Browser { proc, profile, cdp, events }, confinement));
         }
         if proc.status() != Status::Running || cdp.is_closed() {
             // Give the supervisor a moment to see the exit the closed pipe announced.

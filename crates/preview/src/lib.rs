@@ -31,6 +31,7 @@ mod approval;
 pub mod cdp;
 pub mod collector;
 mod config;
+mod confine;
 pub mod detect;
 mod devtools;
 pub mod discovery;
@@ -55,7 +56,10 @@ use hands_exec::ExecConfig;
 pub use approval::approval_detail;
 pub use collector::{Collector, Entry, ErrorKind, RuntimeError};
 pub use config::{BRICKS_DISCOVERY_FILE, Compat, DEFAULT_DISCOVERY_FILE, PreviewConfig};
-pub use launch::{Browser, CHROMIUM_FLAGS, Launch, LaunchError, start_browser};
+pub use confine::{Confinement, find_browser};
+pub use launch::{
+    Browser, BrowserOptions, CHROMIUM_FLAGS, Launch, LaunchError, start_browser, start_browser_with,
+};
 pub use lifecycle::Opened;
 pub use preview::{CloseReport, Preview, PreviewStatus, Settings, Stage};
 pub use service::{PreviewReader, Screenshot};

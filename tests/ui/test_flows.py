@@ -83,6 +83,9 @@ def test_plan_approved_then_a_write_denied_with_a_reason(setup, project: Path, o
     # The mode switch is shown; then write_file asks, and is denied with the user's reason.
     write = pg.page.get_by_role("group", name="Approval request").filter(has_text="write_file")
     write.wait_for(timeout=TIMEOUT)
+    # What the write will do, before the user decides: the new file's content.
+    details = write.get_by_label("What it will do").inner_text()
+    assert details.startswith("new file, 1 line:") and "built" in details, details
     assert pg.page.get_by_label("Mode").input_value() == "build"
     shoot(pg.page, "ui-approval.png")
     write.get_by_label("Reason (optional)").fill("not now, thanks")

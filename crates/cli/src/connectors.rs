@@ -206,18 +206,26 @@ fn by_flags(
     })
 }
 
+/// What the user records with the key for `base_url` (`hands secrets set NAME --host …`): its
+/// origin, a bare host for https on 443 (issue 26: the scheme and port are bound too).
 fn host_of(base_url: &str) -> String {
     url::Url::parse(base_url)
         .ok()
-        .and_then(|u| u.host_str().map(str::to_ascii_lowercase))
+        .and_then(|u| hands_connectors::origin::Origin::of_url(&u))
+        .map(|o| o.record())
         .unwrap_or_default()
 }
 
 /// Whether `secret` may go to `host`, in words.
 fn secret_state(store: Option<&dyn SecretStore>, root: &Path, secret: &str, host: &str) -> String {
     let Some(store) = store else { return "unknown (no secret store)".into() };
-    if store.get(root, secret).is_none() {
-        return "not stored".into();
+    match hands_core::secret::project_secret(store, root, secret) {
+        hands_core::secret::ProjectSecret::Stored(_) => {}
+        hands_core::secret::ProjectSecret::GlobalOnly => {
+            return "stored only globally, so hands refuses to send it (store it for this project)"
+                .into();
+        }
+        hands_core::secret::ProjectSecret::Missing => return "not stored".into(),
     }
     match store.host(root, secret) {
         Some(recorded) if recorded.eq_ignore_ascii_case(host) => "stored for this host".into(),
@@ -233,7 +241,7 @@ fn list(root: &Path, store: Option<&dyn SecretStore>, json: bool) -> Result<Exit
     for name in hands_connectors::list(root) {
         let row = match files::read(root, &name) {
             Ok(c) => {
-                let host = c.host();
+                let host = c.record();
                 let auth = &c.file.auth;
                 let secret = auth.secret.clone().filter(|_| auth.kind != AuthKind::None);
                 let state = secret.as_deref().map(|s| secret_state(store, root, s, &host));

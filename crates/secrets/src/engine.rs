@@ -12,6 +12,14 @@
 //! per call; text full of `sk_`, `gh` or `-----` then costs no more than other text. A stored form
 //! wins over a rule that starts at the same place or later.
 //!
+//! Base64 wrapped in lines (`base64 .env` at 76 columns, openssl and PEM at 64, with `\n` or
+//! `\r\n`) and long base64 lines: found by one pass over the line ends ([`blocks`]), each such
+//! block is decoded and searched like any text (stored values and rules), and what is found there
+//! is replaced in the input by the base64 characters that carry its bits (line breaks inside
+//! included). Lines of a block but its last have one width, a multiple of 4 of at least
+//! [`MIN_WIDTH`], so each line starts a 4-character group; streaming holds a block that runs to
+//! the end of the input from the start of a line.
+//!
 //! Streaming (`more == true`): a match that starts where every pattern would still fit in the input
 //! is final; from the first position whose rest is a proper prefix of a pattern (at most
 //! `longest − 1` bytes from the end), the input is kept back for the next call. A rule token that
@@ -82,6 +90,197 @@ impl Anchors {
         };
         found.map(|m| (m.start(), m.pattern().as_usize()))
     }
+}
+
+/// Lines of base64 this wide or wider are decoded and searched.
+const MIN_WIDTH: usize = 32;
+/// Lines wider than this are not taken for wrapped base64.
+const MAX_WIDTH: usize = 1024;
+
+/// True for the bytes of standard and URL-safe base64 and its padding.
+const fn b64_table() -> [u8; 256] {
+    let mut t = [255u8; 256];
+    let mut i = 0;
+    while i < 26 {
+        t[b'A' as usize + i] = i as u8;
+        t[b'a' as usize + i] = 26 + i as u8;
+        i += 1;
+    }
+    let mut d = 0;
+    while d < 10 {
+        t[b'0' as usize + d] = 52 + d as u8;
+        d += 1;
+    }
+    t[b'+' as usize] = 62;
+    t[b'-' as usize] = 62;
+    t[b'/' as usize] = 63;
+    t[b'_' as usize] = 63;
+    t[b'=' as usize] = 64;
+    t
+}
+const B64: [u8; 256] = b64_table();
+
+fn all_b64(line: &[u8]) -> bool {
+    line.iter().all(|&b| B64[b as usize] != 255)
+}
+
+/// A block of base64: its lines (start and length in the input; all but the last `width` long).
+#[derive(Debug)]
+struct Block {
+    lines: Vec<(usize, usize)>,
+    width: usize,
+    /// It reaches the end of the input: more lines may follow.
+    open: bool,
+}
+
+impl Block {
+    fn joined(&self, input: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.lines.len() * self.width);
+        for &(start, len) in &self.lines {
+            out.extend_from_slice(&input[start..start + len]);
+        }
+        out
+    }
+
+    /// The input offset of character `c` of the joined text.
+    fn offset(&self, c: usize) -> usize {
+        let (line, col) = (c / self.width, c % self.width);
+        match self.lines.get(line) {
+            Some(&(start, len)) => start + col.min(len),
+            None => self.lines.last().map_or(0, |&(start, len)| start + len),
+        }
+    }
+
+    /// The input offset of the start of the line holding character `c`.
+    fn line_start(&self, c: usize) -> usize {
+        let line = (c / self.width).min(self.lines.len().saturating_sub(1));
+        self.lines.get(line).map_or(0, |&(start, _)| start)
+    }
+}
+
+/// The base64 blocks of `input`: runs of lines of one width (a multiple of 4, at least
+/// [`MIN_WIDTH`]) with a last line as wide or narrower, and single base64 lines of at least
+/// [`MIN_WIDTH`]. Lines end in `\n` or `\r\n`; the input's last line may be unterminated (and
+/// when `more`, such a line of base64 is a block however short: the next input may go on with it).
+fn blocks(input: &[u8], more: bool) -> Vec<Block> {
+    let mut found = Vec::new();
+    // A line of MIN_WIDTH base64 characters or more holds an aligned window of 16 of them: test
+    // the windows 8 bytes at a time (no byte below `+`, none above 0x7f), then the ones that pass
+    // byte by byte, and only then look at the lines around.
+    const ONES: u128 = u128::from_le_bytes([1; 16]);
+    const HIGH: u128 = u128::from_le_bytes([0x80; 16]);
+    let maybe = |at: usize| {
+        let Some(Ok(bytes)) = input.get(at..at + 16).map(<[u8; 16]>::try_from) else {
+            return false;
+        };
+        let x = u128::from_le_bytes(bytes);
+        x & HIGH == 0 && x.wrapping_sub(ONES * u128::from(b'+')) & !x & HIGH == 0
+    };
+    let mut window = 0;
+    let mut covered = 0;
+    while window + 16 <= input.len() {
+        if !maybe(window) || !all_b64(&input[window..window + 16]) {
+            window += 16;
+            continue;
+        }
+        let mut start = window;
+        while start > 0 && B64[input[start - 1] as usize] != 255 {
+            start -= 1;
+        }
+        let end = match block_from(input, start, &mut found) {
+            Some(end) => {
+                covered = end;
+                end
+            }
+            // Not a line of base64: go on after this run.
+            None => (window..input.len())
+                .find(|&i| B64[input[i] as usize] == 255)
+                .unwrap_or(input.len()),
+        };
+        window = end.div_ceil(16).max(window / 16 + 1) * 16;
+    }
+    // The input's unterminated last line, when more follows: the next input may go on with it.
+    let last = memchr::memrchr(b'\n', input).map_or(0, |nl| nl + 1);
+    if more && last < input.len() && last >= covered {
+        let len = input.len() - last;
+        let line = &input[last..];
+        if len <= MAX_WIDTH && all_b64(line.strip_suffix(b"\r").unwrap_or(line)) {
+            found.push(Block { lines: vec![(last, len)], width: len, open: true });
+        }
+    }
+    found
+}
+
+/// The block whose first line starts at `start` (pushed onto `found`), and the offset after it;
+/// `None` when no line of base64 of at least [`MIN_WIDTH`] starts there.
+fn block_from(input: &[u8], start: usize, found: &mut Vec<Block>) -> Option<usize> {
+    if start > 0 && input[start - 1] != b'\n' {
+        return None;
+    }
+    // (start, length without the line end, whether a `\n` ends it, the offset after it)
+    let line_at = |from: usize| -> Option<(usize, usize, bool, usize)> {
+        if from >= input.len() {
+            return None;
+        }
+        let (end, terminated) = memchr::memchr(b'\n', &input[from..])
+            .map_or((input.len(), false), |n| (from + n, true));
+        let len = end - from - usize::from(input[from..end].last() == Some(&b'\r'));
+        Some((from, len, terminated, if terminated { end + 1 } else { end }))
+    };
+    let (first, width, terminated, mut after) = line_at(start)?;
+    if !(MIN_WIDTH..=MAX_WIDTH).contains(&width) || !all_b64(&input[first..first + width]) {
+        return None;
+    }
+    let mut block = Block { lines: vec![(first, width)], width, open: !terminated };
+    if terminated && width % 4 == 0 {
+        loop {
+            let Some((line, len, terminated, next)) = line_at(after) else {
+                // The input ends after a whole line: the next may go on.
+                block.open = true;
+                break;
+            };
+            if len == 0 || len > width || !all_b64(&input[line..line + len]) {
+                break;
+            }
+            block.lines.push((line, len));
+            after = next;
+            if len < width || !terminated {
+                block.open = !terminated || len == width;
+                break;
+            }
+        }
+    }
+    found.push(block);
+    Some(after)
+}
+
+/// The bytes of `chars` (base64, standard or URL-safe), as far as whole groups go; padding ends it.
+fn decode(chars: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(chars.len() / 4 * 3);
+    for group in chars.chunks(4) {
+        let v: Vec<u8> = group.iter().map(|&b| B64[b as usize]).take_while(|&v| v < 64).collect();
+        let bits = v.iter().fold(0u32, |acc, &x| acc << 6 | u32::from(x)) << (6 * (4 - v.len()));
+        let bytes = bits.to_be_bytes();
+        let whole = match v.len() {
+            4 => 3,
+            3 => 2,
+            2 => 1,
+            _ => 0,
+        };
+        out.extend_from_slice(&bytes[1..1 + whole]);
+        if v.len() < 4 {
+            break;
+        }
+    }
+    out
+}
+
+/// A replacement found in a decoded block: its span in the input.
+#[derive(Debug, Clone)]
+struct Extra {
+    start: usize,
+    end: usize,
+    with: Vec<u8>,
 }
 
 /// A step of the scan.
@@ -372,6 +571,90 @@ impl Engine {
     }
 }
 
+impl Engine {
+    /// What the decoded base64 blocks of `input` hold, as input spans sorted by start, and where
+    /// to hold the input back from (`more`: a block that runs to the end may go on).
+    fn block_finds(&self, input: &[u8], more: bool) -> (Vec<Extra>, usize) {
+        let mut extras = Vec::new();
+        let mut hold = input.len();
+        for block in blocks(input, more) {
+            let joined = block.joined(input);
+            let decoded = decode(&joined);
+            let open = more && block.open;
+            let mut dec_hold = if open { self.open_tail(&decoded) } else { decoded.len() };
+            let rules = self.rule_starts(&decoded, dec_hold);
+            let mut done = 0;
+            let mut found_here: Vec<(usize, Extra)> = Vec::new();
+            while let Some(found) = self.next(&decoded, done, dec_hold, open, &rules) {
+                match found {
+                    Found::Replace { start, end, with } => {
+                        // The characters that carry bits of `start..end`.
+                        let first = start * 8 / 6;
+                        let last = (end * 8).div_ceil(6).min(joined.len()).max(first + 1);
+                        let span_start = block.offset(first);
+                        let span_end = block.offset(last - 1) + 1;
+                        found_here.push((first, Extra { start: span_start, end: span_end, with }));
+                        done = end.max(start + 1);
+                    }
+                    Found::Hold(start) => {
+                        dec_hold = start;
+                        break;
+                    }
+                }
+            }
+            if open {
+                // From the line that holds the first character not decided on (whole groups
+                // only: the last partial one goes on in the next line), and from the line of a
+                // find that runs past that: the next input starts a line.
+                let undecided = (dec_hold * 8 / 6).min(joined.len() / 4 * 4);
+                let mut from = block.line_start(undecided);
+                while let Some((first, _)) =
+                    found_here.iter().find(|(_, e)| e.start < from && e.end > from)
+                {
+                    from = block.line_start(*first);
+                }
+                found_here.retain(|(_, e)| e.end <= from);
+                hold = hold.min(from);
+            }
+            extras.extend(found_here.into_iter().map(|(_, e)| e));
+        }
+        extras.retain(|e| e.end <= hold);
+        extras.sort_by_key(|e| e.start);
+        (extras, hold)
+    }
+
+    /// Every replacement in `input` in order (the plain scan and the decoded blocks merged), up
+    /// to where the input is held back; returns that place.
+    fn scan(&self, input: &[u8], more: bool, mut emit: impl FnMut(usize, usize, Vec<u8>)) -> usize {
+        let (extras, block_hold) = self.block_finds(input, more);
+        let hold = if more { self.open_tail(input).min(block_hold) } else { input.len() };
+        let rules = self.rule_starts(input, hold);
+        let mut done = 0;
+        let mut next_extra = 0;
+        loop {
+            while extras.get(next_extra).is_some_and(|e| e.start < done) {
+                next_extra += 1;
+            }
+            let extra = extras.get(next_extra).filter(|e| e.start < hold);
+            let limit = extra.map_or(hold, |e| e.start);
+            match self.next(input, done, limit, more && extra.is_none(), &rules) {
+                Some(Found::Replace { start, end, with }) => {
+                    emit(start, end, with);
+                    done = end;
+                }
+                Some(Found::Hold(start)) => return start,
+                None => match extra {
+                    Some(e) => {
+                        emit(e.start, e.end, e.with.clone());
+                        done = e.end;
+                    }
+                    None => return hold.max(done),
+                },
+            }
+        }
+    }
+}
+
 /// A secret found in a text by [`Engine::find_all`]: where it is and what it is, never its value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hit {
@@ -389,43 +672,28 @@ impl Engine {
     /// Every stored value and key shape in `input`, in order, as [`Redactor::redact`] would
     /// replace them (for scanners that report where secrets are).
     pub fn find_all(&self, input: &[u8]) -> Vec<Hit> {
-        let rules = self.rule_starts(input, input.len());
         let mut found = Vec::new();
-        let mut at = 0;
-        while let Some(Found::Replace { start, end, with }) =
-            self.next(input, at, input.len(), false, &rules)
-        {
+        self.scan(input, false, |start, end, with| {
             let label = String::from_utf8_lossy(&with);
             let (stored, name) = match label.strip_prefix("[secret:") {
                 Some(rest) => (true, rest.trim_end_matches(']')),
                 None => (false, label.trim_start_matches("[redacted:").trim_end_matches(']')),
             };
             found.push(Hit { start, end, name: name.to_owned(), stored });
-            at = end.max(start + 1);
-        }
+        });
         found
     }
 }
 
 impl Redactor for Engine {
     fn redact(&self, input: &[u8], more: bool, out: &mut Vec<u8>) -> usize {
-        let hold = if more { self.open_tail(input) } else { input.len() };
-        let rules = self.rule_starts(input, hold);
         let mut done = 0;
-        while let Some(found) = self.next(input, done, hold, more, &rules) {
-            match found {
-                Found::Replace { start, end, with } => {
-                    out.extend_from_slice(&input[done..start]);
-                    out.extend_from_slice(&with);
-                    done = end;
-                }
-                Found::Hold(start) => {
-                    out.extend_from_slice(&input[done..start]);
-                    return start;
-                }
-            }
-        }
-        let end = hold.max(done);
+        let end = self.scan(input, more, |start, end, with| {
+            out.extend_from_slice(&input[done..start]);
+            out.extend_from_slice(&with);
+            done = end;
+        });
+        let end = end.max(done);
         out.extend_from_slice(&input[done..end]);
         end
     }
@@ -433,5 +701,6 @@ impl Redactor for Engine {
     fn finds(&self, input: &[u8]) -> bool {
         let rules = self.rule_starts(input, input.len());
         self.next(input, 0, input.len(), false, &rules).is_some()
+            || !self.block_finds(input, false).0.is_empty()
     }
 }

@@ -331,3 +331,67 @@ fn credential_files_token_shapes() {
         assert_eq!(clean(ordinary), ordinary);
     }
 }
+
+/// `text` base64-encoded and wrapped at `width` columns with `eol`, as `base64` (76), openssl
+/// and PEM (64) write it.
+fn wrapped(text: &[u8], width: usize, eol: &str) -> String {
+    let encoded = base64::engine::general_purpose::STANDARD.encode(text);
+    let lines: Vec<&str> =
+        encoded.as_bytes().chunks(width).map(|l| std::str::from_utf8(l).unwrap()).collect();
+    let mut out = lines.join(eol);
+    out.push_str(eol);
+    out
+}
+
+/// Issue 26, item 7: a stored value and a key shape inside a wrapped base64 text (a whole `.env`
+/// through `base64`, openssl or a PEM body) are hidden wherever the line breaks fall in them and
+/// at every alignment, also when the stream is cut anywhere.
+#[test]
+fn wrapped_base64_hides_stored_values_and_key_shapes() {
+    let stripe = "sk_live_51HxCanaryWrappedKey0123";
+    for pad in 0..80 {
+        let env = format!(
+            "# settings\nNODE_ENV=production\nPAD={}\nAPI_TOKEN={TOKEN}\nSTRIPE={stripe}\nPORT=3000\nTAIL=done\n",
+            "p".repeat(pad)
+        );
+        for (width, eol) in [(76, "\n"), (64, "\n"), (64, "\r\n"), (76, "\r\n")] {
+            let text = format!("$ base64 .env\n{}$ done\n", wrapped(env.as_bytes(), width, eol));
+            let out = clean(&text);
+            assert!(out.contains("[secret:API_TOKEN]"), "pad {pad} width {width}: {out}");
+            assert!(out.contains("[redacted:stripe_key]"), "pad {pad} width {width}: {out}");
+            assert!(out.starts_with("$ base64 .env\n") && out.ends_with("$ done\n"), "{out}");
+            // What is left decodes to nothing of either.
+            let rest: String = out
+                .replace("[secret:API_TOKEN]", "\n")
+                .replace("[redacted:stripe_key]", "\n")
+                .lines()
+                .filter(|l| !l.starts_with('$'))
+                .collect::<Vec<_>>()
+                .join("");
+            for piece in rest.split('\n') {
+                let bytes = piece.as_bytes();
+                for skip in 0..4.min(bytes.len()) {
+                    let usable = (bytes.len() - skip) / 4 * 4;
+                    if let Ok(decoded) = base64::engine::general_purpose::STANDARD
+                        .decode(&bytes[skip..skip + usable])
+                    {
+                        let decoded = String::from_utf8_lossy(&decoded);
+                        assert!(!decoded.contains("canary-4f2a"), "pad {pad}: {decoded}");
+                        assert!(!decoded.contains("CanaryWrapped"), "pad {pad}: {decoded}");
+                    }
+                }
+            }
+            if pad % 7 == 0 {
+                for cut in (0..text.len()).step_by(13) {
+                    assert_eq!(streamed(text.as_bytes(), &[cut]), out, "pad {pad} cut {cut}");
+                }
+            }
+        }
+    }
+    // A long base64 line (not wrapped) hides a key shape too.
+    let line = base64::engine::general_purpose::STANDARD.encode(format!("STRIPE={stripe}\n"));
+    assert!(clean(&format!("{line}\n")).contains("[redacted:stripe_key]"), "{line}");
+    // Ordinary wrapped base64 is left alone.
+    let plain = wrapped(&[7u8; 300], 76, "\n");
+    assert_eq!(clean(&plain), plain);
+}

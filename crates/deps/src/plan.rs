@@ -152,6 +152,8 @@ pub(crate) struct Inputs<'a> {
     pub report: PathBuf,
     /// hands' PATH.
     pub path: Option<OsString>,
+    /// Why this manager (for the message when it is not installed).
+    pub because: &'a str,
 }
 
 /// The plan for `inputs`, or why nothing can run (the manager is not installed, no venv).
@@ -159,7 +161,7 @@ pub(crate) fn build(inputs: &Inputs<'_>) -> Result<Plan, ToolError> {
     let ws = inputs.ws;
     let manager = inputs.manager;
     let root = ws.root().canonicalize().unwrap_or_else(|_| ws.root().to_path_buf());
-    let cwd = root.join(inputs.dir.as_path());
+    let cwd = if inputs.dir.is_root() { root.clone() } else { root.join(inputs.dir.as_path()) };
     let (dirs, skipped) = search_dirs(&root, inputs.path.as_deref());
     let mut programs = Vec::new();
     let mut notes = Vec::new();
@@ -178,9 +180,10 @@ pub(crate) fn build(inputs: &Inputs<'_>) -> Result<Plan, ToolError> {
         _ => {
             let Some(found) = find(manager.name(), &dirs) else {
                 return Err(ToolError::model(format!(
-                    "This is a {} project, but `{}` is not installed (not on PATH outside the \
-                     project{}). Ask the user to install it.",
+                    "This is a {} project ({}), but `{}` is not installed (not on PATH outside \
+                     the project{}). Ask the user to install it.",
                     manager.name(),
+                    inputs.because,
                     manager.name(),
                     if skipped.is_empty() {
                         String::new()

@@ -83,7 +83,8 @@ pub struct AddResult {
     /// pip: the requirements file the pins were written to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pinned_in: Option<String>,
-    /// Warnings of a run that succeeded (unmet peer dependencies).
+    /// Warnings of a run that succeeded (unmet peer dependencies), or, when pip failed with
+    /// source builds off, that it installs wheels only.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
     /// Running dev servers, and whether each picked the packages up.

@@ -137,12 +137,7 @@ impl AddDependency {
             allow_scripts: self.config.allow_scripts,
             report: self.report(ctx),
             path: std::env::var_os("PATH"),
-        })
-        .map_err(|err| match err {
-            ToolError::RespondToModel(text) => {
-                ToolError::model(format!("{text} ({})", detected.because))
-            }
-            other => other,
+            because: &detected.because,
         })?;
         Ok(Prepared { ws, dir, detected, names, plan })
     }
@@ -290,7 +285,19 @@ impl Tool for AddDependency {
             changes: changes(&before, &after, &names),
             lock_file: after.lock.as_ref().map(RelPath::display),
             pinned_in: pinned_in.as_ref().map(RelPath::display),
-            warnings: if run.ok { cause::peer_warnings(&run.output) } else { Vec::new() },
+            warnings: if run.ok {
+                cause::peer_warnings(&run.output)
+            } else if manager == Manager::Pip && !plan.scripts {
+                vec![
+                    "pip ran with --only-binary :all: (no source builds, so no setup.py runs): a \
+                     package or version published only as a source distribution is not found \
+                     this way. The user can allow builds with allow_scripts = true under [deps] \
+                     in their own configuration."
+                        .to_owned(),
+                ]
+            } else {
+                Vec::new()
+            },
             dev_servers: Vec::new(),
             duration_ms: u64::try_from(run.took.as_millis()).unwrap_or(u64::MAX),
             output_tail: last_lines(&run.output, 40),

@@ -337,6 +337,16 @@ async fn js_managers_run_no_install_time_code_and_no_planted_manager() {
     assert!(!postinstall.exists(), "the package's postinstall ran under pnpm");
     assert!(!own.exists(), "the project's own postinstall ran under pnpm");
 
+    // yarn (classic): neither the package's script nor the project's own.
+    let yarn = project("yarn-app", json!({}));
+    write(&yarn.join("yarn.lock"), "");
+    write(&yarn.join(".yarnrc"), "ignore-scripts false\n");
+    let out = add(&yarn, Approval::Auto, DepsConfig::default(), None, args.clone()).await;
+    assert!(!out.is_error, "{}", text(&out));
+    assert!(yarn.join("node_modules/hands-postinstall/package.json").exists());
+    assert!(!postinstall.exists(), "the package's postinstall ran under yarn");
+    assert!(!own.exists(), "the project's own postinstall ran under yarn");
+
     // bun: not even a package the project lists in trustedDependencies runs its script.
     let bun_version =
         String::from_utf8(Command::new(bin.join("bun")).arg("--version").output().unwrap().stdout)

@@ -22,48 +22,77 @@ pub const DIR_MODE: u32 = 0o700;
 /// The mode of every file hands creates for itself.
 pub const FILE_MODE: u32 = 0o600;
 
-fn var(name: &str) -> Option<PathBuf> {
-    std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from)
+/// A lookup of environment variables: the process's own ([`process_env`]) or, in tests, a
+/// fixed one.
+pub trait Env {
+    /// The value of `name`, `None` when unset or empty.
+    fn get(&self, name: &str) -> Option<PathBuf>;
 }
 
-fn home() -> Option<PathBuf> {
-    var("HOME")
+/// The process's environment.
+pub struct ProcessEnv;
+
+impl Env for ProcessEnv {
+    fn get(&self, name: &str) -> Option<PathBuf> {
+        std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from)
+    }
 }
 
-/// `$XDG_<kind>/hands` when that variable is absolute, else `~/<fallback>/hands`.
-fn xdg(name: &str, fallback: &str) -> Option<PathBuf> {
-    match var(name).filter(|d| d.is_absolute()) {
+impl<F: Fn(&str) -> Option<OsString>> Env for F {
+    fn get(&self, name: &str) -> Option<PathBuf> {
+        self(name).filter(|v| !v.is_empty()).map(PathBuf::from)
+    }
+}
+
+/// The process's environment, as an [`Env`].
+pub fn process_env() -> ProcessEnv {
+    ProcessEnv
+}
+
+/// `$<name>/hands` when that variable is absolute, else `~/<fallback>/hands`.
+fn xdg(env: &dyn Env, name: &str, fallback: &str) -> Option<PathBuf> {
+    match env.get(name).filter(|d| d.is_absolute()) {
         Some(base) => Some(base.join("hands")),
-        None => home().map(|home| home.join(fallback).join("hands")),
+        None => env.get("HOME").map(|home| home.join(fallback).join("hands")),
     }
 }
 
 /// The state folder: `$HANDS_STATE_DIR`, else `$XDG_STATE_HOME/hands`, else
 /// `~/.local/state/hands`; `None` without any of them.
 pub fn state_dir() -> Option<PathBuf> {
-    var("HANDS_STATE_DIR").or_else(|| xdg("XDG_STATE_HOME", ".local/state"))
+    state_dir_in(&ProcessEnv)
+}
+
+/// [`state_dir`] in `env`.
+pub fn state_dir_in(env: &dyn Env) -> Option<PathBuf> {
+    env.get("HANDS_STATE_DIR").or_else(|| xdg(env, "XDG_STATE_HOME", ".local/state"))
 }
 
 /// The data folder (the session database by default): `$XDG_DATA_HOME/hands`, else
 /// `~/.local/share/hands`.
 pub fn data_dir() -> Option<PathBuf> {
-    xdg("XDG_DATA_HOME", ".local/share")
+    data_dir_in(&ProcessEnv)
+}
+
+/// [`data_dir`] in `env`.
+pub fn data_dir_in(env: &dyn Env) -> Option<PathBuf> {
+    xdg(env, "XDG_DATA_HOME", ".local/share")
 }
 
 /// The configuration folder (`config.toml`, skills): `$XDG_CONFIG_HOME/hands`, else
 /// `~/.config/hands`.
 pub fn config_dir() -> Option<PathBuf> {
-    xdg("XDG_CONFIG_HOME", ".config")
+    xdg(&ProcessEnv, "XDG_CONFIG_HOME", ".config")
 }
 
 /// The cache folder: `$XDG_CACHE_HOME/hands`, else `~/.cache/hands`.
 pub fn cache_dir() -> Option<PathBuf> {
-    xdg("XDG_CACHE_HOME", ".cache")
+    xdg(&ProcessEnv, "XDG_CACHE_HOME", ".cache")
 }
 
 /// The secret store's folder: `$HANDS_SECRETS_DIR`, else `secrets` in the state folder.
 pub fn secrets_dir() -> Option<PathBuf> {
-    var("HANDS_SECRETS_DIR").or_else(|| state_dir().map(|d| d.join("secrets")))
+    ProcessEnv.get("HANDS_SECRETS_DIR").or_else(|| state_dir().map(|d| d.join("secrets")))
 }
 
 /// Every folder hands may keep its own files in, as the environment names them: the four above,
@@ -76,7 +105,7 @@ pub fn all() -> Vec<PathBuf> {
             .into_iter()
             .flatten()
             .collect();
-    if let Some(home) = home() {
+    if let Some(home) = ProcessEnv.get("HOME") {
         for fallback in [".local/state", ".local/share", ".config", ".cache"] {
             dirs.push(home.join(fallback).join("hands"));
         }
@@ -193,6 +222,23 @@ mod tests {
 
     fn mode(path: &Path) -> u32 {
         std::fs::symlink_metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn the_folders_follow_the_xdg_variables_then_home() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |name: &str| vars.iter().find(|(n, _)| *n == name).map(|(_, v)| OsString::from(*v))
+        };
+        let home = env(&[("HOME", "/home/u")]);
+        assert_eq!(state_dir_in(&home), Some(PathBuf::from("/home/u/.local/state/hands")));
+        assert_eq!(data_dir_in(&home), Some(PathBuf::from("/home/u/.local/share/hands")));
+        let xdg = env(&[("HOME", "/home/u"), ("XDG_STATE_HOME", "/s"), ("XDG_DATA_HOME", "rel")]);
+        assert_eq!(state_dir_in(&xdg), Some(PathBuf::from("/s/hands")));
+        // A relative XDG value is ignored, as the spec says.
+        assert_eq!(data_dir_in(&xdg), Some(PathBuf::from("/home/u/.local/share/hands")));
+        let moved = env(&[("HANDS_STATE_DIR", "/st"), ("XDG_STATE_HOME", "/s")]);
+        assert_eq!(state_dir_in(&moved), Some(PathBuf::from("/st")));
+        assert_eq!(state_dir_in(&env(&[("HOME", "")])), None);
     }
 
     #[test]

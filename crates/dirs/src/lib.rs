@@ -100,8 +100,11 @@ pub fn secrets_dir() -> Option<PathBuf> {
 /// hands started with another environment uses those). Settings can add more (a configured store
 /// path, a checkpoint folder); the caller adds those.
 pub fn all() -> Vec<PathBuf> {
+    // The XDG state folder too when HANDS_STATE_DIR moves it: a hands started without that
+    // variable keeps its files there.
+    let xdg_state = xdg(&ProcessEnv, "XDG_STATE_HOME", ".local/state");
     let mut dirs: Vec<PathBuf> =
-        [state_dir(), data_dir(), config_dir(), cache_dir(), secrets_dir()]
+        [state_dir(), xdg_state, data_dir(), config_dir(), cache_dir(), secrets_dir()]
             .into_iter()
             .flatten()
             .collect();

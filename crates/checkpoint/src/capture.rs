@@ -2,8 +2,6 @@
 //! trees, save the index, count the changes since the project's previous checkpoint, claim the
 //! next number and write the record.
 
-use std::fs;
-
 use crate::diff;
 use crate::error::Error;
 use crate::manifest::{Checkpoint, Meta, Summary};
@@ -38,7 +36,7 @@ impl Store {
         let mut id = ids.last().copied().unwrap_or(0) + 1;
         loop {
             let path = self.record_path(id);
-            match fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+            match hands_dirs::create_private_file(&path) {
                 Ok(_) => break,
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => id += 1,
                 Err(e) => return Err(Error::Io { path, source: e }),

@@ -82,9 +82,7 @@ pub(crate) fn save(path: &Path, index: &Index) -> Result<(), Error> {
             s.size, s.mtime_ns, s.ctime_ns, s.ino, s.mode
         );
     }
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    fs::write(&tmp, out).at(&tmp)?;
-    fs::rename(&tmp, path).at(path)
+    hands_dirs::write_private(path, out.as_bytes()).at(path)
 }
 
 #[cfg(test)]

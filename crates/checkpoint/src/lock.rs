@@ -6,7 +6,7 @@
 //! - `turns.lock`: shared by every running turn (of any session and process on the project),
 //!   exclusive for a restore, which is refused while a turn runs.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::path::Path;
 
 use rustix::fs::{FlockOperation, flock};
@@ -20,7 +20,7 @@ pub struct Flock {
 }
 
 fn open(path: &Path) -> Result<File, Error> {
-    OpenOptions::new().create(true).truncate(false).write(true).open(path).at(path)
+    hands_dirs::private_options().open(path).at(path)
 }
 
 fn take(path: &Path, op: FlockOperation) -> Result<Flock, Error> {

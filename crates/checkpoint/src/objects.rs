@@ -39,7 +39,7 @@ pub(crate) fn put(objects: &Path, oid: &str, bytes: &[u8]) -> Result<u64, Error>
         return Ok(0);
     }
     let dir = dest.parent().unwrap_or(objects);
-    fs::create_dir_all(dir).at(dir)?;
+    hands_dirs::create_private_dir_all(dir).at(dir)?;
     // Unique per writer: two threads may store the same content at once (two empty files).
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
@@ -47,7 +47,7 @@ pub(crate) fn put(objects: &Path, oid: &str, bytes: &[u8]) -> Result<u64, Error>
     let mut enc = DeflateEncoder::new(Vec::with_capacity(bytes.len() / 2), Compression::fast());
     enc.write_all(bytes).at(&tmp)?;
     let packed = enc.finish().at(&tmp)?;
-    fs::write(&tmp, &packed).at(&tmp)?;
+    hands_dirs::create_private_file(&tmp).and_then(|mut f| f.write_all(&packed)).at(&tmp)?;
     fs::rename(&tmp, &dest).at(&dest)?;
     Ok(packed.len() as u64)
 }
@@ -66,14 +66,7 @@ pub(crate) fn get(objects: &Path, oid: &str) -> Result<Vec<u8>, Error> {
     Ok(out)
 }
 
-/// Writes `bytes` to `path` through a temporary file, fsync and rename.
+/// Writes `bytes` to `path` (0600) through a temporary file, fsync and rename.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    use std::io::Write;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("f");
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let mut f = fs::File::create(&tmp).at(&tmp)?;
-    f.write_all(bytes).at(&tmp)?;
-    f.sync_all().at(&tmp)?;
-    fs::rename(&tmp, path).at(path)
+    hands_dirs::write_private(path, bytes).at(path)
 }

@@ -18,16 +18,10 @@ use crate::settings::{Retention, Settings};
 use crate::snapshot::Config;
 use crate::{legacy, objects, tree};
 
-/// The state folder: `HANDS_STATE_DIR`, else `$XDG_STATE_HOME/hands`, else `~/.local/state/hands`.
+/// The state folder ([`hands_dirs::state_dir`]): `HANDS_STATE_DIR`, else `$XDG_STATE_HOME/hands`,
+/// else `~/.local/state/hands`.
 pub fn state_dir() -> Result<PathBuf, Error> {
-    if let Some(d) = std::env::var_os("HANDS_STATE_DIR").filter(|d| !d.is_empty()) {
-        return Ok(PathBuf::from(d));
-    }
-    if let Some(d) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
-        return Ok(PathBuf::from(d).join("hands"));
-    }
-    let home = std::env::var_os("HOME").filter(|d| !d.is_empty()).ok_or(Error::NoStateDir)?;
-    Ok(PathBuf::from(home).join(".local/state/hands"))
+    hands_dirs::state_dir().ok_or(Error::NoStateDir)
 }
 
 /// The checkpoint store of one project.
@@ -69,8 +63,11 @@ impl Store {
 
     /// The store of `root` kept in `dir`; finishes an interrupted restore first.
     pub fn open(root: &Path, dir: &Path, config: Config) -> Result<Self, Error> {
+        // 0700 from the state folder down (it may be the first part of hands to make it): the
+        // objects hold the project's files, secrets included.
+        hands_dirs::private_dir(dir).at(dir)?;
         for sub in ["objects", "checkpoints"] {
-            fs::create_dir_all(dir.join(sub)).at(&dir.join(sub))?;
+            hands_dirs::private_dir(&dir.join(sub)).at(&dir.join(sub))?;
         }
         let store = Self {
             root: root.to_path_buf(),

@@ -9,6 +9,7 @@ mod connectors;
 mod log;
 mod rewind;
 mod run;
+mod sandbox_files;
 mod secret_prompt;
 mod secrets;
 mod serve;
@@ -506,7 +507,9 @@ fn build_registry_with_mcp(
         hands_mcp::McpClients::connect_blocking(&servers, loaded.settings.mcp_call_timeout_ms);
     let builder = mcp.register(builder);
     // Where the tools run, and with a proxy sandbox the process service that reaches its processes.
-    let builder = hands_mcp::sandbox::register(builder, &loaded.settings.sandbox, &loaded.flags)?;
+    let host = sandbox_files::host_files(loaded);
+    let builder =
+        hands_mcp::sandbox::register(builder, &loaded.settings.sandbox, &loaded.flags, &host)?;
     let registry = builder.build();
     if let Some(store) = store {
         let refresher = registry.refresher();

@@ -7,7 +7,7 @@
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn hands(state: &Path, root: &Path) -> Command {
@@ -127,5 +127,84 @@ fn process_records_are_private() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     if let Err(panic) = checked {
         std::panic::resume_unwind(panic);
+    }
+}
+
+/// Every folder and file under `dir` with its mode.
+fn tree_modes(dir: &Path, out: &mut Vec<(PathBuf, u32, bool)>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let meta = entry.metadata().unwrap();
+        out.push((entry.path(), meta.permissions().mode() & 0o777, meta.is_dir()));
+        if meta.is_dir() {
+            tree_modes(&entry.path(), out);
+        }
+    }
+}
+
+/// Issue 26, finding 4: whichever part of hands makes the state (and data) folder first — the
+/// checkpoint store, the secret store, `hands serve`'s token and session database — with the
+/// umask at 022 every folder it makes, from the XDG base down, is 0700 and every file 0600.
+#[test]
+fn whichever_part_makes_the_state_folder_first_it_is_private() {
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o022));
+    type Start = fn(Command) -> Option<Child>;
+    let starters: [(&str, Start); 3] = [
+        ("the checkpoint store", |mut cmd| {
+            let out = cmd.args(["checkpoints", "gc"]).output().unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            None
+        }),
+        ("the secret store", |mut cmd| {
+            let mut child = cmd
+                .args(["secrets", "set", "CANARY_FIRST", "--global"])
+                .stdin(Stdio::piped())
+                .spawn()
+                .unwrap();
+            use std::io::Write as _;
+            child.stdin.take().unwrap().write_all(b"canary-value-first-1234\n").unwrap();
+            let out = child.wait_with_output().unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            None
+        }),
+        ("hands serve", |mut cmd| {
+            Some(cmd.args(["serve", "--listen", "127.0.0.1:0"]).spawn().unwrap())
+        }),
+    ];
+    for (first, start) in starters {
+        let (tmp, root, _) = folders();
+        let base = tmp.path().to_path_buf();
+        let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("hands"));
+        cmd.env_remove("HANDS_STATE_DIR")
+            .env_remove("HANDS_SECRETS_DIR")
+            .env("HOME", base.join("home"))
+            .env("XDG_STATE_HOME", base.join("xdg/state"))
+            .env("XDG_DATA_HOME", base.join("xdg/data"))
+            .env("XDG_CONFIG_HOME", base.join("xdg/config"))
+            .arg("--root")
+            .arg(&root)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(mut server) = start(cmd) {
+            let token = base.join("xdg/state/hands/server-token");
+            let db = base.join("xdg/data/hands/sessions.db");
+            let started = Instant::now();
+            while !(token.exists() && db.exists()) {
+                if let Some(status) = server.try_wait().unwrap() {
+                    panic!("hands serve ended: {status}");
+                }
+                assert!(started.elapsed() < Duration::from_secs(30), "{first}: no token/db");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            server.kill().unwrap();
+            server.wait().unwrap();
+        }
+        let mut found = Vec::new();
+        tree_modes(&base.join("xdg"), &mut found);
+        assert!(found.iter().any(|(_, _, is_dir)| !is_dir), "{first} made no file: {found:?}");
+        for (path, mode, is_dir) in &found {
+            let want = if *is_dir { 0o700 } else { 0o600 };
+            assert_eq!(*mode, want, "{first} made {} {mode:o}: {found:?}", path.display());
+        }
     }
 }

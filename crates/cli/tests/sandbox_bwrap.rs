@@ -118,7 +118,10 @@ fn bwrap_fixture() -> Option<Fixture> {
     let root = tmp.path().canonicalize().unwrap();
     let inner =
         vec![hands_bin().display().to_string(), "mcp".into(), "--root".into(), "{root}".into()];
-    let provider = Arc::new(ProxyProvider::bwrap(Bwrap { bwrap, inner, slirp: None }).unwrap());
+    let provider = Arc::new(
+        ProxyProvider::bwrap(Bwrap { bwrap, inner, slirp: None, hidden: Default::default() })
+            .unwrap(),
+    );
     Some(fixture(tmp, &root, provider))
 }
 

@@ -273,3 +273,181 @@ async fn under_serve_the_sandbox_binds_the_session_root_not_the_project_id() {
         }
     }
 }
+
+/// hands with every one of its folders under `base` (state, data, config, cache, home).
+fn isolated(hands: &Path, base: &Path, root: &Path) -> Command {
+    let mut cmd = Command::new(hands);
+    cmd.env("HOME", base.join("home"))
+        .env("HANDS_STATE_DIR", base.join("state"))
+        .env_remove("HANDS_SECRETS_DIR")
+        .env("XDG_STATE_HOME", base.join("xdg-state"))
+        .env("XDG_DATA_HOME", base.join("data"))
+        .env("XDG_CONFIG_HOME", base.join("config"))
+        .env("XDG_CACHE_HOME", base.join("cache"))
+        .arg("--root")
+        .arg(root);
+    cmd
+}
+
+fn store_secret(base: &Path, root: &Path, name: &str, scope: &[&str], value: &str) {
+    use std::io::Write as _;
+    let mut child = isolated(&hands_bin(), base, root)
+        .args(["secrets", "set", name])
+        .args(scope)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(format!("{value}\n").as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// `hands call bash` under bwrap with `hands` and the folders of [`isolated`].
+fn isolated_bash(hands: &Path, base: &Path, root: &Path, command: &str) -> String {
+    let out = isolated(hands, base, root)
+        .args(["-c", "sandbox.backend=\"bwrap\"", "call", "bash"])
+        .arg(format!("command={command}"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text =
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{text}");
+    text
+}
+
+/// Issue 26, finding 3: a sandboxed command of project B reads none of hands' own files — not
+/// project A's secret, not the global one, not even B's own (a sandbox gets no stored secret),
+/// in a file, its environment or any process's `/proc/<pid>/environ`; not the session database,
+/// the server token, a checkpoint object or the user's config file (the inner hands gets a copy
+/// without the host's sections); the host's hands is not in its `/proc`. A project root inside
+/// one of those folders is still bound, writable, with the rest of the folder hidden.
+#[test]
+fn a_sandboxed_command_reads_none_of_hands_own_files() {
+    if !have("bwrap") {
+        return;
+    }
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    let (project_a, root) = (base.join("proj-a"), base.join("proj-b"));
+    for dir in [&project_a, &root, &base.join("home")] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    store_secret(
+        &base,
+        &project_a,
+        "A_SECRET",
+        &["--project", project_a.to_str().unwrap()],
+        "canary-aaaa-1111",
+    );
+    store_secret(&base, &root, "GLOBAL_SECRET", &["--global"], "canary-gggg-2222");
+    store_secret(
+        &base,
+        &root,
+        "B_SECRET",
+        &["--project", root.to_str().unwrap()],
+        "canary-bbbb-3333",
+    );
+    let state = base.join("state");
+    std::fs::write(state.join("server-token"), "canary-token-4444\n").unwrap();
+    let objects = state.join("checkpoints/0123/objects/ab");
+    std::fs::create_dir_all(&objects).unwrap();
+    std::fs::write(objects.join("cdef"), "canary-object-5555").unwrap();
+    let data = base.join("data/hands");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("sessions.db"), "canary-sessions-6666").unwrap();
+    std::fs::create_dir_all(base.join("config/hands")).unwrap();
+    std::fs::write(
+        base.join("config/hands/config.toml"),
+        "[server]\ntoken = \"canary-config-7777\"\n\n[bash]\ndefault_timeout_ms = 123457\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(base.join("xdg-state/hands")).unwrap();
+    std::fs::write(base.join("xdg-state/hands/other.json"), "canary-xdg-8888").unwrap();
+    std::fs::create_dir_all(base.join("cache/hands")).unwrap();
+    std::fs::write(base.join("cache/hands/c"), "canary-cache-9999").unwrap();
+
+    let command = format!(
+        "cat {state}/secrets/*.json {state}/server-token {objects}/cdef {data}/sessions.db \
+         {base}/xdg-state/hands/other.json {base}/cache/hands/c 2>&1; \
+         find {state} {data} {base}/cache/hands {base}/xdg-state -type f 2>&1; \
+         env; cat /proc/[0-9]*/environ | tr '\\0' '\\n'; \
+         echo CONFIG-INSIDE; cat {base}/config/hands/config.toml; \
+         echo PIDS $(ls /proc | grep -E '^[0-9]+$' | tr '\\n' ' '); echo DONE",
+        state = state.display(),
+        objects = objects.display(),
+        data = data.display(),
+        base = base.display(),
+    );
+    let out = isolated(&hands_bin(), &base, &root)
+        .args(["-c", "sandbox.backend=\"bwrap\"", "call", "bash"])
+        .arg(format!("command={command}"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let host_pid = out.id();
+    let out = out.wait_with_output().unwrap();
+    let text =
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() && text.contains("DONE"), "{text}");
+    // Redaction would turn a value read into `[secret:NAME]`: neither form may show.
+    for canary in [
+        "canary-aaaa",
+        "canary-gggg",
+        "canary-bbbb",
+        "canary-token",
+        "canary-object",
+        "canary-sessions",
+        "canary-config",
+        "canary-xdg",
+        "canary-cache",
+        "[secret:",
+        "A_SECRET",
+        "GLOBAL_SECRET",
+        "B_SECRET",
+    ] {
+        assert!(!text.contains(canary), "the sandbox saw {canary}: {text}");
+    }
+    // The inner hands has the user's tool settings, without the host's sections.
+    let config = text.split("CONFIG-INSIDE").nth(1).unwrap();
+    assert!(config.contains("default_timeout_ms = 123457"), "{text}");
+    assert!(!config.contains("[server]"), "{text}");
+    let pids = text.lines().find_map(|l| l.strip_prefix("PIDS ")).unwrap();
+    assert!(!pids.split_whitespace().any(|p| p == host_pid.to_string()), "{text}");
+
+    // A root under the data folder: bound and writable, the database beside it still hidden.
+    let inside = data.join("projects/app");
+    std::fs::create_dir_all(&inside).unwrap();
+    let text = isolated_bash(
+        &hands_bin(),
+        &base,
+        &inside,
+        &format!("touch made.txt && echo MADE; cat {}/sessions.db; echo DONE", data.display()),
+    );
+    assert!(text.contains("MADE") && text.contains("DONE"), "{text}");
+    assert!(!text.contains("canary-sessions"), "{text}");
+    assert!(inside.join("made.txt").exists(), "{text}");
+}
+
+/// Issue 26, finding 13: a hands binary under /tmp (a target dir or a release unpacked there)
+/// runs its bwrap sandbox, although the sandbox has a private /tmp.
+#[test]
+fn a_hands_binary_under_tmp_runs_its_sandbox() {
+    if !have("bwrap") {
+        return;
+    }
+    let bin = tempfile::tempdir_in("/tmp").unwrap();
+    let hands = bin.path().join("hands");
+    std::fs::copy(hands_bin(), &hands).unwrap();
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    let root = base.join("proj");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(base.join("home")).unwrap();
+    let text = isolated_bash(&hands, &base, &root, "echo RAN-INSIDE; ls /tmp | wc -l");
+    assert!(text.contains("RAN-INSIDE"), "{text}");
+}

@@ -40,14 +40,7 @@ pub struct Record {
 /// The folder of process records: `$HANDS_STATE_DIR/processes`, else
 /// `$XDG_STATE_HOME/hands/processes`, else `~/.local/state/hands/processes`.
 pub fn records_dir() -> Option<PathBuf> {
-    let var = |name| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-    if let Some(dir) = var("HANDS_STATE_DIR") {
-        return Some(dir.join("processes"));
-    }
-    if let Some(dir) = var("XDG_STATE_HOME") {
-        return Some(dir.join("hands/processes"));
-    }
-    var("HOME").map(|home| home.join(".local/state/hands/processes"))
+    hands_dirs::state_dir().map(|dir| dir.join("processes"))
 }
 
 impl Record {
@@ -60,8 +53,7 @@ impl Record {
     /// hands creates are 0700 and the record 0600: it names the user's commands.
     pub fn write(&self, dir: &Path) -> std::io::Result<PathBuf> {
         use std::io::Write as _;
-        use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
-        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+        hands_dirs::create_private_dir_all(dir)?;
         let path = dir.join(self.file_name());
         let tmp = dir.join(format!(".{}.tmp", self.file_name()));
         // A temp file left by a crash is replaced, so the new one is created with our mode.
@@ -70,8 +62,7 @@ impl Record {
             _ => {}
         }
         let bytes = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
-        let mut file =
-            std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
+        let mut file = hands_dirs::create_private_file(&tmp)?;
         file.write_all(&bytes)?;
         drop(file);
         std::fs::rename(&tmp, &path)?;

@@ -6,6 +6,7 @@
 
 mod config;
 mod error;
+mod hidden;
 mod inner;
 pub(crate) mod net;
 mod processes;
@@ -18,19 +19,22 @@ use hands_core::{LocalProvider, RegistryBuilder, SandboxProvider};
 
 pub use config::{Backend, SandboxConfig};
 pub use error::SandboxError;
+pub use hidden::HostFiles;
 pub use inner::{INNER_ENV, is_inner};
 pub use processes::ProxyProcesses;
-pub use proxy::{Bwrap, ProxyProvider};
+pub use proxy::{Bwrap, Hidden, ProxyProvider};
 
 /// Run the registry's tools where `config` says ([`provider`]); with a proxy backend the
 /// processes of a session live in its inner hands, so the process service front ends use is
-/// [`ProxyProcesses`] (replacing the local one exec installed).
+/// [`ProxyProcesses`] (replacing the local one exec installed). A bwrap sandbox sees none of
+/// hands' own folders, nor those `host` adds.
 pub fn register(
     builder: RegistryBuilder,
     config: &SandboxConfig,
     flags: &[String],
+    host: &HostFiles,
 ) -> Result<RegistryBuilder, SandboxError> {
-    Ok(match proxy(config, flags)? {
+    Ok(match proxy(config, flags, host)? {
         Some(proxy) => {
             let proxy = Arc::new(proxy);
             let local = builder.installed::<Arc<dyn hands_core::ProcessService>>();
@@ -47,21 +51,27 @@ pub fn register(
 
 /// The provider `config` asks for. In an inner hands ([`is_inner`]) always `local`. `flags` are
 /// the host's `-c key=value` overrides: an inner bwrap hands gets those of the tools' settings
-/// (it reads the same configuration files and environment itself), never those of the host's
-/// own sections (`server`, `sandbox`, `mcp_servers`, `model`), which may hold tokens and mean
-/// nothing inside.
+/// (it reads the project's configuration file and the environment itself, and `host`'s copy of
+/// the user's file), never those of the host's own sections (`server`, `sandbox`,
+/// `mcp_servers`, `model`), which may hold tokens and mean nothing inside. The inner hands reads no file of the host's hands: it gets `host`'s copy of
+/// the user's configuration instead.
 pub fn provider(
     config: &SandboxConfig,
     flags: &[String],
+    host: &HostFiles,
 ) -> Result<Arc<dyn SandboxProvider>, SandboxError> {
-    Ok(match proxy(config, flags)? {
+    Ok(match proxy(config, flags, host)? {
         Some(proxy) => Arc::new(proxy),
         None => Arc::new(LocalProvider),
     })
 }
 
 /// The proxy `config` asks for; `None` for the local backend.
-fn proxy(config: &SandboxConfig, flags: &[String]) -> Result<Option<ProxyProvider>, SandboxError> {
+fn proxy(
+    config: &SandboxConfig,
+    flags: &[String],
+    host: &HostFiles,
+) -> Result<Option<ProxyProvider>, SandboxError> {
     if is_inner() {
         return Ok(None);
     }
@@ -69,11 +79,15 @@ fn proxy(config: &SandboxConfig, flags: &[String]) -> Result<Option<ProxyProvide
         Backend::Local => Ok(None),
         Backend::Bwrap => {
             let bwrap = find_on_path("bwrap").ok_or(SandboxError::BwrapMissing)?;
+            // The binary this sandbox was started from, wherever it is (bound inside when /tmp
+            // or a hidden folder would hide it), canonical so that it is bound as it is.
             let hands = match &config.hands {
                 Some(path) => path.clone(),
                 None => std::env::current_exe()
                     .map_err(|err| SandboxError::HandsMissing(err.to_string()))?,
             };
+            let hands = std::fs::canonicalize(&hands)
+                .map_err(|err| SandboxError::HandsMissing(format!("{}: {err}", hands.display())))?;
             let mut inner = vec![hands.display().to_string()];
             for flag in flags.iter().filter(|flag| passes_inside(flag)) {
                 inner.extend(["-c".to_owned(), flag.clone()]);
@@ -86,7 +100,8 @@ fn proxy(config: &SandboxConfig, flags: &[String]) -> Result<Option<ProxyProvide
             } else {
                 None
             };
-            Ok(Some(ProxyProvider::bwrap(Bwrap { bwrap, inner, slirp })?))
+            let hidden = hidden::hidden(host);
+            Ok(Some(ProxyProvider::bwrap(Bwrap { bwrap, inner, slirp, hidden })?))
         }
         Backend::Remote => {
             let url = config.url.clone().ok_or(SandboxError::UrlMissing)?;

@@ -115,7 +115,9 @@ fn fixture(network: bool) -> Option<Fixture> {
     // network = true: slirp4netns's network (which cannot reach the host's loopback).
     let slirp = network.then(|| find_on_path("slirp4netns").expect("slirp4netns is installed"));
     let inner = vec![echo_server().display().to_string()];
-    let provider = Arc::new(ProxyProvider::bwrap(Bwrap { bwrap, inner, slirp }).unwrap());
+    let provider = Arc::new(
+        ProxyProvider::bwrap(Bwrap { bwrap, inner, slirp, hidden: Default::default() }).unwrap(),
+    );
     let mut config = CoreConfig::default();
     config.recovery.wait_ms = 50;
     let registry = Registry::builder(config)

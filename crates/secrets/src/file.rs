@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
-use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -27,12 +26,7 @@ pub(crate) struct ScopeFile {
 
 /// Make `dir` (and the folders above it that are missing) 0700; an existing `dir` is made 0700.
 pub(crate) fn private_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
-    let meta = std::fs::metadata(dir)?;
-    if meta.permissions().mode() & 0o077 != 0 {
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
-    }
-    Ok(())
+    hands_dirs::private_dir(dir)
 }
 
 /// Read `path`; `None` when it does not exist.
@@ -63,8 +57,7 @@ pub(crate) fn write(path: &Path, file: &ScopeFile) -> std::io::Result<()> {
     let tmp = temp_path(path);
     let result = (|| {
         // 0600 from creation: the value is never in a file anyone else may read, even briefly.
-        let mut out =
-            std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
+        let mut out = hands_dirs::create_private_file(&tmp)?;
         out.write_all(&json)?;
         out.write_all(b"\n")?;
         out.sync_all()?;

@@ -6,7 +6,7 @@
 //! reinstalls the redaction engine).
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
+use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError, RwLock};
 
@@ -53,17 +53,7 @@ struct Cache {
 /// hands' state folder (`$HANDS_STATE_DIR`, else `$XDG_STATE_HOME/hands`, else
 /// `~/.local/state/hands`); `None` without any of them.
 pub fn default_dir() -> Option<PathBuf> {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-    if let Some(dir) = var("HANDS_SECRETS_DIR") {
-        return Some(dir);
-    }
-    if let Some(dir) = var("HANDS_STATE_DIR") {
-        return Some(dir.join("secrets"));
-    }
-    if let Some(dir) = var("XDG_STATE_HOME").filter(|d| d.is_absolute()) {
-        return Some(dir.join("hands/secrets"));
-    }
-    var("HOME").map(|home| home.join(".local/state/hands/secrets"))
+    hands_dirs::secrets_dir()
 }
 
 /// The scope of the project at `root`: its canonical path (as given when it cannot be resolved).
@@ -242,13 +232,7 @@ impl Store {
     ) -> Result<T, SecretError> {
         let io = |e: std::io::Error| SecretError::Io(format!("{}: {e}", self.dir.display()));
         file::private_dir(&self.dir).map_err(io)?;
-        let lock = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(self.dir.join(".lock"))
-            .map_err(io)?;
+        let lock = hands_dirs::private_options().open(self.dir.join(".lock")).map_err(io)?;
         rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)
             .map_err(|e| io(e.into()))?;
         let path = self.path_of(scope);

@@ -7,7 +7,7 @@
 //! hint says where the file is and how to send it.
 
 use std::io::{Read as _, Write as _};
-use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
 /// Name of the token file in the state folder.
@@ -16,14 +16,7 @@ pub const TOKEN_FILE: &str = "server-token";
 /// hands' state folder: `$HANDS_STATE_DIR`, else `$XDG_STATE_HOME/hands` (absolute only, as the
 /// XDG spec says), else `~/.local/state/hands`; `None` without any of them.
 pub fn state_dir() -> Option<PathBuf> {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-    if let Some(dir) = var("HANDS_STATE_DIR") {
-        return Some(dir);
-    }
-    if let Some(dir) = var("XDG_STATE_HOME").filter(|d| d.is_absolute()) {
-        return Some(dir.join("hands"));
-    }
-    var("HOME").map(|home| home.join(".local/state/hands"))
+    hands_dirs::state_dir()
 }
 
 /// Why the generated token could not be kept.
@@ -89,12 +82,7 @@ pub fn load_or_create(dir: &Path) -> Result<StoredToken, TokenError> {
     }
     let value =
         random_token().map_err(|source| TokenError::Io { path: "/dev/urandom".into(), source })?;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&path)
-        .map_err(io)?;
+    let mut file = hands_dirs::create_private_file(&path).map_err(io)?;
     file.write_all(format!("{value}\n").as_bytes()).map_err(io)?;
     file.sync_all().map_err(io)?;
     Ok(StoredToken { value, path, created: true })
@@ -103,12 +91,7 @@ pub fn load_or_create(dir: &Path) -> Result<StoredToken, TokenError> {
 /// Make `dir` (and its parents) and set it to 0700.
 pub fn private_dir(dir: &Path) -> Result<(), TokenError> {
     let io = |source| TokenError::Io { path: dir.to_path_buf(), source };
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(io)?;
-    let meta = std::fs::metadata(dir).map_err(io)?;
-    if meta.permissions().mode() & 0o077 != 0 {
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(io)?;
-    }
-    Ok(())
+    hands_dirs::private_dir(dir).map_err(io)
 }
 
 /// 32 random bytes from the kernel, as 64 hex digits.

@@ -121,12 +121,13 @@ pub fn default_path() -> PathBuf {
 
 fn path_from(xdg_data_home: Option<OsString>, home: Option<OsString>) -> PathBuf {
     // The XDG spec: a relative (or empty) XDG_DATA_HOME is invalid and is ignored.
-    let data = xdg_data_home.map(PathBuf::from).filter(|p| p.is_absolute()).or_else(|| {
-        let home = home.map(PathBuf::from).filter(|p| !p.as_os_str().is_empty())?;
-        Some(home.join(".local/share"))
-    });
-    match data {
-        Some(data) => data.join("hands").join("sessions.db"),
+    let env = |name: &str| match name {
+        "XDG_DATA_HOME" => xdg_data_home.clone(),
+        "HOME" => home.clone(),
+        _ => None,
+    };
+    match hands_dirs::data_dir_in(&env) {
+        Some(data) => data.join("sessions.db"),
         None => Path::new(".hands").join("sessions.db"),
     }
 }

@@ -10,23 +10,7 @@ use std::path::{Path, PathBuf};
 /// (`$XDG_CONFIG_HOME/hands`, `~/.config/hands`) and the data (`$XDG_DATA_HOME/hands`,
 /// `~/.local/share/hands`, where the session store lives by default).
 pub fn hands_dirs() -> Vec<PathBuf> {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-    let home = var("HOME");
-    let mut dirs = Vec::new();
-    dirs.extend(var("HANDS_STATE_DIR"));
-    for (xdg, fallback) in [
-        ("XDG_STATE_HOME", ".local/state"),
-        ("XDG_CONFIG_HOME", ".config"),
-        ("XDG_DATA_HOME", ".local/share"),
-    ] {
-        if let Some(base) = var(xdg).filter(|d| d.is_absolute()) {
-            dirs.push(base.join("hands"));
-        }
-        if let Some(home) = &home {
-            dirs.push(home.join(fallback).join("hands"));
-        }
-    }
-    dirs
+    hands_dirs::all()
 }
 
 /// `Err` with a message saying what to do when `root` is `/`, the home folder, or a folder that

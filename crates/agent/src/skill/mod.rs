@@ -28,11 +28,7 @@ const MAX_LISTED_SKILLS: usize = 100;
 
 /// The user's skills folder: `$XDG_CONFIG_HOME/hands/skills`, else `~/.config/hands/skills`.
 pub fn user_skills_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))?;
-    Some(base.join("hands").join("skills"))
+    hands_dirs::config_dir().map(|dir| dir.join("skills"))
 }
 
 /// use_skill's arguments.

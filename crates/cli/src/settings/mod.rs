@@ -199,11 +199,7 @@ pub struct Layers<'a> {
 
 /// The user's config file: `$XDG_CONFIG_HOME/hands/config.toml` or `~/.config/hands/config.toml`.
 pub fn user_config_file() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))?;
-    Some(base.join("hands").join("config.toml"))
+    hands_dirs::config_dir().map(|dir| dir.join("config.toml"))
 }
 
 /// Load and merge every layer.

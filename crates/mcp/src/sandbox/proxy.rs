@@ -49,6 +49,24 @@ pub struct Bwrap {
     /// slirp4netns, when the sandbox gets a network (`[sandbox] network = true`); none: no
     /// network at all.
     pub slirp: Option<PathBuf>,
+    /// What of the host the sandbox must not see: hands' own folders and files.
+    pub hidden: Hidden,
+}
+
+/// hands' own things a bwrap sandbox must not read, and what it gets instead. Paths are absolute
+/// and canonical; folders and files that do not exist are left out (bwrap cannot make a mount
+/// point in the read-only `/`), so the caller creates hands' folders first.
+#[derive(Debug, Clone, Default)]
+pub struct Hidden {
+    /// Covered with an empty tmpfs: the state, data, configuration and cache folders, the secret
+    /// store, wherever the environment or the settings put them.
+    pub folders: Vec<PathBuf>,
+    /// Covered with an empty file (`/dev/null`): files of hands' own in a folder that is not
+    /// (a session database kept in the home folder).
+    pub files: Vec<PathBuf>,
+    /// Bound read-only after the folders are hidden, as `(host path, path inside)`: the inner
+    /// hands' own configuration file, in place of the user's.
+    pub binds: Vec<(PathBuf, PathBuf)>,
 }
 
 impl Bwrap {
@@ -58,41 +76,63 @@ impl Bwrap {
     /// too, nothing inside can remount, and only `root` and the private /tmp are writable. The
     /// network namespace is always new: without slirp4netns it has only its own loopback; with
     /// it, slirp4netns is attached from outside and cannot reach the host's loopback.
+    ///
+    /// hands' own folders ([`Hidden`]) are covered with an empty tmpfs, after the private /tmp
+    /// and before the root, so a root beneath one of them (or under /tmp) is bound on top, still
+    /// visible; one beneath the root is covered after it. The hands binary is bound read-only at
+    /// its own path when /tmp or a hidden folder would hide it.
     pub fn args(&self, root: &Path) -> Vec<String> {
         let root_text = root.display().to_string();
-        // /tmp first: a root under /tmp is then bound on top of the private /tmp, not hidden by it.
-        let mut args: Vec<String> = [
-            "--ro-bind",
-            "/",
-            "/",
-            "--tmpfs",
-            "/tmp",
-            "--bind",
-            &root_text,
-            &root_text,
-            "--proc",
-            "/proc",
-            "--dev",
-            "/dev",
-            // Namespaces of its own. The user namespace is required (not "-try"): bwrap fails
-            // rather than run without it. Its default mapping keeps hands' uid and gid, so files
-            // written in the project belong to the real user.
-            "--unshare-user",
-            "--unshare-ipc",
-            "--unshare-pid",
-            "--unshare-net",
-            "--unshare-uts",
-            "--unshare-cgroup-try",
-            "--cap-drop",
-            "ALL",
-            "--die-with-parent",
-            // Own session: no TIOCSTI into the host terminal, and the inner hands leads its own
-            // process group (outside it, getpgrp() would name a group the PID namespace cannot see).
-            "--new-session",
-        ]
-        .iter()
-        .map(|s| (*s).to_owned())
-        .collect();
+        let text = |p: &Path| p.display().to_string();
+        let mut args: Vec<String> =
+            ["--ro-bind", "/", "/", "--tmpfs", "/tmp"].map(String::from).into();
+        let (below, above): (Vec<&PathBuf>, Vec<&PathBuf>) =
+            self.hidden.folders.iter().partition(|f| f.starts_with(root) && f.as_path() != root);
+        for folder in above {
+            args.extend(["--tmpfs".into(), text(folder)]);
+        }
+        args.extend(["--bind".into(), root_text.clone(), root_text.clone()]);
+        for folder in below {
+            args.extend(["--tmpfs".into(), text(folder)]);
+        }
+        for file in &self.hidden.files {
+            args.extend(["--ro-bind".into(), "/dev/null".into(), text(file)]);
+        }
+        for (host, inside) in &self.hidden.binds {
+            args.extend(["--ro-bind".into(), text(host), text(inside)]);
+        }
+        if let Some(hands) = self.inner.first().map(Path::new)
+            && hands.is_absolute()
+            && !hands.starts_with(root)
+            && (hands.starts_with("/tmp")
+                || self.hidden.folders.iter().any(|f| hands.starts_with(f)))
+        {
+            args.extend(["--ro-bind".into(), text(hands), text(hands)]);
+        }
+        args.extend(
+            [
+                "--proc",
+                "/proc",
+                "--dev",
+                "/dev",
+                // Namespaces of its own. The user namespace is required (not "-try"): bwrap fails
+                // rather than run without it. Its default mapping keeps hands' uid and gid, so files
+                // written in the project belong to the real user.
+                "--unshare-user",
+                "--unshare-ipc",
+                "--unshare-pid",
+                "--unshare-net",
+                "--unshare-uts",
+                "--unshare-cgroup-try",
+                "--cap-drop",
+                "ALL",
+                "--die-with-parent",
+                // Own session: no TIOCSTI into the host terminal, and the inner hands leads its own
+                // process group (outside it, getpgrp() would name a group the PID namespace cannot see).
+                "--new-session",
+            ]
+            .map(String::from),
+        );
         args.extend(["--chdir".into(), root_text.clone(), "--".into()]);
         args.extend(self.inner.iter().map(|a| a.replace(ROOT, &root_text)));
         args
@@ -509,6 +549,7 @@ mod tests {
             bwrap: "/usr/bin/bwrap".into(),
             inner: vec!["hands".into(), "mcp".into(), "--root".into(), ROOT.into()],
             slirp: Some("/usr/bin/slirp4netns".into()),
+            hidden: Hidden::default(),
         };
         let args = bwrap.args(Path::new("/work/app"));
         let has = |pair: &[&str]| args.windows(pair.len()).any(|w| w == pair);
@@ -533,5 +574,41 @@ mod tests {
             "--root".into(),
             "/work/app".into()
         ]));
+    }
+
+    #[test]
+    fn hands_folders_are_covered_around_the_root_and_the_binary_stays_reachable() {
+        let bwrap = Bwrap {
+            bwrap: "/usr/bin/bwrap".into(),
+            inner: vec!["/tmp/t/hands".into(), "mcp".into()],
+            slirp: None,
+            hidden: Hidden {
+                folders: vec![
+                    "/h/.local/share/hands".into(),
+                    "/h/.local/share/hands/p/app/.st".into(),
+                ],
+                files: vec!["/h/sessions.db".into()],
+                binds: vec![(
+                    "/h/state/sandbox/c.toml".into(),
+                    "/h/.config/hands/config.toml".into(),
+                )],
+            },
+        };
+        let args = bwrap.args(Path::new("/h/.local/share/hands/p/app"));
+        let at = |pair: &[&str]| {
+            args.windows(pair.len())
+                .position(|w| w == pair)
+                .unwrap_or_else(|| panic!("{pair:?}: {args:?}"))
+        };
+        let tmp = at(&["--tmpfs", "/tmp"]);
+        let data = at(&["--tmpfs", "/h/.local/share/hands"]);
+        let root = at(&["--bind", "/h/.local/share/hands/p/app", "/h/.local/share/hands/p/app"]);
+        let inner = at(&["--tmpfs", "/h/.local/share/hands/p/app/.st"]);
+        assert!(tmp < data && data < root && root < inner, "{args:?}");
+        assert!(at(&["--ro-bind", "/dev/null", "/h/sessions.db"]) > root);
+        assert!(
+            at(&["--ro-bind", "/h/state/sandbox/c.toml", "/h/.config/hands/config.toml"]) > data
+        );
+        assert!(at(&["--ro-bind", "/tmp/t/hands", "/tmp/t/hands"]) > tmp);
     }
 }

@@ -4,7 +4,7 @@
 //! folder named `hands`, hands' own data folder, is tightened too; a folder of the user's own
 //! choosing is left as it is).
 
-use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 
 use crate::StoreError;
@@ -24,11 +24,7 @@ pub(super) fn prepare(path: &Path) -> Result<(), StoreError> {
     };
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         let existed = parent.is_dir();
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(parent)
-            .map_err(|e| fail(parent, e))?;
+        hands_dirs::create_private_dir_all(parent).map_err(|e| fail(parent, e))?;
         if !existed || parent.file_name().is_some_and(|n| n == "hands") {
             tighten(parent, 0o700).map_err(|e| fail(parent, e))?;
         }
@@ -36,13 +32,7 @@ pub(super) fn prepare(path: &Path) -> Result<(), StoreError> {
     match std::fs::symlink_metadata(path) {
         Ok(_) => tighten(path, 0o600).map_err(|e| fail(path, e))?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(0o600)
-                .open(path)
-                .map_err(|e| fail(path, e))?;
+            hands_dirs::private_options().open(path).map_err(|e| fail(path, e))?;
         }
         Err(e) => return Err(fail(path, e)),
     }

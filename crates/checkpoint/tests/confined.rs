@@ -281,3 +281,115 @@ fn issue_26_1_a_folder_where_the_checkpoint_has_a_file_goes_but_a_git_inside_it_
     assert!(!root.join("y/target").exists(), "the rest of the folder went");
     assert!(r.protected.contains(&"y".to_string()), "{r:?}");
 }
+
+/// Every object of the store at `state`, decompressed.
+fn objects_of(state: &Path) -> Vec<Vec<u8>> {
+    use std::io::Read as _;
+    let mut out = Vec::new();
+    for fan in fs::read_dir(state.join("objects")).unwrap() {
+        let fan = fan.unwrap().path();
+        for obj in fs::read_dir(&fan).unwrap() {
+            let obj = obj.unwrap().path();
+            if obj.file_name().unwrap().to_string_lossy().starts_with('.') {
+                continue;
+            }
+            let packed = fs::read(&obj).unwrap();
+            let mut bytes = Vec::new();
+            flate2::read::DeflateDecoder::new(&packed[..]).read_to_end(&mut bytes).unwrap();
+            out.push(bytes);
+        }
+    }
+    out
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Issue 26, the snapshot side of finding 1: a folder flipping to a symlink to a folder outside
+/// (which holds files of the same names, a key among them) while checkpoints are taken. Nothing
+/// outside may be read into the store: a later restore would put it into the project.
+#[test]
+fn issue_26_1_a_folder_flipping_to_a_symlink_while_snapshots_run_reads_nothing_outside() {
+    const CANARY: &str = "CANARY-7f3d9a-private-key-material";
+    let (tmp, root, state, outside) = project();
+    fs::create_dir_all(outside.join("deep")).unwrap();
+    for i in 0..30 {
+        fs::write(root.join(format!("conf/f{i:02}.txt")), format!("inside {i}\n")).unwrap();
+        fs::write(outside.join(format!("f{i:02}.txt")), format!("{CANARY} {i}\n")).unwrap();
+    }
+    fs::write(outside.join("settings.txt"), format!("{CANARY} settings\n")).unwrap();
+    fs::write(outside.join("deep/more.txt"), format!("{CANARY} deep\n")).unwrap();
+    fs::write(outside.join("id_ed25519"), format!("{CANARY} key\n")).unwrap();
+    let s = store(&root, &state);
+    let stop = Arc::new(AtomicBool::new(false));
+    let flipper = {
+        let (root, outside, stop) = (root.clone(), outside.clone(), stop.clone());
+        let aside = tmp.path().join("p/.aside");
+        std::thread::spawn(move || {
+            let conf = root.join("conf");
+            let mut flips = 0u64;
+            while !stop.load(Ordering::Relaxed) && flips < 2_000_000 {
+                flips += 1;
+                if fs::rename(&conf, &aside).is_ok() {
+                    let _ = symlink(&outside, &conf);
+                    for _ in 0..50 {
+                        std::thread::yield_now();
+                    }
+                    let _ = fs::remove_file(&conf);
+                    let _ = fs::rename(&aside, &conf);
+                }
+                for _ in 0..50 {
+                    std::thread::yield_now();
+                }
+            }
+            flips
+        })
+    };
+    let (mut ok, mut failed, mut linked) = (0, 0, 0);
+    for round in 0..200 {
+        match s.snapshot(&meta()) {
+            Ok(cp) => {
+                ok += 1;
+                let entries = s.entries(&cp).unwrap();
+                if matches!(entries.get("conf"), Some(hands_checkpoint::Entry::Link { .. })) {
+                    linked += 1;
+                }
+                for (path, entry) in &entries {
+                    if let hands_checkpoint::Entry::File { oid, .. } = entry {
+                        let bytes = s.object(oid).unwrap();
+                        assert!(!contains(&bytes, CANARY.as_bytes()), "round {round}: {path}");
+                    }
+                }
+            }
+            Err(_) => failed += 1,
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let flips = flipper.join().unwrap();
+    eprintln!("snapshots: {ok} taken ({linked} saw the link), {failed} failed; {flips} flips");
+    assert!(ok > 0, "snapshots are still taken while a folder flips");
+    for (i, bytes) in objects_of(&state).iter().enumerate() {
+        assert!(!contains(bytes, CANARY.as_bytes()), "object {i} holds bytes from outside");
+    }
+    // Once the flipping stops, a snapshot is the project exactly; the link is a link.
+    let cp = s.snapshot(&meta()).unwrap();
+    let entries = s.entries(&cp).unwrap();
+    assert_eq!(s.object(&file_oid(&entries, "conf/f07.txt")).unwrap(), b"inside 7\n");
+    assert!(!entries.contains_key(".aside"), "{entries:?}");
+    fs::rename(root.join("conf"), root.join("conf.real")).unwrap();
+    symlink(&outside, root.join("conf")).unwrap();
+    let entries = s.entries(&s.snapshot(&meta()).unwrap()).unwrap();
+    assert_eq!(
+        entries.get("conf"),
+        Some(&hands_checkpoint::Entry::Link { target: outside.display().to_string() })
+    );
+    assert!(!entries.keys().any(|k| k.starts_with("conf/")), "{entries:?}");
+}
+
+fn file_oid(entries: &BTreeMap<String, hands_checkpoint::Entry>, path: &str) -> String {
+    match entries.get(path) {
+        Some(hands_checkpoint::Entry::File { oid, .. }) => oid.clone(),
+        other => panic!("{path}: {other:?}"),
+    }
+}

@@ -416,3 +416,136 @@ impl Walk<'_> {
 }
 
 type One = Option<(Entry, Option<(Stat, String)>, u64)>;
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::collections::BTreeSet;
+    use std::fs;
+    use std::os::unix::fs::symlink;
+
+    use super::*;
+
+    /// The paths the file tools' walker (the `ignore` crate, with the options snapshots always
+    /// had) yields for `root`.
+    fn walker_paths(root: &Path, excluded: &[&str]) -> BTreeSet<String> {
+        let mut builder = ignore::WalkBuilder::new(root);
+        builder
+            .hidden(false)
+            .git_ignore(true)
+            .git_exclude(true)
+            .git_global(false)
+            .ignore(true)
+            .parents(false)
+            .require_git(false)
+            .follow_links(false);
+        let excluded: Vec<String> = excluded.iter().map(|s| (*s).to_string()).collect();
+        builder.filter_entry(move |e| {
+            !(e.file_type().is_some_and(|t| t.is_dir())
+                && excluded.iter().any(|x| e.file_name() == x.as_str()))
+        });
+        builder
+            .build()
+            .filter_map(Result::ok)
+            .filter(|e| e.depth() > 0)
+            .map(|e| e.path().strip_prefix(root).unwrap().to_string_lossy().into_owned())
+            .filter(|p| {
+                // Sockets and pipes are not content: a snapshot leaves them out.
+                let m = fs::symlink_metadata(root.join(p)).unwrap();
+                m.is_file() || m.is_dir() || m.file_type().is_symlink()
+            })
+            .collect()
+    }
+
+    fn write(path: &Path, text: &str) {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn the_handle_walk_leaves_out_what_the_file_tools_walker_leaves_out() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("p");
+        let r = |p: &str| root.join(p);
+        write(
+            &r(".gitignore"),
+            "\u{feff}*.log\n/build\n!keep.log\ncache/\n# comment\n\\#hash\nboth.txt\n",
+        );
+        write(&r(".ignore"), "secret.txt\n!wanted.tmp\n!both.txt\n");
+        write(&r(".git/info/exclude"), "excluded-by-info\n*.tmp\n");
+        write(&r(".git/HEAD"), "ref: refs/heads/main\n");
+        for f in [
+            "a.log",
+            "keep.log",
+            "build/x",
+            "src/build/y",
+            "cache/c",
+            "src/cache/d",
+            "#hash",
+            "secret.txt",
+            "src/secret.txt",
+            "excluded-by-info",
+            "src/excluded-by-info",
+            "w.tmp",
+            "wanted.tmp",
+            "both.txt",
+            "src/main.rs",
+            ".hidden/h",
+            "node_modules/m/index.js",
+            "src/node_modules/n",
+            ".github/ci.yml",
+            "sub/.gitignore",
+            "sub/a.log",
+            "sub/b.txt",
+            "sub/deep/b.txt",
+            "sub/deep/c.txt",
+            "sub/.ignore",
+            "sub/z.rs",
+            "other/.gitignore",
+            "other/o.md",
+            "vendor/lib/.git",
+            "vendor/lib/l.rs",
+            "vendor/lib/l.tmp",
+        ] {
+            write(&r(f), "x\n");
+        }
+        write(&r("sub/.gitignore"), "!a.log\nb.txt\n!deep/b.txt\n");
+        write(&r("sub/.ignore"), "z.rs\n");
+        write(&r("other/.gitignore"), "[invalid\no.md\n");
+        fs::write(r("vendor/lib/.git"), "gitdir: ../../.git/modules/lib\n").unwrap();
+        // A worktree: its `.git` file names a git folder outside, whose common folder's
+        // `info/exclude` applies.
+        let git = tmp.path().join("main.git");
+        write(&git.join("worktrees/w/commondir"), "../..\n");
+        write(&git.join("info/exclude"), "wt-excluded\n");
+        write(&r("wt/.git"), &format!("gitdir: {}\n", git.join("worktrees/w").display()));
+        write(&r("wt/wt-excluded"), "x\n");
+        write(&r("wt/wt-kept"), "x\n");
+        symlink("src", r("link-to-src")).unwrap();
+        symlink("nowhere", r("a-dangling.log")).unwrap();
+        symlink("/etc", r("src/etc")).unwrap();
+        std::os::unix::net::UnixListener::bind(r("sock")).unwrap();
+        let objects = tmp.path().join("objects");
+        let walked = walk(&root, &Config::default(), &objects, &Index::new()).unwrap();
+        let ours: BTreeSet<String> = walked.entries.iter().map(|(p, _)| p.clone()).collect();
+        let theirs = walker_paths(&root, &["node_modules", ".git", ".hg", ".svn", ".jj"]);
+        assert_eq!(ours, theirs);
+        for (p, e) in &walked.entries {
+            let m = fs::symlink_metadata(root.join(p)).unwrap();
+            match e {
+                Entry::Link { target } => {
+                    assert_eq!(fs::read_link(root.join(p)).unwrap().to_str(), Some(&target[..]));
+                }
+                Entry::Dir { .. } => assert!(m.is_dir() && !m.file_type().is_symlink(), "{p}"),
+                Entry::File { size, .. } => assert_eq!(*size, m.len(), "{p}"),
+                Entry::Skipped { .. } => panic!("{p}"),
+            }
+        }
+        assert!(ours.contains("keep.log") && ours.contains("sub/a.log"), "{ours:?}");
+        assert!(!ours.contains("sub/b.txt") && ours.contains("sub/deep/b.txt"), "{ours:?}");
+        assert!(!ours.contains("w.tmp") && ours.contains("wanted.tmp"), "{ours:?}");
+        assert!(ours.contains("both.txt"), ".ignore wins over .gitignore: {ours:?}");
+        assert!(!ours.contains("wt/wt-excluded") && ours.contains("wt/wt-kept"), "{ours:?}");
+        assert!(!ours.iter().any(|p| p.starts_with("link-to-src/") || p.starts_with("src/etc/")));
+    }
+}

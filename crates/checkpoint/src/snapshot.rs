@@ -8,6 +8,17 @@
 //! it does not (a committed build, such as a GitHub Action's), it is part of the tree a restore
 //! must give back. A file whose stats equal its index entry keeps its object id without being
 //! read. Folders are entries too, so that empty ones are captured.
+//!
+//! The walk reads the working tree only through directory handles beneath the root: each folder
+//! is opened with no symlink followed at any component ([`Workspace::open_dir_nofollow`]) when it
+//! is listed, each entry is looked at with an `lstat` relative to its folder's handle, and each
+//! file (the ignore files too) is opened in that handle with `O_NOFOLLOW`, its index stats taken
+//! from the open file (`fstat`). A symlink is recorded as a link and never followed, so a folder
+//! swapped for a link while a checkpoint is taken cannot bring anything from outside the root
+//! (or anything else a link points to) into the store, from where a restore would put it into
+//! the project. The ignore rules are matched as the file tools' walker (the `ignore` crate)
+//! matches them; only a worktree's `.git` file is followed to its git folder, by path, for that
+//! folder's `info/exclude` (which only says what to leave out).
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -295,10 +306,24 @@ impl Walk<'_> {
         };
         Rules {
             parent,
-            ignore: matcher(&path, read_in(dir, ".ignore")),
-            git: matcher(&path, read_in(dir, ".gitignore")),
+            ignore: matcher(&path, self.ignore_file(dir, text, ".ignore")),
+            git: matcher(&path, self.ignore_file(dir, text, ".gitignore")),
             exclude: matcher(&path, exclude),
         }
+    }
+
+    /// The ignore file `name` of the folder `dir` (`text` beneath the root). One that is a
+    /// symlink (a shared `.gitignore`) is read through the workspace's confined open, which
+    /// follows links only while they stay inside the root: its lines only say what to leave out.
+    fn ignore_file(&self, dir: &Dir, text: &str, name: &str) -> Option<Vec<u8>> {
+        let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+        if FileType::from_raw_mode(st.st_mode) != FileType::Symlink {
+            return read_in(dir, name);
+        }
+        let mut file = self.ws.open_read(&RelPath::default().join(text).join(name)).ok()?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).ok()?;
+        Some(bytes)
     }
 
     /// The `info/exclude` of the git folder a `.git` file in `dir` (at `path`) names.
@@ -511,6 +536,13 @@ mod tests {
         }
         write(&r("sub/.gitignore"), "!a.log\nb.txt\n!deep/b.txt\n");
         write(&r("sub/.ignore"), "z.rs\n");
+        // A shared `.gitignore` by symlink inside the root applies; one leading outside does not.
+        write(&r("shared/rules"), "s.bin\n");
+        write(&r("linked/s.bin"), "x\n");
+        symlink("../shared/rules", r("linked/.gitignore")).unwrap();
+        write(&tmp.path().join("outside-rules"), "o.bin\n");
+        write(&r("linked-out/o.bin"), "x\n");
+        symlink(tmp.path().join("outside-rules"), r("linked-out/.gitignore")).unwrap();
         write(&r("other/.gitignore"), "[invalid\no.md\n");
         fs::write(r("vendor/lib/.git"), "gitdir: ../../.git/modules/lib\n").unwrap();
         // A worktree: its `.git` file names a git folder outside, whose common folder's
@@ -528,7 +560,9 @@ mod tests {
         let objects = tmp.path().join("objects");
         let walked = walk(&root, &Config::default(), &objects, &Index::new()).unwrap();
         let ours: BTreeSet<String> = walked.entries.iter().map(|(p, _)| p.clone()).collect();
-        let theirs = walker_paths(&root, &["node_modules", ".git", ".hg", ".svn", ".jj"]);
+        let mut theirs = walker_paths(&root, &["node_modules", ".git", ".hg", ".svn", ".jj"]);
+        // The one difference: the file tools' walker follows an ignore file's link outside.
+        assert!(theirs.insert("linked-out/o.bin".into()));
         assert_eq!(ours, theirs);
         for (p, e) in &walked.entries {
             let m = fs::symlink_metadata(root.join(p)).unwrap();
@@ -544,6 +578,7 @@ mod tests {
         assert!(ours.contains("keep.log") && ours.contains("sub/a.log"), "{ours:?}");
         assert!(!ours.contains("sub/b.txt") && ours.contains("sub/deep/b.txt"), "{ours:?}");
         assert!(!ours.contains("w.tmp") && ours.contains("wanted.tmp"), "{ours:?}");
+        assert!(!ours.contains("linked/s.bin") && ours.contains("linked-out/o.bin"), "{ours:?}");
         assert!(ours.contains("both.txt"), ".ignore wins over .gitignore: {ours:?}");
         assert!(!ours.contains("wt/wt-excluded") && ours.contains("wt/wt-kept"), "{ours:?}");
         assert!(!ours.iter().any(|p| p.starts_with("link-to-src/") || p.starts_with("src/etc/")));

@@ -2,7 +2,9 @@
 //! never through a symlink and never in `.git`. The model's moves: a checkpointed folder
 //! replaced by a symlink (to a folder outside, or into `.git/hooks`) and hidden from the "tree
 //! now" by `.gitignore` or `.git/info/exclude`; a folder flipped to a symlink while restores
-//! run; the same for the replay of an interrupted restore.
+//! run; the same for the replay of an interrupted restore. And the snapshot side: a folder
+//! flipped to a symlink to a folder outside while checkpoints are taken must bring nothing from
+//! there into the store (a later restore would put it into the project).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
@@ -392,4 +394,36 @@ fn file_oid(entries: &BTreeMap<String, hands_checkpoint::Entry>, path: &str) -> 
         Some(hands_checkpoint::Entry::File { oid, .. }) => oid.clone(),
         other => panic!("{path}: {other:?}"),
     }
+}
+
+/// The walk through handles keeps the stat index's fast path: a file whose stats (an `lstat`
+/// beneath its folder's handle) equal the index's is not read again, and one changed in place
+/// with its size and mtime put back is (its ctime moved).
+#[test]
+fn issue_26_1_the_handle_walk_still_spares_unchanged_files_and_reads_changed_ones() {
+    let (_tmp, root, state, _outside) = project();
+    let s = store(&root, &state);
+    s.snapshot(&meta()).unwrap();
+    // Past the racy window, so that the index trusts the stats it keeps.
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let cp = s.snapshot(&meta()).unwrap();
+    let oid = file_oid(&s.entries(&cp).unwrap(), "conf/settings.txt");
+    let object = state.join("objects").join(&oid[..2]).join(&oid[2..]);
+    assert!(object.is_file());
+    // Not read again: its object, taken away, is not stored again.
+    let aside = state.join("object-aside");
+    fs::rename(&object, &aside).unwrap();
+    let cp = s.snapshot(&meta()).unwrap();
+    assert_eq!(file_oid(&s.entries(&cp).unwrap(), "conf/settings.txt"), oid);
+    assert!(!object.exists(), "an unchanged file was read again");
+    // (The next snapshot's line counts read it.)
+    fs::rename(&aside, &object).unwrap();
+    // Changed in place, same size, mtime put back: read again.
+    let path = root.join("conf/settings.txt");
+    let mtime = fs::metadata(&path).unwrap().modified().unwrap();
+    fs::write(&path, "CHECKPOINTED\n").unwrap();
+    fs::File::options().write(true).open(&path).unwrap().set_modified(mtime).unwrap();
+    let cp = s.snapshot(&meta()).unwrap();
+    let changed = file_oid(&s.entries(&cp).unwrap(), "conf/settings.txt");
+    assert_eq!(s.object(&changed).unwrap(), b"CHECKPOINTED\n");
 }

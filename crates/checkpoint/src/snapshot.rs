@@ -393,7 +393,12 @@ impl Walk<'_> {
         let mode = st.st_mode & 0o7777;
         match kind {
             FileType::Symlink => {
-                let target = rustix::fs::readlinkat(dir, name, Vec::new()).map_err(at)?;
+                let target = match rustix::fs::readlinkat(dir, name, Vec::new()) {
+                    Ok(target) => target,
+                    // No link any more (a folder swapped back since the lstat): passed over.
+                    Err(Errno::INVAL) => return Ok(None),
+                    Err(e) => return Err(at(e)),
+                };
                 let Ok(target) = target.into_string() else { return Ok(None) };
                 return Ok(Some((Entry::Link { target }, None, 0)));
             }

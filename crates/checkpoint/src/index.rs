@@ -7,7 +7,6 @@
 
 use std::collections::HashMap;
 use std::fs;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use crate::error::{Error, IoContext};
@@ -25,14 +24,22 @@ pub(crate) struct Stat {
 }
 
 impl Stat {
-    pub(crate) fn of(meta: &fs::Metadata) -> Self {
+    /// The stats of an `lstat` or `fstat` (never of a path's `stat`, which follows links).
+    pub(crate) fn of(st: &rustix::fs::Stat) -> Self {
+        let ns = |s: i128, n: i128| s * 1_000_000_000 + n;
         Self {
-            size: meta.len(),
-            mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
-            ctime_ns: i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()),
-            ino: meta.ino(),
-            mode: meta.mode(),
+            size: u64::try_from(st.st_size).unwrap_or(0),
+            mtime_ns: ns(st.st_mtime.into(), st.st_mtime_nsec.into()),
+            ctime_ns: ns(st.st_ctime.into(), st.st_ctime_nsec.into()),
+            #[allow(clippy::useless_conversion)]
+            ino: st.st_ino.into(),
+            mode: st.st_mode,
         }
+    }
+
+    /// The size in bytes.
+    pub(crate) fn size(&self) -> u64 {
+        self.size
     }
 
     /// The later of the content's and the inode's last change, in ns since the epoch.
@@ -93,7 +100,7 @@ mod tests {
     #[test]
     fn an_index_reads_back_and_a_damaged_one_is_empty() {
         let dir = tempfile::tempdir().unwrap();
-        let meta = fs::metadata(dir.path()).unwrap();
+        let meta = rustix::fs::stat(dir.path()).unwrap();
         let mut index = Index::new();
         index.insert("a b/c d.txt".into(), (Stat::of(&meta), "ab".repeat(32)));
         index.insert("x".into(), (Stat::of(&meta), "cd".repeat(32)));

@@ -2,7 +2,9 @@
 //! never through a symlink and never in `.git`. The model's moves: a checkpointed folder
 //! replaced by a symlink (to a folder outside, or into `.git/hooks`) and hidden from the "tree
 //! now" by `.gitignore` or `.git/info/exclude`; a folder flipped to a symlink while restores
-//! run; the same for the replay of an interrupted restore.
+//! run; the same for the replay of an interrupted restore. And the snapshot side: a folder
+//! flipped to a symlink to a folder outside while checkpoints are taken must bring nothing from
+//! there into the store (a later restore would put it into the project).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
@@ -280,4 +282,154 @@ fn issue_26_1_a_folder_where_the_checkpoint_has_a_file_goes_but_a_git_inside_it_
     assert_eq!(fs::read_to_string(root.join("y/.git/HEAD")).unwrap(), "ref: refs/heads/main\n");
     assert!(!root.join("y/target").exists(), "the rest of the folder went");
     assert!(r.protected.contains(&"y".to_string()), "{r:?}");
+}
+
+/// Every object of the store at `state`, decompressed.
+fn objects_of(state: &Path) -> Vec<Vec<u8>> {
+    use std::io::Read as _;
+    let mut out = Vec::new();
+    for fan in fs::read_dir(state.join("objects")).unwrap() {
+        let fan = fan.unwrap().path();
+        for obj in fs::read_dir(&fan).unwrap() {
+            let obj = obj.unwrap().path();
+            if obj.file_name().unwrap().to_string_lossy().starts_with('.') {
+                continue;
+            }
+            let packed = fs::read(&obj).unwrap();
+            let mut bytes = Vec::new();
+            flate2::read::DeflateDecoder::new(&packed[..]).read_to_end(&mut bytes).unwrap();
+            out.push(bytes);
+        }
+    }
+    out
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Issue 26, the snapshot side of finding 1: a folder flipping to a symlink to a folder outside
+/// (which holds files of the same names, a key among them) while checkpoints are taken. Nothing
+/// outside may be read into the store: a later restore would put it into the project.
+#[test]
+fn issue_26_1_a_folder_flipping_to_a_symlink_while_snapshots_run_reads_nothing_outside() {
+    const CANARY: &str = "CANARY-7f3d9a-private-key-material";
+    let (tmp, root, state, outside) = project();
+    fs::create_dir_all(outside.join("deep")).unwrap();
+    for i in 0..30 {
+        fs::write(root.join(format!("conf/f{i:02}.txt")), format!("inside {i}\n")).unwrap();
+        fs::write(outside.join(format!("f{i:02}.txt")), format!("{CANARY} {i}\n")).unwrap();
+    }
+    fs::write(outside.join("settings.txt"), format!("{CANARY} settings\n")).unwrap();
+    fs::write(outside.join("deep/more.txt"), format!("{CANARY} deep\n")).unwrap();
+    fs::write(outside.join("id_ed25519"), format!("{CANARY} key\n")).unwrap();
+    let s = store(&root, &state);
+    let stop = Arc::new(AtomicBool::new(false));
+    let flipper = {
+        let (root, outside, stop) = (root.clone(), outside.clone(), stop.clone());
+        let aside = tmp.path().join("p/.aside");
+        std::thread::spawn(move || {
+            let conf = root.join("conf");
+            let mut flips = 0u64;
+            while !stop.load(Ordering::Relaxed) && flips < 2_000_000 {
+                flips += 1;
+                // Each state held a little while (a snapshot spans several flips).
+                let hold = || {
+                    let t = std::time::Instant::now();
+                    while t.elapsed() < std::time::Duration::from_micros(300) {
+                        std::thread::yield_now();
+                    }
+                };
+                if fs::rename(&conf, &aside).is_ok() {
+                    let _ = symlink(&outside, &conf);
+                    hold();
+                    let _ = fs::remove_file(&conf);
+                    let _ = fs::rename(&aside, &conf);
+                }
+                hold();
+            }
+            flips
+        })
+    };
+    let (mut ok, mut failed, mut linked) = (0, 0, 0);
+    for round in 0..200 {
+        match s.snapshot(&meta()) {
+            Ok(cp) => {
+                ok += 1;
+                let entries = s.entries(&cp).unwrap();
+                if matches!(entries.get("conf"), Some(hands_checkpoint::Entry::Link { .. })) {
+                    linked += 1;
+                }
+                for (path, entry) in &entries {
+                    if let hands_checkpoint::Entry::File { oid, .. } = entry {
+                        let bytes = s.object(oid).unwrap();
+                        assert!(!contains(&bytes, CANARY.as_bytes()), "round {round}: {path}");
+                    }
+                }
+            }
+            Err(e) => {
+                eprintln!("round {round}: {e}");
+                failed += 1;
+            }
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let flips = flipper.join().unwrap();
+    eprintln!("snapshots: {ok} taken ({linked} saw the link), {failed} failed; {flips} flips");
+    assert_eq!(failed, 0, "every snapshot is taken while a folder flips");
+    for (i, bytes) in objects_of(&state).iter().enumerate() {
+        assert!(!contains(bytes, CANARY.as_bytes()), "object {i} holds bytes from outside");
+    }
+    // Once the flipping stops, a snapshot is the project exactly; the link is a link.
+    let cp = s.snapshot(&meta()).unwrap();
+    let entries = s.entries(&cp).unwrap();
+    assert_eq!(s.object(&file_oid(&entries, "conf/f07.txt")).unwrap(), b"inside 7\n");
+    assert!(!entries.contains_key(".aside"), "{entries:?}");
+    fs::rename(root.join("conf"), root.join("conf.real")).unwrap();
+    symlink(&outside, root.join("conf")).unwrap();
+    let entries = s.entries(&s.snapshot(&meta()).unwrap()).unwrap();
+    assert_eq!(
+        entries.get("conf"),
+        Some(&hands_checkpoint::Entry::Link { target: outside.display().to_string() })
+    );
+    assert!(!entries.keys().any(|k| k.starts_with("conf/")), "{entries:?}");
+}
+
+fn file_oid(entries: &BTreeMap<String, hands_checkpoint::Entry>, path: &str) -> String {
+    match entries.get(path) {
+        Some(hands_checkpoint::Entry::File { oid, .. }) => oid.clone(),
+        other => panic!("{path}: {other:?}"),
+    }
+}
+
+/// The walk through handles keeps the stat index's fast path: a file whose stats (an `lstat`
+/// beneath its folder's handle) equal the index's is not read again, and one changed in place
+/// with its size and mtime put back is (its ctime moved).
+#[test]
+fn issue_26_1_the_handle_walk_still_spares_unchanged_files_and_reads_changed_ones() {
+    let (_tmp, root, state, _outside) = project();
+    let s = store(&root, &state);
+    s.snapshot(&meta()).unwrap();
+    // Past the racy window, so that the index trusts the stats it keeps.
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let cp = s.snapshot(&meta()).unwrap();
+    let oid = file_oid(&s.entries(&cp).unwrap(), "conf/settings.txt");
+    let object = state.join("objects").join(&oid[..2]).join(&oid[2..]);
+    assert!(object.is_file());
+    // Not read again: its object, taken away, is not stored again.
+    let aside = state.join("object-aside");
+    fs::rename(&object, &aside).unwrap();
+    let cp = s.snapshot(&meta()).unwrap();
+    assert_eq!(file_oid(&s.entries(&cp).unwrap(), "conf/settings.txt"), oid);
+    assert!(!object.exists(), "an unchanged file was read again");
+    // (The next snapshot's line counts read it.)
+    fs::rename(&aside, &object).unwrap();
+    // Changed in place, same size, mtime put back: read again.
+    let path = root.join("conf/settings.txt");
+    let mtime = fs::metadata(&path).unwrap().modified().unwrap();
+    fs::write(&path, "CHECKPOINTED\n").unwrap();
+    fs::File::options().write(true).open(&path).unwrap().set_modified(mtime).unwrap();
+    let cp = s.snapshot(&meta()).unwrap();
+    let changed = file_oid(&s.entries(&cp).unwrap(), "conf/settings.txt");
+    assert_eq!(s.object(&changed).unwrap(), b"CHECKPOINTED\n");
 }

@@ -117,7 +117,11 @@ struct Planned {
 
 /// What the approval of an edit shows: its diff (nothing when the edit cannot be made; the call
 /// then fails with the reason before anything is written).
-pub(crate) fn approval_diff(ctx: &Context, config: &FsConfig, args: &EditFileArgs) -> Option<String> {
+pub(crate) fn approval_diff(
+    ctx: &Context,
+    config: &FsConfig,
+    args: &EditFileArgs,
+) -> Option<String> {
     let ws = Workspace::of(ctx).ok()?;
     let planned = plan(ctx, &ws, config, args).ok()?;
     Some(unified_diff(&planned.path, &planned.body, &planned.new_body))

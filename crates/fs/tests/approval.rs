@@ -47,8 +47,7 @@ async fn a_new_file_shows_its_content_and_an_existing_one_its_diff() {
     let details = last_details(&asked);
     assert_eq!(details, "new file, 2 lines:\nprint('one')\nprint('two')\n");
 
-    p.ok("write_file", json!({"path": "src/a.py", "content": "print('one')\nprint('2')\n"}))
-        .await;
+    p.ok("write_file", json!({"path": "src/a.py", "content": "print('one')\nprint('2')\n"})).await;
     let details = last_details(&asked);
     assert!(details.contains("--- a/src/a.py") && details.contains("+++ b/src/a.py"), "{details}");
     assert!(details.contains("-print('two')\n+print('2')"), "{details}");

@@ -146,7 +146,9 @@ fn npm_adds_and_explains_each_failure() {
     let s = &result["structuredContent"];
     assert_eq!(s["manager"], "npm");
     assert_eq!(s["ok"], true);
-    assert_eq!(s["command"][0], "npm");
+    // The exact argv: the manager by its absolute path, found on PATH outside the project.
+    let program = s["command"][0].as_str().unwrap_or_default();
+    assert!(program.starts_with('/') && program.ends_with("/npm"), "{program}");
     let left = change(&result, "hands-left");
     assert_eq!((left["status"].as_str(), left["version"].as_str()), (Some("added"), Some("1.2.0")));
     assert_eq!(left["requirement"], "^1.2.0");
@@ -425,7 +427,9 @@ fn pip_installs_from_a_local_index_and_pins_it() {
         .unwrap();
     assert!(venv.status.success(), "{}", String::from_utf8_lossy(&venv.stderr));
     let index_url = format!("http://127.0.0.1:{port}/simple/");
-    let flags: &[&str] = &[];
+    // The project's .venv is the repository's program: `hands call` (approval = "auto") runs it
+    // only when the user allows repository programs.
+    let flags: &[&str] = &["-c", "deps.allow_project_programs=true"];
     let run = |args: Value| {
         let mut command = setup.command(&project, &args, flags);
         command.env("PIP_INDEX_URL", &index_url).env("PIP_NO_CACHE_DIR", "1");

@@ -542,9 +542,9 @@ mod tests {
         write(&r("sub/.gitignore"), "!a.log\nb.txt\n!deep/b.txt\n");
         write(&r("sub/.ignore"), "z.rs\n");
         // A shared `.gitignore` by symlink inside the root applies; one leading outside does not.
-        write(&r("shared/rules"), "s.bin\n");
+        write(&r("common/rules"), "s.bin\n");
         write(&r("linked/s.bin"), "x\n");
-        symlink("../shared/rules", r("linked/.gitignore")).unwrap();
+        symlink("../common/rules", r("linked/.gitignore")).unwrap();
         write(&tmp.path().join("outside-rules"), "o.bin\n");
         write(&r("linked-out/o.bin"), "x\n");
         symlink(tmp.path().join("outside-rules"), r("linked-out/.gitignore")).unwrap();

@@ -313,7 +313,15 @@ fn approval_ask_refuses_without_a_terminal_and_asks_on_one() {
             })
             .expect("script(1) from util-linux runs the command on a pty");
         let text = String::from_utf8_lossy(&out.stdout);
-        assert!(text.contains(&format!("allow write_file: {file}? [y/N]")), "{text}");
+        // A new file: the prompt shows its path and content (the approval's details).
+        assert!(
+            text.contains("hands: allow write_file (") && text.contains(&format!("│ {file}")),
+            "{text}"
+        );
+        assert!(
+            text.contains("│ new file, 1 line:") && text.contains("hands: allow it? [y/N]"),
+            "{text}"
+        );
         assert_eq!(root.join(file).exists(), approved, "{text}");
         if !approved {
             assert!(text.contains("The user declined write_file and said: not this one"), "{text}");

@@ -230,6 +230,8 @@ fn descriptions_name_only_tools_hands_offers() {
             "allowed_methods",
             "allowed_paths",
             "base_url",
+            // An SSH key's file name (reference_project hides them).
+            "id_rsa",
         ]
         .map(String::from),
     );

@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 /// name, why). Configuration keys are the user's file format, named after the tool they set; the
 /// one-word names are ordinary words elsewhere.
 const NOT_A_TOOL: &[(&str, &str, &str)] = &[
+    ("crates/dirs/src/lib.rs", "secrets", "the secret store's folder under the state folder"),
+    ("crates/fs/src/placeholders.rs", "bash", "a file type (script.bash) an env file is not"),
     (
         "crates/cli/src/settings/",
         "*",

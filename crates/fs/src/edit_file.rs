@@ -9,7 +9,6 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::{self, Read};
-use std::time::Duration;
 
 use hands_core::{Annotations, CancellationToken, Context, Tool, ToolError, ToolOutput};
 use hands_core::{Family, Label, Policy};
@@ -17,6 +16,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::detect::{self, Kind};
+use crate::diff::unified_diff;
 use crate::ledger::{Seen, content_hash};
 use crate::read_file::human_size;
 use crate::{FsConfig, Ledger, RelPath, Workspace, atomic};
@@ -103,8 +103,6 @@ impl Tool for EditFile {
 }
 
 const BOM: &str = "\u{FEFF}";
-/// Diff lines returned at most.
-const DIFF_MAX_LINES: usize = 300;
 
 /// An edit worked out but not written: the file's body before and after, and its BOM.
 struct Planned {
@@ -604,27 +602,6 @@ fn fuzzy(
     best
 }
 
-/// A unified diff of the change with 3 lines of context, at most [`DIFF_MAX_LINES`] lines.
-pub(crate) fn unified_diff(path: &RelPath, old: &str, new: &str) -> String {
-    let diff = similar::TextDiff::configure().timeout(Duration::from_secs(2)).diff_lines(old, new);
-    let shown = path.display();
-    let text = diff
-        .unified_diff()
-        .context_radius(3)
-        .header(&format!("a/{shown}"), &format!("b/{shown}"))
-        .to_string()
-        .replace("\r\n", "\n");
-    let lines: Vec<&str> = text.lines().collect();
-    if lines.len() <= DIFF_MAX_LINES {
-        return text;
-    }
-    format!(
-        "{}\n… [diff truncated, {} more lines]",
-        lines[..DIFF_MAX_LINES].join("\n"),
-        lines.len() - DIFF_MAX_LINES
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -712,6 +689,6 @@ mod tests {
         let diff = unified_diff(&path, &old, &new);
         assert!(diff.starts_with("--- a/f\n+++ b/f\n"));
         assert!(diff.ends_with("more lines]"), "{}", &diff[diff.len() - 100..]);
-        assert_eq!(diff.lines().count(), DIFF_MAX_LINES + 1);
+        assert_eq!(diff.lines().count(), crate::diff::DIFF_MAX_LINES + 1);
     }
 }

@@ -14,6 +14,7 @@
 pub mod atomic;
 mod config;
 mod detect;
+mod diff;
 mod edit_file;
 mod escape;
 mod glob;

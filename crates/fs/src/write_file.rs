@@ -158,7 +158,7 @@ fn approval_details(ctx: &Context, args: &WriteFileArgs) -> Option<String> {
     let read = file.by_ref().take(MAX_SHOWN_BEFORE).read_to_end(&mut bytes).ok()?;
     match String::from_utf8(bytes) {
         Ok(old) if (read as u64) < MAX_SHOWN_BEFORE => {
-            Some(crate::edit_file::unified_diff(&path, &old, &args.content))
+            Some(crate::diff::unified_diff(&path, &old, &args.content))
         }
         _ => Some(format!(
             "replaces {} (binary or over {}) with {lines} line{plural}:\n{}",

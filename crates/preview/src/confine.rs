@@ -56,7 +56,7 @@ fn probe() -> Result<String, String> {
         .output();
     match ran {
         Ok(out) if out.status.success() => {
-            let mut prefix = crate::launch::quote(&unshare.to_string_lossy());
+            let mut prefix = quote(&unshare.to_string_lossy());
             for arg in &args {
                 prefix.push(' ');
                 prefix.push_str(arg);
@@ -99,6 +99,11 @@ pub fn find_browser(chromium: &str) -> Option<PathBuf> {
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt as _;
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// `'text'` for the shell.
+pub fn quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
 }
 
 #[cfg(test)]

@@ -30,10 +30,7 @@ pub enum LaunchError {
     Cancelled,
 }
 
-/// `'text'` for the shell.
-pub fn quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
-}
+pub use crate::confine::quote;
 
 /// `command` with the project's `node_modules/.bin` first in PATH and `PORT` set.
 pub fn with_env(root: &Path, command: &str, port: Option<u16>) -> String {

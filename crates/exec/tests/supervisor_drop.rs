@@ -25,11 +25,16 @@ async fn dropping_a_session_kills_its_process_groups() {
         })
         .unwrap();
     }
+    // One reading decides: a shell exec-ing into `sleep` is briefly unreadable in /proc, so a
+    // second reading after the loop could miss a process the first one saw.
     let started = std::time::Instant::now();
-    while marked(&id).len() < 4 && started.elapsed() < Duration::from_secs(10) {
+    let running = loop {
+        let now = marked(&id);
+        if now.len() >= 4 || started.elapsed() >= Duration::from_secs(10) {
+            break now;
+        }
         tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let running = marked(&id);
+    };
     assert!(running.len() >= 4, "{running:?}");
     drop(sup);
     drop(s);

@@ -23,8 +23,8 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use hands_core::{
-    BoxFuture, CallOptions, CancellationToken, Content, Mode, Registry, Session, ToolCall,
-    ToolOutput,
+    BoxFuture, CallOptions, CancellationToken, Content, Mode, PreparedCall, Registry, Session,
+    ToolCall, ToolOutput,
 };
 use serde_json::Value;
 
@@ -448,7 +448,7 @@ impl Turn<'_> {
             if uses.is_empty() {
                 return outcome(EndReason::Completed, last_text, None, steps, usage);
             }
-            if !mutated.load(Ordering::Relaxed) && uses.iter().any(|u| !self.parallel(u)) {
+            if !mutated.load(Ordering::Relaxed) && uses.iter().any(|u| self.may_change(u)) {
                 self.checkpoint(hands_checkpoint::Kind::TurnStart, before).await;
                 mutated.store(true, Ordering::Relaxed);
             }
@@ -514,59 +514,84 @@ impl Turn<'_> {
         result
     }
 
-    /// True when the call may run alongside its neighbours: a read-only tool (or an unknown one,
-    /// which only produces an error).
-    fn parallel(&self, call: &ToolUse) -> bool {
-        self.registry.get(&call.name).is_none_or(|tool| tool.spec().annotations.read_only)
+    /// True when `call`'s tool may change the project (a call of it may; the turn-start
+    /// checkpoint is taken before any such call runs). Unknown tools only produce an error.
+    fn may_change(&self, call: &ToolUse) -> bool {
+        self.registry.get(&call.name).is_some_and(|tool| !tool.spec().annotations.read_only)
     }
 
-    /// Run the calls: consecutive read-only ones together, the others one at a time, in order.
+    /// Run the calls: consecutive calls that change nothing together, the others one at a time,
+    /// in order. Each call is prepared once, when it is reached (after the calls before it ran:
+    /// a write may bring a tool that the next call names), and its prepared policy says whether
+    /// it may run alongside its neighbours.
     async fn run_calls(&self, uses: &[ToolUse]) -> Vec<ToolOutput> {
         let mut outputs: Vec<ToolOutput> = Vec::with_capacity(uses.len());
         let mut i = 0;
+        // A call prepared while a batch was gathered, that must run alone after it.
+        let mut next: Option<Ready> = None;
         while i < uses.len() {
             if self.cancel.is_cancelled() {
                 outputs.extend(uses[i..].iter().map(|u| not_run(&u.name)));
                 break;
             }
-            if self.parallel(&uses[i]) {
-                let end = (i..uses.len()).find(|&j| !self.parallel(&uses[j])).unwrap_or(uses.len());
-                let batch =
-                    futures_util::future::join_all(uses[i..end].iter().map(|u| self.call(u)));
-                outputs.extend(batch.await);
-                i = end;
-            } else {
-                outputs.push(self.call(&uses[i]).await);
+            let first = next.take().unwrap_or_else(|| self.prepare(&uses[i]));
+            if first.mutates() {
+                outputs.push(self.call(&uses[i], first).await);
                 i += 1;
+                continue;
             }
+            let mut batch = vec![(&uses[i], first)];
+            let mut end = i + 1;
+            while end < uses.len() {
+                let ready = self.prepare(&uses[end]);
+                if ready.mutates() {
+                    next = Some(ready);
+                    break;
+                }
+                batch.push((&uses[end], ready));
+                end += 1;
+            }
+            let batch = batch.into_iter().map(|(u, ready)| self.call(u, ready));
+            outputs.extend(futures_util::future::join_all(batch).await);
+            i = end;
         }
         outputs
     }
 
-    async fn call(&self, call: &ToolUse) -> ToolOutput {
+    /// `call` prepared once: its arguments parsed and its policy known, or answered at once (a
+    /// tool outside this turn's scope).
+    fn prepare(&self, call: &ToolUse) -> Ready {
         if let ToolScope::Only(names) = &self.scope {
             let canonical = self.registry.get(&call.name).map(|t| t.spec().name.clone());
             if !canonical.as_ref().is_some_and(|c| names.contains(c)) {
-                self.observer.call_started(call).await;
-                let output = ToolOutput::error(format!(
+                return Ready::OutOfScope(ToolOutput::error(format!(
                     "`{}` is not available here. Available tools: {}.",
                     call.name,
                     names.join(", ")
-                ));
-                self.observer.call_finished(call, &output, Duration::ZERO).await;
-                return output;
+                )));
             }
         }
-        self.observer.call_started(call).await;
-        let started = Instant::now();
         let id = match &self.call_prefix {
             Some(prefix) => format!("{prefix}{}", call.id),
             None => call.id.clone(),
         };
         let request =
             ToolCall::new(id, call.name.clone(), call.input.clone()).in_turn(self.turn_id);
+        Ready::Call(Box::new(self.registry.prepare(self.session, request)))
+    }
+
+    async fn call(&self, call: &ToolUse, ready: Ready) -> ToolOutput {
+        self.observer.call_started(call).await;
+        let prepared = match ready {
+            Ready::OutOfScope(output) => {
+                self.observer.call_finished(call, &output, Duration::ZERO).await;
+                return output;
+            }
+            Ready::Call(prepared) => *prepared,
+        };
+        let started = Instant::now();
         let options = CallOptions { progress: None, cancel: Some(self.cancel.clone()) };
-        let output = match self.registry.dispatch_with(self.session, request, options).await {
+        let output = match self.registry.run(self.session, prepared, options).await {
             Ok(output) => output,
             Err(error) => ToolOutput::error(format!(
                 "hands could not run {}: {error}. Try again; if it keeps failing, tell the user.",
@@ -575,6 +600,24 @@ impl Turn<'_> {
         };
         self.observer.call_finished(call, &output, started.elapsed()).await;
         output
+    }
+}
+
+/// A call of the model's, prepared.
+enum Ready {
+    /// Outside this turn's tools: answered without running.
+    OutOfScope(ToolOutput),
+    /// Prepared by the registry.
+    Call(Box<PreparedCall>),
+}
+
+impl Ready {
+    /// True when the call may change things, so it runs alone.
+    fn mutates(&self) -> bool {
+        match self {
+            Ready::OutOfScope(_) => false,
+            Ready::Call(prepared) => prepared.policy().mutates,
+        }
     }
 }
 

@@ -485,14 +485,8 @@ fn build_registry_with_mcp(
             );
             // connector_call, when the project has a connector file: a secret goes only to the
             // host recorded with it.
-            hands_connectors::register(
-                builder,
-                &loaded.settings.net,
-                store,
-                loaded.settings.approval,
-                root,
-            )
-            .context("the [net] settings")?
+            hands_connectors::register(builder, &loaded.settings.net, store, root)
+                .context("the [net] settings")?
         }
         None => builder,
     };
@@ -510,6 +504,9 @@ fn build_registry_with_mcp(
     let host = sandbox_files::host_files(loaded);
     let builder =
         hands_mcp::sandbox::register(builder, &loaded.settings.sandbox, &loaded.flags, &host)?;
+    // Inside a sandbox the host's chain approved, timed, truncated and redacted each call once;
+    // the hands here only runs the tools.
+    let builder = if hands_mcp::sandbox::is_inner() { builder.tools_only() } else { builder };
     let registry = builder.build();
     if let Some(store) = store {
         let refresher = registry.refresher();

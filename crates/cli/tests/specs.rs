@@ -177,9 +177,7 @@ fn full_registry(root: &std::path::Path) -> Registry {
     let builder = hands_web::register_scrape(builder, &guard, &scrape, None, None);
     let builder = hands_web::register_image(builder, &guard, &Default::default(), None);
     let store = std::sync::Arc::new(hands_secrets::Store::at(root.join(".state/secrets")));
-    let approval = hands_core::config::Approval::Auto;
-    let builder =
-        hands_connectors::register(builder, &Default::default(), store, approval, root).unwrap();
+    let builder = hands_connectors::register(builder, &Default::default(), store, root).unwrap();
     builder
         .conditions(hands_core::Conditions {
             secrets: [hands_web::FAL_KEY.to_owned()].into_iter().collect(),

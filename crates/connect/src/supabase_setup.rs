@@ -1,9 +1,11 @@
 //! supabase_setup: link a PostgreSQL (Supabase) database, write a migration, apply the pending
 //! ones, show their status, and make PostgREST reload.
 //!
-//! Flow: the arguments are checked for the action; every action but `status` then waits for the
-//! user's yes under `approval = "ask"`, asked with what approve.rs computed it will do (the
-//! target database, and for `migrate` each pending file with its first lines); `link` verifies the database URL (stored, else asked of
+//! Flow: the arguments are checked for the action; every action but `status` waits for the
+//! user's yes under `approval = "ask"`, asked (by the approval step, before `call`) with what
+//! approve.rs computed it will do (the target database, and for `migrate` each pending file with
+//! its first lines), and computes it again when it runs: only what was shown runs. `link`
+//! verifies the database URL (stored, else asked of
 //! the user out of band) and records the secret's name in `.hands/project.toml`; `new` writes
 //! local.rs's file; `migrate` and `status` compare local.rs's folder with migrate.rs's history
 //! (the Supabase CLI's table), `migrate` applying what is pending under an advisory lock and
@@ -20,8 +22,11 @@ mod types;
 
 use std::borrow::Cow;
 
+use hands_core::approval::Review;
 use hands_core::secret::SecretValue;
-use hands_core::{Annotations, Context, Family, Label, Policy, Tool, ToolError, ToolOutput};
+use hands_core::{
+    Annotations, CallPolicy, Context, Family, Label, Policy, Tool, ToolError, ToolOutput,
+};
 
 use crate::ask;
 use crate::database::{self, Database};
@@ -48,9 +53,15 @@ impl Tool for SupabaseSetup {
         Annotations { read_only: false, destructive: true, idempotent: false, open_world: true }
     }
 
-    // `status` needs no approval; every other action asks inside `call`.
-    fn needs_approval(&self) -> bool {
-        false
+    /// `status` asks nobody and changes nothing; every other action asks under `approval =
+    /// "ask"`, shown what [`review`](Tool::review) computed it will do.
+    fn call_policy(&self, args: &SupabaseSetupArgs) -> CallPolicy {
+        let status = args.action == Action::Status;
+        CallPolicy { needs_approval: !status, mutates: !status, cacheable: false }
+    }
+
+    async fn review(&self, ctx: &Context, args: &SupabaseSetupArgs) -> Result<Review, ToolError> {
+        self.review_action(ctx, args).await
     }
 
     fn policy(&self) -> Policy {
@@ -66,12 +77,12 @@ impl Tool for SupabaseSetup {
 
     async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {
         check_args(&args)?;
-        // Every action but `status` asks the user first, showing what it computed it will do.
+        // Every action but `status` was approved with what review computed it would do; each
+        // computes it again and runs only that.
         let (result, error) = match args.action {
             Action::Link => (self.link(&ctx, &args).await?, false),
             Action::New => {
-                let what = approve::what(Action::New, &args, None);
-                self.approve(&ctx, &args, &what, approve::new_details(&args)).await?;
+                self.check_approved(&ctx, &args, &approve::new_details(&args))?;
                 (create(&ctx, &args)?, false)
             }
             Action::Migrate => self.migrate(&ctx, &args).await?,
@@ -86,7 +97,7 @@ impl Tool for SupabaseSetup {
     }
 }
 
-fn check_args(args: &SupabaseSetupArgs) -> Result<(), ToolError> {
+pub(super) fn check_args(args: &SupabaseSetupArgs) -> Result<(), ToolError> {
     let only = |field: &str, value: bool, action: &str| {
         if value {
             Err(ToolError::model(format!(
@@ -181,18 +192,18 @@ impl SupabaseSetup {
         let (url, secret) = self.postgres(ctx)?;
         let target = database::redacted(url.expose());
         let client = self.connect(url.expose()).await?;
-        // Under `ask`, the pending files are computed (read-only, as `status` does) and shown
-        // before anything is written; nothing pending changes nothing, so nobody is asked.
+        // Under `ask`, only the pending files the user was shown may run: computed again here
+        // (read-only, as review did) and compared with what was approved. Nobody asked (review
+        // found nothing pending) means nothing may run.
         let approved = if self.asks() {
             let remote =
                 migrate::history(&client).await.map_err(|e| sql_failed("read the history", &e))?;
             let plan = migrate::plan(&local, &remote);
-            if plan.pending.is_empty() || !plan.missing.is_empty() {
-                Some(Vec::new()) // refused or nothing to do: nothing may run
+            if plan.pending.is_empty() || !plan.missing.is_empty() || ctx.approved().is_none() {
+                Some(Vec::new())
             } else {
-                let what = approve::migrate_what(&plan.pending, &target);
                 let details = approve::migrate_details(&target, &secret, &plan.pending);
-                self.approve(ctx, args, &what, details).await?;
+                self.check_approved(ctx, args, &details)?;
                 Some(plan.pending.iter().map(|m| m.file.clone()).collect::<Vec<_>>())
             }
         } else {
@@ -301,13 +312,8 @@ impl SupabaseSetup {
         args: &SupabaseSetupArgs,
     ) -> Result<SetupResult, ToolError> {
         let (url, secret) = self.postgres(ctx)?;
-        let target = database::redacted(url.expose());
-        let what = approve::what(Action::Restart, args, Some(&target));
-        let details = format!(
-            "database: {target} (the URL in the secret {secret})\nsends NOTIFY pgrst, 'reload \
-             schema' and NOTIFY pgrst, 'reload config', then connects again"
-        );
-        self.approve(ctx, args, &what, details).await?;
+        let (_, details) = self.restart_shown(ctx, args)?;
+        self.check_approved(ctx, args, &details)?;
         let client = self.connect(url.expose()).await?;
         let payloads = ["reload schema", "reload config"];
         migrate::notify(&client, &payloads)
@@ -325,6 +331,47 @@ impl SupabaseSetup {
             notified: payloads.map(str::to_owned).to_vec(),
             ..SetupResult::default()
         })
+    }
+}
+
+impl SupabaseSetup {
+    /// What `restart` shows: the target, and the two reloads.
+    pub(super) fn restart_shown(
+        &self,
+        ctx: &Context,
+        args: &SupabaseSetupArgs,
+    ) -> Result<(String, String), ToolError> {
+        let (url, secret) = self.postgres(ctx)?;
+        let target = database::redacted(url.expose());
+        let what = approve::what(Action::Restart, args, Some(&target));
+        let details = format!(
+            "database: {target} (the URL in the secret {secret})\nsends NOTIFY pgrst, 'reload \
+             schema' and NOTIFY pgrst, 'reload config', then connects again"
+        );
+        Ok((what, details))
+    }
+
+    /// What `migrate` shows: the target and each pending file, read-only (`None` when nothing is
+    /// pending or a missing file refuses the migrate: nothing would run).
+    pub(super) async fn migrate_shown(
+        &self,
+        ctx: &Context,
+    ) -> Result<Option<(String, String)>, ToolError> {
+        let ws = hands_fs::Workspace::of(ctx)?;
+        let (local, _) = local::list(&ws)?;
+        let (url, secret) = self.postgres(ctx)?;
+        let target = database::redacted(url.expose());
+        let client = self.connect(url.expose()).await?;
+        let remote =
+            migrate::history(&client).await.map_err(|e| sql_failed("read the history", &e))?;
+        let plan = migrate::plan(&local, &remote);
+        if plan.pending.is_empty() || !plan.missing.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some((
+            approve::migrate_what(&plan.pending, &target),
+            approve::migrate_details(&target, &secret, &plan.pending),
+        )))
     }
 }
 

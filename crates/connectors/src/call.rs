@@ -4,8 +4,9 @@
 //! method and path against the connector's allow-lists (a path is relative: no scheme, `..`,
 //! `//`, `\`, encoded dots or slashes); refuse headers that carry credentials or the connector's
 //! auth header; when the auth needs a secret, refuse unless the user's store recorded a host with
-//! it and that host is base_url's (nothing is sent otherwise); any method but GET asks the user
-//! under `approval = "ask"`; send through the guard with redirects refused; answer status,
+//! it and that host is base_url's (nothing is sent otherwise); any method but GET and HEAD asks
+//! the user under `approval = "ask"` (its per-call policy; the approval step asks, with the full
+//! URL and what is sent, before anything is); send through the guard with redirects refused; answer status,
 //! headers and body, with the secret's value replaced should the service echo it.
 
 use std::borrow::Cow;
@@ -13,10 +14,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use base64::Engine as _;
-use hands_core::approval::{ApprovalRequest, ApproverHandle, Decision};
-use hands_core::config::Approval;
+use hands_core::approval::Review;
 use hands_core::secret::{ProjectSecret, SecretStore, SecretValue, project_secret};
-use hands_core::{Annotations, Context, Family, Label, Policy, Tool, ToolError, ToolOutput};
+use hands_core::{
+    Annotations, CallPolicy, Context, Family, Label, Policy, Tool, ToolError, ToolOutput,
+};
 use hands_fs::Workspace;
 use hands_net::{Guard, Method, NetError, Request};
 use schemars::JsonSchema;
@@ -94,20 +96,19 @@ pub struct CallResult {
 pub struct ConnectorCall {
     guard: Guard,
     store: Arc<dyn SecretStore>,
-    approval: Approval,
 }
 
 impl std::fmt::Debug for ConnectorCall {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ConnectorCall").field("approval", &self.approval).finish_non_exhaustive()
+        f.debug_struct("ConnectorCall").finish_non_exhaustive()
     }
 }
 
 impl ConnectorCall {
     /// Sending through `guard` (whose redirects are already refused when the tool is registered),
-    /// with keys from `store`; non-GET calls ask the user under `approval`.
-    pub fn new(guard: Guard, store: Arc<dyn SecretStore>, approval: Approval) -> Self {
-        Self { guard, store, approval }
+    /// with keys from `store`.
+    pub fn new(guard: Guard, store: Arc<dyn SecretStore>) -> Self {
+        Self { guard, store }
     }
 }
 
@@ -128,11 +129,6 @@ impl Tool for ConnectorCall {
         Annotations { read_only: false, destructive: true, idempotent: false, open_world: true }
     }
 
-    // GET needs no approval; every other method asks inside `call`.
-    fn needs_approval(&self) -> bool {
-        false
-    }
-
     fn policy(&self) -> Policy {
         Policy::from_annotations(self.annotations())
             .label(Label::Key { key: "path" })
@@ -144,82 +140,39 @@ impl Tool for ConnectorCall {
         Some(hands_core::output_schema_for::<CallResult>())
     }
 
+    /// GET and HEAD ask nobody and change nothing; every other method asks (under `approval =
+    /// "ask"`) and may change things.
+    fn call_policy(&self, args: &CallArgs) -> CallPolicy {
+        let safe = ["GET", "HEAD"].iter().any(|m| args.method.eq_ignore_ascii_case(m));
+        CallPolicy { needs_approval: !safe, mutates: !safe, cacheable: false }
+    }
+
+    /// The method and the full URL it goes to, and what it sends; a call the connector would
+    /// refuse is refused before anybody is asked.
+    async fn review(&self, ctx: &Context, args: &CallArgs) -> Result<Review, ToolError> {
+        let Checked { connector, method, path, .. } = checked(ctx, args).await?;
+        let mut details = format!("{method} {}{path}\n", connector.base);
+        let mut shown = |label: &str, value: Value| {
+            let mut value = value;
+            hands_core::redact::json(&mut value);
+            details.push_str(&format!("{label}: {value}\n"));
+        };
+        if !args.query.is_empty() {
+            shown("query", serde_json::json!(args.query));
+        }
+        if !args.headers.is_empty() {
+            shown("headers", serde_json::json!(args.headers));
+        }
+        if let Some(json) = &args.json {
+            shown("body (application/json)", json.clone());
+        }
+        Ok(Review::summary(format!("connector_call: {method} {}{path}", connector.base))
+            .with_details(details))
+    }
+
     async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {
-        check_name(&args.connector).map_err(ToolError::model)?;
-        let connector = {
-            let ctx = ctx.clone();
-            let name = args.connector.clone();
-            tokio::task::spawn_blocking(move || load(&ctx, &name))
-                .await
-                .map_err(|err| ToolError::Fatal(format!("connector_call task failed: {err}")))??
-        };
-        let method = args.method.to_ascii_uppercase();
-        let net_method = match method.as_str() {
-            "GET" => Method::Get,
-            "HEAD" => Method::Head,
-            "POST" => Method::Post,
-            "PUT" => Method::Put,
-            "PATCH" => Method::Patch,
-            "DELETE" => Method::Delete,
-            _ => {
-                return Err(ToolError::model(format!(
-                    "`method` {:?} is not one of GET, HEAD, POST, PUT, PATCH, DELETE.",
-                    args.method
-                )));
-            }
-        };
-        if !connector.methods.contains(&method) {
-            return Err(ToolError::model(format!(
-                "connector {} allows {} only, not {method}; nothing was sent. Ask the user to add \
-                 {method} to allowed_methods in {DIR}/{}.toml if it is needed.",
-                connector.name,
-                connector.methods.iter().cloned().collect::<Vec<_>>().join(", "),
-                connector.name
-            )));
-        }
-        let path = check_path(&args.path)?;
-        if !connector.paths.is_match(&path) {
-            return Err(ToolError::model(format!(
-                "connector {} does not allow the path {path}; nothing was sent. Allowed: {}. Ask \
-                 the user to widen allowed_paths in {DIR}/{}.toml if it is needed.",
-                connector.name,
-                if connector.file.allowed_paths.is_empty() {
-                    "none".to_owned()
-                } else {
-                    connector.file.allowed_paths.join(", ")
-                },
-                connector.name
-            )));
-        }
+        let Checked { connector, method, net_method, path } = checked(&ctx, &args).await?;
         let auth = &connector.file.auth;
-        for (name, value) in &args.headers {
-            let lower = name.to_ascii_lowercase();
-            let credential = ["authorization", "cookie", "proxy-authorization", "host"]
-                .contains(&lower.as_str())
-                || auth.kind == AuthKind::Header
-                    && auth.name.as_deref().is_some_and(|n| n.eq_ignore_ascii_case(name));
-            if credential {
-                return Err(ToolError::model(format!(
-                    "the header {name} is refused: credentials come from the connector's [auth] \
-                     and the user's secret store, never from arguments. Leave it out."
-                )));
-            }
-            if !crate::config::is_token(name)
-                || value.bytes().any(|c| c == b'\r' || c == b'\n' || c == 0)
-                || ["content-length", "transfer-encoding", "connection"].contains(&lower.as_str())
-            {
-                return Err(ToolError::model(format!(
-                    "the header {name:?} is not allowed or not valid."
-                )));
-            }
-        }
-        if auth.kind == AuthKind::Query
-            && auth.name.as_deref().is_some_and(|n| args.query.contains_key(n))
-        {
-            return Err(ToolError::model(
-                "that query parameter carries the connector's key; leave it out.",
-            ));
-        }
         let body = match &args.json {
             Some(json) => {
                 let bytes = serde_json::to_vec(json).map_err(|err| {
@@ -256,9 +209,6 @@ impl Tool for ConnectorCall {
         }
         if url.query() == Some("") {
             url.set_query(None);
-        }
-        if net_method != Method::Get {
-            self.approve(&ctx, &connector, &method, &path, &args).await?;
         }
         let mut request =
             Request::get(url.to_string()).method(net_method).max_bytes(MAX_RESPONSE_BYTES);
@@ -413,52 +363,95 @@ impl ConnectorCall {
             ))),
         }
     }
+}
 
-    async fn approve(
-        &self,
-        ctx: &Context,
-        connector: &Connector,
-        method: &str,
-        path: &str,
-        args: &CallArgs,
-    ) -> Result<(), ToolError> {
-        if self.approval == Approval::Auto {
-            return Ok(());
-        }
-        let session = ctx.session();
-        let Some(ApproverHandle(approver)) =
-            session.get_extension::<ApproverHandle>().as_deref().cloned()
-        else {
+/// A call that passed every check of its connector: the file, the method, the path, the headers
+/// and the query.
+struct Checked {
+    connector: Connector,
+    method: String,
+    net_method: Method,
+    path: String,
+}
+
+/// Load `args`' connector and check the call against it; nothing is sent.
+async fn checked(ctx: &Context, args: &CallArgs) -> Result<Checked, ToolError> {
+    check_name(&args.connector).map_err(ToolError::model)?;
+    let connector = {
+        let ctx = ctx.clone();
+        let name = args.connector.clone();
+        tokio::task::spawn_blocking(move || load(&ctx, &name))
+            .await
+            .map_err(|err| ToolError::Fatal(format!("connector_call task failed: {err}")))??
+    };
+    let method = args.method.to_ascii_uppercase();
+    let net_method = match method.as_str() {
+        "GET" => Method::Get,
+        "HEAD" => Method::Head,
+        "POST" => Method::Post,
+        "PUT" => Method::Put,
+        "PATCH" => Method::Patch,
+        "DELETE" => Method::Delete,
+        _ => {
             return Err(ToolError::model(format!(
-                "connector_call {method} needs the user's approval (approval = \"ask\"), but there \
-                 is nobody to ask in this session; nothing was sent. Only GET runs without it."
+                "`method` {:?} is not one of GET, HEAD, POST, PUT, PATCH, DELETE.",
+                args.method
             )));
-        };
-        let mut shown = serde_json::json!({
-            "connector": connector.name, "method": method, "path": path,
-            "query": args.query, "json": args.json, "headers": args.headers,
-        });
-        hands_core::redact::json(&mut shown);
-        let request = ApprovalRequest {
-            session: session.id().to_owned(),
-            tool: "connector_call".to_owned(),
-            summary: format!("connector_call: {method} {}{path}", connector.base),
-            args: shown,
-            details: None,
-        };
-        match approver.approve(&request, ctx.cancel_token()).await {
-            Decision::Approve => Ok(()),
-            Decision::Deny(words) => Err(ToolError::model(match words {
-                Some(words) if !words.trim().is_empty() => {
-                    format!("The user declined connector_call {method} {path} and said: {words}")
-                }
-                _ => format!(
-                    "The user declined connector_call {method} {path}; nothing was sent. Ask what \
-                     they want instead."
-                ),
-            })),
+        }
+    };
+    if !connector.methods.contains(&method) {
+        return Err(ToolError::model(format!(
+            "connector {} allows {} only, not {method}; nothing was sent. Ask the user to add \
+                 {method} to allowed_methods in {DIR}/{}.toml if it is needed.",
+            connector.name,
+            connector.methods.iter().cloned().collect::<Vec<_>>().join(", "),
+            connector.name
+        )));
+    }
+    let path = check_path(&args.path)?;
+    if !connector.paths.is_match(&path) {
+        return Err(ToolError::model(format!(
+            "connector {} does not allow the path {path}; nothing was sent. Allowed: {}. Ask \
+                 the user to widen allowed_paths in {DIR}/{}.toml if it is needed.",
+            connector.name,
+            if connector.file.allowed_paths.is_empty() {
+                "none".to_owned()
+            } else {
+                connector.file.allowed_paths.join(", ")
+            },
+            connector.name
+        )));
+    }
+    let auth = &connector.file.auth;
+    for (name, value) in &args.headers {
+        let lower = name.to_ascii_lowercase();
+        let credential = ["authorization", "cookie", "proxy-authorization", "host"]
+            .contains(&lower.as_str())
+            || auth.kind == AuthKind::Header
+                && auth.name.as_deref().is_some_and(|n| n.eq_ignore_ascii_case(name));
+        if credential {
+            return Err(ToolError::model(format!(
+                "the header {name} is refused: credentials come from the connector's [auth] \
+                     and the user's secret store, never from arguments. Leave it out."
+            )));
+        }
+        if !crate::config::is_token(name)
+            || value.bytes().any(|c| c == b'\r' || c == b'\n' || c == 0)
+            || ["content-length", "transfer-encoding", "connection"].contains(&lower.as_str())
+        {
+            return Err(ToolError::model(format!(
+                "the header {name:?} is not allowed or not valid."
+            )));
         }
     }
+    if auth.kind == AuthKind::Query
+        && auth.name.as_deref().is_some_and(|n| args.query.contains_key(n))
+    {
+        return Err(ToolError::model(
+            "that query parameter carries the connector's key; leave it out.",
+        ));
+    }
+    Ok(Checked { connector, method, net_method, path })
 }
 
 /// Read `.hands/connectors/<name>.toml` through the confined workspace.

@@ -28,7 +28,6 @@ pub use config::{Auth, AuthKind, Connector, ConnectorFile, Operation, list};
 pub use scaffold::{ConnectorScaffold, ScaffoldArgs, ScaffoldFile, ScaffoldResult, Target};
 
 use hands_core::RegistryBuilder;
-use hands_core::config::Approval;
 use hands_core::secret::SecretStore;
 use hands_net::{Guard, NetConfig, NetError};
 
@@ -36,17 +35,17 @@ use hands_net::{Guard, NetConfig, NetError};
 /// `root` has a connector file (looked for after every mutating call, on a configuration
 /// refresh, and at most once a second when the tools are listed). connector_call sends through a
 /// guard built from `net` that follows no redirect, takes keys from `store`, and asks the user
-/// before any method but GET under `approval = "ask"`; connector_scaffold asks before it writes.
+/// before any method but GET and HEAD under `approval = "ask"`; connector_scaffold asks before it
+/// writes.
 pub fn register(
     builder: RegistryBuilder,
     net: &NetConfig,
     store: Arc<dyn SecretStore>,
-    approval: Approval,
     root: &Path,
 ) -> Result<RegistryBuilder, NetError> {
     let guard = Guard::new(&NetConfig { max_redirects: 0, ..net.clone() })?;
     let tools = vec![
-        hands_core::erase(ConnectorCall::new(guard, store, approval)),
+        hands_core::erase(ConnectorCall::new(guard, store)),
         hands_core::erase(ConnectorScaffold),
     ];
     Ok(builder.source(Arc::new(source::ConnectorSource::new(root, tools))))

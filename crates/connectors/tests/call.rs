@@ -142,10 +142,9 @@ fn fixture(approval: Approval, connectors: &[(&str, String)]) -> Fixture {
     // The real store, in a folder of the test's own.
     let store = Arc::new(hands_secrets::Store::at(dir.path().join("secrets")));
     let registry = hands_connectors::register(
-        Registry::builder(CoreConfig::default()),
+        Registry::builder(CoreConfig { approval, ..CoreConfig::default() }),
         &net(),
         store.clone() as Arc<dyn hands_core::secret::SecretStore>,
-        approval,
         &root,
     )
     .unwrap()

@@ -29,6 +29,54 @@ pub struct ApprovalRequest {
     pub details: Option<String>,
 }
 
+/// What a tool shows the user about one call before it runs ([`Tool::review`](crate::Tool::review)),
+/// computed from the parsed arguments before anybody is asked; computing it changes nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Review {
+    /// Replaces the one-line summary made from the arguments ([`summary`]), when the tool can
+    /// say better what the call does (`supabase_setup: apply 3 migrations to app@db:5432/app`).
+    pub summary: Option<String>,
+    /// What runs, beyond the summary ([`ApprovalRequest::details`]).
+    pub details: Option<String>,
+    /// The call would change nothing (a migrate with nothing pending): it runs without asking.
+    pub nothing_to_ask: bool,
+}
+
+impl Review {
+    /// The summary and nothing more.
+    pub fn summary(summary: impl Into<String>) -> Self {
+        Self { summary: Some(summary.into()), ..Self::default() }
+    }
+
+    /// `details` after the summary made from the arguments.
+    pub fn details(details: impl Into<String>) -> Self {
+        Self { details: Some(details.into()), ..Self::default() }
+    }
+
+    /// This review with `details`.
+    #[must_use]
+    pub fn with_details(mut self, details: impl Into<String>) -> Self {
+        self.details = Some(details.into());
+        self
+    }
+
+    /// Nothing to ask about: the call runs.
+    pub fn nothing_to_ask() -> Self {
+        Self { nothing_to_ask: true, ..Self::default() }
+    }
+}
+
+/// What the user approved, as they were shown it: set on the call's [`Context`](crate::Context)
+/// after a yes, so that a tool which computes its plan again can check that what runs is what was
+/// shown ([`Context::approved`](crate::Context::approved)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Approved {
+    /// The summary shown.
+    pub summary: String,
+    /// The details shown, redacted as shown.
+    pub details: Option<String>,
+}
+
 /// The user's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {

@@ -31,6 +31,8 @@ pub struct Context {
     turn: Option<Arc<str>>,
     cancel: CancellationToken,
     progress: Option<ProgressSink>,
+    /// What the user said yes to, once they did (set by the approval step).
+    approved: Option<Arc<crate::approval::Approved>>,
 }
 
 impl std::fmt::Debug for Context {
@@ -53,6 +55,7 @@ impl Context {
             call_id: call_id.into(),
             turn: turn.map(Arc::from),
             progress: None,
+            approved: None,
         }
     }
 
@@ -84,6 +87,20 @@ impl Context {
     #[must_use]
     pub fn with_cancel(&self, cancel: CancellationToken) -> Self {
         Self { cancel, ..self.clone() }
+    }
+
+    /// The same context after the user approved the call as `approved` showed it.
+    #[must_use]
+    pub fn with_approved(mut self, approved: crate::approval::Approved) -> Self {
+        self.approved = Some(Arc::new(approved));
+        self
+    }
+
+    /// What the user approved of this call, as they were shown it; `None` when nobody was asked
+    /// (`approval = "auto"`, a call that needs no approval). A tool that computes its plan again
+    /// when it runs compares it with this, so that what runs is what was shown.
+    pub fn approved(&self) -> Option<&crate::approval::Approved> {
+        self.approved.as_deref()
     }
 
     /// The project root.

@@ -19,8 +19,9 @@ use crate::snapshot::{RegistryError, Snapshot};
 use crate::source::{Builtins, Changes, Condition, Conditions, ConditionsReader, Rebuild, Refresh};
 use crate::tool::Erased;
 use crate::{
-    BoxFuture, Context, CoreConfig, DispatchError, DynTool, LocalProvider, Mode, Modes,
-    SandboxProvider, Session, Tool, ToolCall, ToolError, ToolOutput, ToolSource, ToolSpec,
+    BoxFuture, CallPolicy, ChainError, Context, CoreConfig, DispatchError, DynTool, LocalProvider,
+    Mode, Modes, Prepared, SandboxProvider, Session, Tool, ToolCall, ToolError, ToolOutput,
+    ToolSource, ToolSpec,
 };
 
 /// What a front end adds to one call.
@@ -42,9 +43,20 @@ pub struct RegistryBuilder {
     layers: Vec<Layer>,
     services: Services,
     spill_hint: &'static str,
+    tools_only: bool,
 }
 
 impl RegistryBuilder {
+    /// A registry that only runs its tools: no approval, timeout, dedup, truncation, redaction
+    /// or recovery of its own (the schema check of debug builds stays). For the hands inside a
+    /// sandbox: the host's chain owns every step, once, and the calls it sends in were approved,
+    /// timed and are truncated and redacted there.
+    #[must_use]
+    pub fn tools_only(mut self) -> Self {
+        self.tools_only = true;
+        self
+    }
+
     /// How truncation's marker tells the model to read a spilled output, in the words of the
     /// crate whose tools read files (`read it with read_file and offset/limit, or grep it`).
     #[must_use]
@@ -150,12 +162,16 @@ impl RegistryBuilder {
     /// Finish, or say which built-in names collide. Within the built-ins a later tool with the
     /// same name replaces an earlier one; an alias may not collide with any name or alias.
     pub fn try_build(self) -> Result<Registry, RegistryError> {
-        let chain = middleware::chain(
-            &self.config,
-            Arc::clone(&self.provider),
-            &self.layers,
-            self.spill_hint,
-        );
+        let chain = if self.tools_only {
+            middleware::tools_only()
+        } else {
+            middleware::chain(
+                &self.config,
+                Arc::clone(&self.provider),
+                &self.layers,
+                self.spill_hint,
+            )
+        };
         let builtins: Arc<dyn ToolSource> = Arc::new(Builtins::new(self.tools, self.conditions));
         let mut sources = vec![builtins];
         sources.extend(self.sources);
@@ -265,6 +281,7 @@ impl Registry {
             layers: Vec::new(),
             services: Services::default(),
             spill_hint: middleware::truncate::DEFAULT_SPILL_HINT,
+            tools_only: false,
         }
     }
 
@@ -334,8 +351,9 @@ impl Registry {
         self.live.version.subscribe()
     }
 
-    /// Run `call` in `session`: resolve the name, check the mode, and pass it through the chain.
-    /// Tool failures come back as results with `is_error`; only a broken runtime is an `Err`.
+    /// Run `call` in `session`: [`prepare`](Registry::prepare) it, then [`run`](Registry::run) it
+    /// through the chain. Tool failures come back as results with `is_error`; only a broken
+    /// runtime is an `Err`.
     pub async fn dispatch(
         &self,
         session: &Session,
@@ -352,13 +370,25 @@ impl Registry {
         call: ToolCall,
         options: CallOptions,
     ) -> Result<ToolOutput, DispatchError> {
+        let prepared = self.prepare(session, call);
+        self.run(session, prepared, options).await
+    }
+
+    /// Prepare `call` once, as it arrives: resolve the name, check the mode, parse the arguments
+    /// into the tool's typed `Args` and ask the tool what this call asks, changes and may reuse.
+    /// A call that cannot run (an unknown name, a tool of the other mode, arguments that do not
+    /// parse) is answered here, before anybody is asked about it. The agent loop reads the
+    /// prepared calls' policies to decide which run together; [`Registry::run`] runs one.
+    pub fn prepare(&self, session: &Session, call: ToolCall) -> PreparedCall {
         let Some(tool) = self.resolve(&call.name) else {
-            return Ok(ToolOutput::error(self.unknown(&call.name, session.mode())));
+            return PreparedCall::answer(ToolOutput::error(
+                self.unknown(&call.name, session.mode()),
+            ));
         };
         let name = tool.spec().name.as_str();
         let mode = session.mode();
         if !tool.spec().offered(mode) {
-            return Ok(ToolOutput::error(match mode {
+            return PreparedCall::answer(ToolOutput::error(match mode {
                 Mode::Plan => format!(
                     "{name} is not available in plan mode, which is read-only. Finish the plan and \
                      {} to get the build tools back.",
@@ -367,11 +397,35 @@ impl Registry {
                 Mode::Build => format!("{name} is only available in plan mode."),
             }));
         }
+        let prepared = match tool.prepare(&call.args) {
+            Ok(prepared) => prepared,
+            // The message may quote what the model sent: redacted like every result.
+            Err(err) => {
+                return PreparedCall::answer(ToolOutput::error(
+                    crate::redact::text(&err.to_string()).into_owned(),
+                ));
+            }
+        };
         let call = ToolCall { name: name.to_owned(), ..call };
+        PreparedCall(Ready::Run { tool, call, prepared })
+    }
+
+    /// Run a call [`prepare`](Registry::prepare)d in `session` through the chain. Tool failures
+    /// come back as results with `is_error`; only a broken runtime is an `Err`.
+    pub async fn run(
+        &self,
+        session: &Session,
+        prepared: PreparedCall,
+        options: CallOptions,
+    ) -> Result<ToolOutput, DispatchError> {
+        let (tool, call, prepared) = match prepared.0 {
+            Ready::Answer(output) => return Ok(with_notices(session, output)),
+            Ready::Run { tool, call, prepared } => (tool, call, prepared),
+        };
         let ctx = Context::new(session, call.id.as_str(), call.turn.clone())
             .with_progress(options.progress);
         let token = ctx.cancel_token().clone();
-        let req = Request { ctx, call: &call, tool: tool.as_ref() };
+        let req = Request { ctx, call: &call, tool: tool.as_ref(), prepared: &prepared };
         let run = Next::new(&self.chain, &self.endpoint).run(req);
         let result = match options.cancel {
             None => run.await,
@@ -389,15 +443,14 @@ impl Registry {
                 }
             }
         };
-        if !tool.spec().annotations.read_only {
+        if prepared.policy().mutates {
             // The call may have changed the project (a new index.html): sources look again.
             self.live.check(Refresh::Mutation);
         }
         match result {
             Ok(output) => Ok(with_notices(session, output)),
-            Err(ToolError::RespondToModel(message)) => Ok(ToolOutput::error(message)),
-            Err(ToolError::Fatal(message)) => Err(DispatchError::Fatal(message)),
-            Err(ToolError::SandboxGone(reason)) => {
+            Err(ChainError::Fatal(message)) => Err(DispatchError::Fatal(message)),
+            Err(ChainError::SandboxGone(reason)) => {
                 Err(DispatchError::Fatal(format!("the sandbox is gone: {reason}")))
             }
         }
@@ -471,14 +524,48 @@ struct SandboxEndpoint {
 }
 
 impl Endpoint for SandboxEndpoint {
-    fn invoke<'a>(&'a self, req: Request<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+    fn invoke<'a>(&'a self, req: Request<'a>) -> BoxFuture<'a, Result<ToolOutput, ChainError>> {
         Box::pin(async move {
-            let sandbox = self.provider.get(req.ctx.session().project()).await?;
-            match sandbox.run(req.tool, req.ctx, req.call.args.clone()).await {
-                // Converted here, innermost, so that every middleware sees model errors as results.
-                Err(ToolError::RespondToModel(message)) => Ok(ToolOutput::error(message)),
-                other => other,
-            }
+            let sandbox = match self.provider.get(req.ctx.session().project()).await {
+                Ok(sandbox) => sandbox,
+                Err(err) => return ToolError::into_chain(Err(err)),
+            };
+            // Converted here, innermost, so that every middleware sees model errors as results.
+            ToolError::into_chain(
+                sandbox.run(req.tool, req.ctx, &req.call.args, req.prepared).await,
+            )
         })
+    }
+}
+
+/// A call [`Registry::prepare`]d: ready to run, or already answered.
+pub struct PreparedCall(Ready);
+
+enum Ready {
+    /// Answered without running a tool (unknown name, wrong mode, bad arguments).
+    Answer(ToolOutput),
+    /// The tool, the call with its canonical name, and its parsed arguments.
+    Run { tool: Arc<dyn DynTool>, call: ToolCall, prepared: Prepared },
+}
+
+impl PreparedCall {
+    fn answer(output: ToolOutput) -> Self {
+        Self(Ready::Answer(output))
+    }
+
+    /// What the tool says of this call; an answered call asks nothing and changes nothing.
+    pub fn policy(&self) -> CallPolicy {
+        match &self.0 {
+            Ready::Answer(_) => CallPolicy::ANSWER,
+            Ready::Run { prepared, .. } => prepared.policy(),
+        }
+    }
+
+    /// The tool's canonical name, when the call resolved to one.
+    pub fn tool_name(&self) -> Option<&str> {
+        match &self.0 {
+            Ready::Answer(_) => None,
+            Ready::Run { call, .. } => Some(&call.name),
+        }
     }
 }

@@ -5,19 +5,22 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::{BoxFuture, Context, DynTool, ToolError, ToolOutput};
+use crate::{BoxFuture, Context, DynTool, Prepared, ToolError, ToolOutput};
 
 /// One live sandbox.
 pub trait Sandbox: Send + Sync {
     /// An id for logs.
     fn id(&self) -> String;
 
-    /// Run `tool` with raw `args` inside this sandbox.
+    /// Run the prepared call of `tool` inside this sandbox: in this process with the parsed
+    /// arguments, or sent on as the raw `args` to the hands inside (which runs the tool and
+    /// nothing else of the chain).
     fn run<'a>(
         &'a self,
         tool: &'a dyn DynTool,
         ctx: Context,
-        args: Value,
+        args: &'a Value,
+        prepared: &'a Prepared,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
 }
 
@@ -55,9 +58,10 @@ impl Sandbox for LocalSandbox {
         &'a self,
         tool: &'a dyn DynTool,
         ctx: Context,
-        args: Value,
+        args: &'a Value,
+        prepared: &'a Prepared,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        tool.call_json(ctx, args)
+        tool.run(ctx, args, prepared)
     }
 }
 

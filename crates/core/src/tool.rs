@@ -8,8 +8,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::approval::Review;
 use crate::{
-    Annotations, BoxFuture, Context, Mode, Policy, ToolError, ToolOutput, args, schema_for,
+    Annotations, BoxFuture, CallPolicy, Context, Mode, Policy, Prepared, ToolError, ToolOutput,
+    args, schema_for,
 };
 
 /// A tool as data: what the model and the front ends see.
@@ -48,11 +50,12 @@ impl ToolSpec {
 
 /// A tool: a small type with typed arguments.
 ///
-/// Arguments are deserialized once into `Args`; nothing downstream sees raw JSON. The schema the
-/// model sees is derived from `Args` by [`schema_for`].
+/// Arguments are deserialized once into `Args`, when the call arrives ([`DynTool::prepare`]);
+/// the tool's per-call policy, its review for the approval and the call itself read the parsed
+/// arguments. The schema the model sees is derived from `Args` by [`schema_for`].
 pub trait Tool: Send + Sync + 'static {
     /// The typed arguments (use `#[serde(deny_unknown_fields)]` so that typos are reported).
-    type Args: DeserializeOwned + JsonSchema + Send + 'static;
+    type Args: DeserializeOwned + JsonSchema + Send + Sync + 'static;
 
     /// Canonical name.
     fn name(&self) -> &'static str;
@@ -93,18 +96,32 @@ pub trait Tool: Send + Sync + 'static {
         Policy::from_annotations(self.annotations())
     }
 
-    /// What the user should see, beyond the one-line summary, before approving this call: the
-    /// resolved argv and the program's origin, the target, a write's content or diff (see
-    /// [`ApprovalRequest::details`](crate::approval::ApprovalRequest::details)). Computed only
-    /// when the call is asked about, before asking; it must not change anything. `None` (the
-    /// default) when the arguments say it all.
-    fn approval_details(
+    /// What this call asks, changes and may reuse, from its parsed arguments. By default the
+    /// tool's ([`needs_approval`](Self::needs_approval), not read-only,
+    /// [`cacheable`](Self::cacheable)); a tool whose calls differ overrides it (connector_call's
+    /// GET needs no approval, its POST does).
+    fn call_policy(&self, args: &Self::Args) -> CallPolicy {
+        let _ = args;
+        CallPolicy {
+            needs_approval: self.needs_approval(),
+            mutates: !self.annotations().read_only,
+            cacheable: self.cacheable(),
+        }
+    }
+
+    /// What the user should see before approving this call, beyond the one-line summary made
+    /// from the arguments: a better summary, the resolved argv and the program's origin, the
+    /// target, a write's content or diff (see [`Review`]). Computed only when the call is asked
+    /// about, before asking; it must not change anything. An error refuses the call before
+    /// anybody is asked (a write outside the project, a database that cannot be reached). By
+    /// default nothing beyond the summary.
+    fn review(
         &self,
         ctx: &Context,
         args: &Self::Args,
-    ) -> impl Future<Output = Option<String>> + Send {
+    ) -> impl Future<Output = Result<Review, ToolError>> + Send {
         let _ = (ctx, args);
-        async { None }
+        async { Ok(Review::default()) }
     }
 
     /// Run the tool. `ctx` carries the root, the session, and the call's cancellation token.
@@ -120,21 +137,41 @@ pub trait DynTool: Send + Sync {
     /// The tool's spec (computed once at registration).
     fn spec(&self) -> &ToolSpec;
 
-    /// Parse `args` into the tool's `Args` and run it. Malformed arguments give
-    /// [`ToolError::RespondToModel`] naming the field and the expected type.
-    fn call_json(&self, ctx: Context, args: Value) -> BoxFuture<'_, Result<ToolOutput, ToolError>>;
+    /// Parse `args` once, when the call arrives, and say what this call asks, changes and may
+    /// reuse. Malformed arguments give [`ToolError::RespondToModel`] naming the field and the
+    /// expected type, so that a call that cannot run is refused before anybody is asked about
+    /// it. By default (a tool proxied from elsewhere, taking raw JSON) nothing is parsed and the
+    /// policy is the spec's.
+    fn prepare(&self, args: &Value) -> Result<Prepared, ToolError> {
+        let _ = args;
+        Ok(Prepared::untyped(CallPolicy::of(self.spec())))
+    }
 
-    /// Parse `args` and compute [`Tool::approval_details`]. Malformed arguments give the same
-    /// error [`call_json`](Self::call_json) would, so that a call that cannot run is refused
-    /// before anybody is asked about it. By default (a tool proxied from elsewhere) nothing more
-    /// than the summary.
-    fn approval_details_json<'a>(
+    /// Run a prepared call. `args` are the raw arguments `prepared` was made from.
+    fn run<'a>(
+        &'a self,
+        ctx: Context,
+        args: &'a Value,
+        prepared: &'a Prepared,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
+
+    /// [`Tool::review`] of a prepared call. By default nothing beyond the summary.
+    fn review<'a>(
         &'a self,
         ctx: &'a Context,
-        args: &'a Value,
-    ) -> BoxFuture<'a, Result<Option<String>, ToolError>> {
-        let _ = (ctx, args);
-        Box::pin(async { Ok(None) })
+        prepared: &'a Prepared,
+    ) -> BoxFuture<'a, Result<Review, ToolError>> {
+        let _ = (ctx, prepared);
+        Box::pin(async { Ok(Review::default()) })
+    }
+
+    /// Prepare and run `args` in one step (a call outside the registry's chain: a test, a tool
+    /// that runs on the host of a proxy sandbox).
+    fn call_json(&self, ctx: Context, args: Value) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let prepared = self.prepare(&args)?;
+            self.run(ctx, &args, &prepared).await
+        })
     }
 }
 
@@ -163,6 +200,10 @@ impl<T: Tool> Erased<T> {
         };
         Self { tool, spec }
     }
+
+    fn parse(&self, args: &Value) -> Result<T::Args, ToolError> {
+        args::parse_with_schema::<T::Args>(&self.spec.name, args.clone(), &self.spec.input_schema)
+    }
 }
 
 impl<T: Tool> DynTool for Erased<T> {
@@ -170,26 +211,37 @@ impl<T: Tool> DynTool for Erased<T> {
         &self.spec
     }
 
-    fn call_json(&self, ctx: Context, args: Value) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
+    fn prepare(&self, args: &Value) -> Result<Prepared, ToolError> {
+        let typed = self.parse(args)?;
+        Ok(Prepared::typed(self.tool.call_policy(&typed), typed))
+    }
+
+    fn run<'a>(
+        &'a self,
+        ctx: Context,
+        args: &'a Value,
+        prepared: &'a Prepared,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let typed =
-                args::parse_with_schema::<T::Args>(&self.spec.name, args, &self.spec.input_schema)?;
+            // Taken as parsed at dispatch; parsed again only when a step runs the call twice.
+            let typed = match prepared.take_args::<T::Args>() {
+                Some(typed) => typed,
+                None => self.parse(args)?,
+            };
             self.tool.call(ctx, typed).await
         })
     }
 
-    fn approval_details_json<'a>(
+    fn review<'a>(
         &'a self,
         ctx: &'a Context,
-        args: &'a Value,
-    ) -> BoxFuture<'a, Result<Option<String>, ToolError>> {
+        prepared: &'a Prepared,
+    ) -> BoxFuture<'a, Result<Review, ToolError>> {
         Box::pin(async move {
-            let typed = args::parse_with_schema::<T::Args>(
-                &self.spec.name,
-                args.clone(),
-                &self.spec.input_schema,
-            )?;
-            Ok(self.tool.approval_details(ctx, &typed).await)
+            match prepared.args::<T::Args>() {
+                Some(typed) => self.tool.review(ctx, &typed).await,
+                None => Ok(Review::default()),
+            }
         })
     }
 }

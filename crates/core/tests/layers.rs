@@ -11,7 +11,8 @@ use common::{Echo, TextArgs};
 use hands_core::config::{Approval, OutputConfig};
 use hands_core::middleware::{Middleware, Next, Place, Request, Step};
 use hands_core::{
-    Annotations, Context, CoreConfig, Registry, Session, Tool, ToolCall, ToolError, ToolOutput,
+    Annotations, ChainError, Context, CoreConfig, Registry, Session, Tool, ToolCall, ToolError,
+    ToolOutput,
 };
 use serde_json::{Value, json};
 
@@ -29,7 +30,7 @@ impl Middleware for Mark {
         &'a self,
         req: Request<'a>,
         next: Next<'a>,
-    ) -> Result<ToolOutput, ToolError> {
+    ) -> Result<ToolOutput, ChainError> {
         self.seen.lock().unwrap().push((self.label, None));
         let output = next.run(req).await?;
         self.seen.lock().unwrap().push((self.label, Some(output.joined_text().len())));

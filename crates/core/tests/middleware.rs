@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use common::{Echo, Sleep};
 use hands_core::config::{RecoveryConfig, TimeoutConfig};
 use hands_core::{
-    BoxFuture, Context, CoreConfig, DispatchError, DynTool, Notice, NoticeKind, Registry, Sandbox,
-    SandboxProvider, Session, ToolCall, ToolError, ToolOutput,
+    BoxFuture, Context, CoreConfig, DispatchError, DynTool, Notice, NoticeKind, Prepared, Registry,
+    Sandbox, SandboxProvider, Session, ToolCall, ToolError, ToolOutput,
 };
 use serde_json::{Value, json};
 
@@ -215,13 +215,14 @@ impl Sandbox for FlakySandbox {
         &'a self,
         tool: &'a dyn DynTool,
         ctx: Context,
-        args: Value,
+        args: &'a Value,
+        prepared: &'a Prepared,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             if self.0.gone.load(Ordering::SeqCst) {
                 return Err(ToolError::SandboxGone("404 No such container".into()));
             }
-            tool.call_json(ctx, args).await
+            tool.run(ctx, args, prepared).await
         })
     }
 }

@@ -12,6 +12,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use hands_core::approval::Review;
 use hands_core::process::ProcessService;
 use hands_core::{Annotations, Context, Family, Label, Policy, Tool, ToolError, ToolOutput};
 use hands_exec::{Argv, ExecConfig, Kind, SpawnSpec, Supervisor};
@@ -199,15 +200,13 @@ impl Tool for AddDependency {
         Some(hands_core::output_schema_for::<AddResult>())
     }
 
-    async fn approval_details(&self, ctx: &Context, args: &Self::Args) -> Option<String> {
-        Some(match self.prepare(ctx, args) {
-            Ok(prepared) => {
-                let text = asking(&prepared.plan);
-                self.remember(ctx, prepared.plan);
-                text
-            }
-            Err(err) => format!("Nothing will run: {err}"),
-        })
+    /// The exact argv, each program's path and origin; a plan that cannot be made (no manager,
+    /// a bad name) is refused before anybody is asked.
+    async fn review(&self, ctx: &Context, args: &Self::Args) -> Result<Review, ToolError> {
+        let prepared = self.prepare(ctx, args)?;
+        let text = asking(&prepared.plan);
+        self.remember(ctx, prepared.plan);
+        Ok(Review::details(text))
     }
 
     async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {

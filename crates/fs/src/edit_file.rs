@@ -10,6 +10,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::{self, Read};
 
+use hands_core::approval::Review;
 use hands_core::{Annotations, CancellationToken, Context, Tool, ToolError, ToolOutput};
 use hands_core::{Family, Label, Policy};
 use schemars::JsonSchema;
@@ -88,10 +89,14 @@ impl Tool for EditFile {
         Some(hands_core::output_schema_for::<EditResult>())
     }
 
-    /// The diff the edit would make.
-    async fn approval_details(&self, ctx: &Context, args: &Self::Args) -> Option<String> {
+    /// The diff the edit would make; an edit that would fail (no match, a stale read, a path
+    /// outside the project) is refused before anybody is asked.
+    async fn review(&self, ctx: &Context, args: &Self::Args) -> Result<Review, ToolError> {
         let (ctx, config, args) = (ctx.clone(), self.config.clone(), args.clone());
-        tokio::task::spawn_blocking(move || approval_diff(&ctx, &config, &args)).await.ok()?
+        tokio::task::spawn_blocking(move || approval_diff(&ctx, &config, &args))
+            .await
+            .map_err(|err| ToolError::Fatal(format!("edit_file review task failed: {err}")))?
+            .map(Review::details)
     }
 
     async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {
@@ -119,10 +124,10 @@ pub(crate) fn approval_diff(
     ctx: &Context,
     config: &FsConfig,
     args: &EditFileArgs,
-) -> Option<String> {
-    let ws = Workspace::of(ctx).ok()?;
-    let planned = plan(ctx, &ws, config, args).ok()?;
-    Some(unified_diff(&planned.path, &planned.body, &planned.new_body))
+) -> Result<String, ToolError> {
+    let ws = Workspace::of(ctx)?;
+    let planned = plan(ctx, &ws, config, args)?;
+    Ok(unified_diff(&planned.path, &planned.body, &planned.new_body))
 }
 
 fn edit(ctx: &Context, config: &FsConfig, args: &EditFileArgs) -> Result<ToolOutput, ToolError> {

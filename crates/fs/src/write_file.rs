@@ -7,6 +7,7 @@
 use std::borrow::Cow;
 use std::io::{self, Read};
 
+use hands_core::approval::Review;
 use hands_core::{Annotations, Context, Tool, ToolError, ToolOutput};
 use hands_core::{Family, Label, Policy};
 use schemars::JsonSchema;
@@ -80,10 +81,13 @@ impl Tool for WriteFile {
         Some(hands_core::output_schema_for::<WriteResult>())
     }
 
-    /// A new file's content, or the diff against the file there now.
-    async fn approval_details(&self, ctx: &Context, args: &Self::Args) -> Option<String> {
-        let (ctx, args) = (ctx.clone(), args.clone());
-        tokio::task::spawn_blocking(move || approval_details(&ctx, &args)).await.ok()?
+    /// A new file's content, or the diff against the file there now; a path the write would
+    /// refuse is refused before anybody is asked.
+    async fn review(&self, ctx: &Context, args: &Self::Args) -> Result<Review, ToolError> {
+        let (ctx, config, args) = (ctx.clone(), self.config.clone(), args.clone());
+        tokio::task::spawn_blocking(move || review(&ctx, &config, &args))
+            .await
+            .map_err(|err| ToolError::Fatal(format!("write_file review task failed: {err}")))?
     }
 
     async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {
@@ -146,27 +150,28 @@ fn write(ctx: &Context, config: &FsConfig, args: &WriteFileArgs) -> Result<ToolO
 /// What the approval of a write shows: the content of a new file, or the diff against the text
 /// there now (a binary or unreadable file there: its size is said instead). Placeholders are shown
 /// as the model wrote them, never expanded.
-fn approval_details(ctx: &Context, args: &WriteFileArgs) -> Option<String> {
-    let ws = Workspace::of(ctx).ok()?;
-    let path = ws.resolve("path", &args.path).ok()?;
+fn review(ctx: &Context, config: &FsConfig, args: &WriteFileArgs) -> Result<Review, ToolError> {
+    let ws = Workspace::of(ctx)?;
+    let path = ws.resolve("path", &args.path)?;
+    atomic::check_writable(&ws, &path, config, "write")?;
     let lines = line_count(&args.content);
     let plural = if lines == 1 { "" } else { "s" };
     let Ok(mut file) = ws.open_read(&path) else {
-        return Some(format!("new file, {lines} line{plural}:\n{}", args.content));
+        return Ok(Review::details(format!("new file, {lines} line{plural}:\n{}", args.content)));
     };
     let mut bytes = Vec::new();
-    let read = file.by_ref().take(MAX_SHOWN_BEFORE).read_to_end(&mut bytes).ok()?;
-    match String::from_utf8(bytes) {
+    let read = file.by_ref().take(MAX_SHOWN_BEFORE).read_to_end(&mut bytes).unwrap_or(0);
+    Ok(Review::details(match String::from_utf8(bytes) {
         Ok(old) if (read as u64) < MAX_SHOWN_BEFORE => {
-            Some(crate::diff::unified_diff(&path, &old, &args.content))
+            crate::diff::unified_diff(&path, &old, &args.content)
         }
-        _ => Some(format!(
+        _ => format!(
             "replaces {} (binary or over {}) with {lines} line{plural}:\n{}",
             path.display(),
             human_size(MAX_SHOWN_BEFORE),
             args.content
-        )),
-    }
+        ),
+    }))
 }
 
 /// The largest existing file whose diff an approval shows.

@@ -66,13 +66,21 @@ async fn an_edit_shows_the_diff_it_will_make() {
 }
 
 #[tokio::test]
-async fn an_edit_that_cannot_be_made_is_asked_about_without_a_diff_and_then_fails() {
+async fn an_edit_or_a_write_that_would_fail_is_refused_before_anybody_is_asked() {
     let (p, asked) = asking();
     p.put("app.js", "const a = 1;\n");
     let err =
         p.err("edit_file", json!({"path": "app.js", "old_string": "zzz", "new_string": "y"})).await;
     assert!(err.contains("not found"), "{err}");
-    assert_eq!(asked.0.lock().unwrap().last().unwrap().details, None);
+    // Outside the project, and into .git: refused by the review, as the write itself would.
+    let out = p.call("write_file", json!({"path": "../escape.txt", "content": "x"})).await;
+    assert!(out.is_error, "{}", out.joined_text());
+    std::fs::create_dir_all(p.path(".git")).unwrap();
+    let out = p.call("write_file", json!({"path": ".git/config", "content": "x"})).await;
+    assert!(out.is_error, "{}", out.joined_text());
+    assert!(asked.0.lock().unwrap().is_empty(), "asked about a call that cannot run");
+    assert_eq!(std::fs::read_to_string(p.path("app.js")).unwrap(), "const a = 1;\n");
+    assert!(!p.path(".git/config").exists());
 }
 
 #[tokio::test]

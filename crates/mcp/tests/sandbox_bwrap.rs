@@ -30,11 +30,12 @@ impl DynTool for HostTool {
     fn spec(&self) -> &ToolSpec {
         &self.0
     }
-    fn call_json(
-        &self,
-        _ctx: Context,
-        _args: Value,
-    ) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
+    fn run<'a>(
+        &'a self,
+        _: Context,
+        _: &'a Value,
+        _: &'a hands_core::Prepared,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async { Ok(ToolOutput::text("ran on the host")) })
     }
 }

@@ -22,7 +22,12 @@ impl DynTool for Named {
     fn spec(&self) -> &ToolSpec {
         &self.0
     }
-    fn call_json(&self, _: Context, _: Value) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
+    fn run<'a>(
+        &'a self,
+        _: Context,
+        _: &'a Value,
+        _: &'a hands_core::Prepared,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async { Ok(ToolOutput::text("ran")) })
     }
 }

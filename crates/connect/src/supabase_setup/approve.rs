@@ -5,7 +5,7 @@
 //! for `new` the file and its first lines. The arguments alone (`{"action":"migrate"}`) say none
 //! of it.
 
-use hands_core::approval::{ApprovalRequest, ApproverHandle, Decision};
+use hands_core::approval::Review;
 use hands_core::config::Approval;
 use hands_core::{Context, ToolError};
 
@@ -25,51 +25,52 @@ impl SupabaseSetup {
         self.approval != Approval::Auto
     }
 
-    /// Ask the user about `args`' action; `what` completes the summary, `details` is what will
-    /// run. Nothing is asked under `approval = "auto"`.
-    pub(super) async fn approve(
+    /// What the user is shown before `args`' action runs ([`Tool::review`](hands_core::Tool::review)):
+    /// computed the way the action will compute it, read-only. A migrate with nothing pending
+    /// (or refused for a missing file) has nothing to ask.
+    pub(super) async fn review_action(
         &self,
         ctx: &Context,
         args: &SupabaseSetupArgs,
-        what: &str,
-        details: String,
+    ) -> Result<Review, ToolError> {
+        super::check_args(args)?;
+        let (what, details) = match args.action {
+            Action::Status => return Ok(Review::nothing_to_ask()),
+            Action::New => (what(Action::New, args, None), new_details(args)),
+            Action::Link => self.link_shown(ctx, args)?,
+            Action::Restart => self.restart_shown(ctx, args)?,
+            Action::Migrate => match self.migrate_shown(ctx).await? {
+                Some(shown) => shown,
+                None => return Ok(Review::nothing_to_ask()),
+            },
+        };
+        Ok(Review::summary(format!("{TOOL}: {what}")).with_details(details))
+    }
+
+    /// The call runs what the user approved: `details`, computed again now, must be what they
+    /// were shown. Nothing to compare when nobody was asked (`approval = "auto"`).
+    pub(super) fn check_approved(
+        &self,
+        ctx: &Context,
+        args: &SupabaseSetupArgs,
+        details: &str,
     ) -> Result<(), ToolError> {
-        if !self.asks() {
-            return Ok(());
-        }
-        let action = format!("{:?}", args.action).to_ascii_lowercase();
-        let session = ctx.session();
-        let Some(ApproverHandle(approver)) =
-            session.get_extension::<ApproverHandle>().as_deref().cloned()
-        else {
-            return Err(ToolError::model(format!(
-                "{TOOL} {action} needs the user's approval (approval = \"ask\"), but there is \
-                 nobody to ask in this session, so it was not run. Only `status` runs without it."
-            )));
-        };
-        let mut shown = serde_json::json!({
-            "action": action, "name": args.name, "sql": args.sql,
-            "project_ref": args.project_ref, "secret": args.secret,
-        });
-        hands_core::redact::json(&mut shown);
-        let request = ApprovalRequest {
-            session: session.id().to_owned(),
-            tool: TOOL.to_owned(),
-            summary: hands_core::redact::text(&format!("{TOOL}: {what}")).into_owned(),
-            args: shown,
-            details: Some(hands_core::redact::text(&details).into_owned()),
-        };
-        match approver.approve(&request, ctx.cancel_token()).await {
-            Decision::Approve => Ok(()),
-            Decision::Deny(words) => Err(ToolError::model(match words {
-                Some(words) if !words.trim().is_empty() => {
-                    format!("The user declined {TOOL} {action} and said: {words}")
-                }
-                _ => format!(
-                    "The user declined {TOOL} {action}; nothing was done. Ask what they want \
-                     instead."
-                ),
-            })),
+        match ctx.approved() {
+            None => Ok(()),
+            Some(approved)
+                if approved.details.as_deref()
+                    == Some(hands_core::redact::text(details).as_ref()) =>
+            {
+                Ok(())
+            }
+            Some(_) => {
+                let action = format!("{:?}", args.action).to_ascii_lowercase();
+                Err(ToolError::model(format!(
+                    "what {TOOL} {action} would do changed after the user approved it (the \
+                     database or the files changed meanwhile); nothing was done. Call again to be \
+                     asked about what it would do now."
+                )))
+            }
         }
     }
 }

@@ -15,34 +15,10 @@ impl SupabaseSetup {
         ctx: &Context,
         args: &SupabaseSetupArgs,
     ) -> Result<SetupResult, ToolError> {
-        let name = args
-            .secret
-            .clone()
-            .or_else(|| database::recorded_secret(ctx))
-            .unwrap_or_else(|| DB_URL_NAME.to_owned());
-        // A name the model or the project chose: only a value stored for this project counts;
-        // else the user is asked (a global secret of that name is never taken).
-        let stored = match project_secret(&*self.store, ctx.root(), &name) {
-            ProjectSecret::Stored(url) => Some(url),
-            ProjectSecret::GlobalOnly | ProjectSecret::Missing => None,
-        };
+        let (name, stored) = self.link_target(ctx, args);
         let asked = stored.is_none();
-        let target = stored.as_ref().map(|url| database::redacted(url.expose()));
-        let what = approve::what(Action::Link, args, target.as_deref());
-        let details = match &target {
-            Some(target) => format!(
-                "database: {target} (the URL in the secret {name}, stored for this project)\n"
-            ),
-            None => format!(
-                "the secret {name} is not stored for this project: the user is asked for the \
-                 database URL, out of band\n"
-            ),
-        } + &format!(
-            "verifies it with `select version()`, then records `[supabase] {} = \"{name}\"` in \
-             .hands/project.toml (migrate, restart and db_schema then use that database)",
-            database::LINK_KEY
-        );
-        self.approve(ctx, args, &what, details).await?;
+        let (_, details) = self.link_shown(ctx, args)?;
+        self.check_approved(ctx, args, &details)?;
         let url = match stored {
             Some(url) => url,
             None => {
@@ -97,6 +73,52 @@ impl SupabaseSetup {
             file: Some(path.to_owned()),
             ..SetupResult::default()
         })
+    }
+
+    /// The secret `link` uses, and its value when it is stored for this project.
+    fn link_target(
+        &self,
+        ctx: &Context,
+        args: &SupabaseSetupArgs,
+    ) -> (String, Option<hands_core::secret::SecretValue>) {
+        let name = args
+            .secret
+            .clone()
+            .or_else(|| database::recorded_secret(ctx))
+            .unwrap_or_else(|| DB_URL_NAME.to_owned());
+        // A name the model or the project chose: only a value stored for this project counts;
+        // else the user is asked (a global secret of that name is never taken).
+        let stored = match project_secret(&*self.store, ctx.root(), &name) {
+            ProjectSecret::Stored(url) => Some(url),
+            ProjectSecret::GlobalOnly | ProjectSecret::Missing => None,
+        };
+        (name, stored)
+    }
+
+    /// What `link` shows: the database (or that the user will be asked for it) and what is
+    /// recorded.
+    pub(super) fn link_shown(
+        &self,
+        ctx: &Context,
+        args: &SupabaseSetupArgs,
+    ) -> Result<(String, String), ToolError> {
+        let (name, stored) = self.link_target(ctx, args);
+        let target = stored.as_ref().map(|url| database::redacted(url.expose()));
+        let what = approve::what(Action::Link, args, target.as_deref());
+        let details = match &target {
+            Some(target) => format!(
+                "database: {target} (the URL in the secret {name}, stored for this project)\n"
+            ),
+            None => format!(
+                "the secret {name} is not stored for this project: the user is asked for the \
+                 database URL, out of band\n"
+            ),
+        } + &format!(
+            "verifies it with `select version()`, then records `[supabase] {} = \"{name}\"` in \
+             .hands/project.toml (migrate, restart and db_schema then use that database)",
+            database::LINK_KEY
+        );
+        Ok((what, details))
     }
 }
 

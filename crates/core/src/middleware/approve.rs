@@ -1,13 +1,13 @@
-//! Approval. Under `approval = "ask"`, a call of a tool whose spec says it needs approval waits for
+//! Approval. Under `approval = "ask"`, a call that its tool says needs approval waits for
 //! the session's [`Approver`](crate::approval::Approver); a denial becomes an error result carrying
 //! the user's words, and a session without an approver refuses at once with what to do instead.
 //! Outermost in the chain, so the time a user takes to answer does not count against the tool's
 //! timeout; an abort of the session ends the wait.
 
 use super::{Middleware, Next, Request};
-use crate::approval::{ApprovalRequest, ApproverHandle, Decision, summary};
+use crate::approval::{ApprovalRequest, Approved, ApproverHandle, Decision, summary};
 use crate::config::Approval;
-use crate::{ToolError, ToolOutput};
+use crate::{ChainError, ToolError, ToolOutput};
 
 /// The approval middleware.
 #[derive(Debug, Clone, Copy)]
@@ -27,7 +27,7 @@ impl Middleware for Approve {
         &'a self,
         req: Request<'a>,
         next: Next<'a>,
-    ) -> Result<ToolOutput, ToolError> {
+    ) -> Result<ToolOutput, ChainError> {
         if !self.applies(&req) {
             return next.run(req).await;
         }
@@ -42,22 +42,36 @@ impl Middleware for Approve {
                 req.call.name
             )));
         };
-        // A call whose arguments do not parse is not asked about: it fails as it would have
-        // failed after a yes, and nothing ran.
-        let details = req.tool.approval_details_json(&req.ctx, &req.call.args).await?;
+        // The arguments were parsed at dispatch; what the tool shows of this call is computed
+        // now, before asking. A review that fails refuses the call, and nobody is asked.
+        let review = match req.tool.review(&req.ctx, req.prepared).await {
+            Ok(review) => review,
+            Err(refused) => return ToolError::into_chain(Err(refused)),
+        };
+        if review.nothing_to_ask {
+            return next.run(req).await;
+        }
         // Every approver (a terminal, MCP elicitation, an HTTP event) shows what it is given:
         // the secrets are replaced here, once for all of them.
         let mut args = req.call.args.clone();
         crate::redact::json(&mut args);
+        let summary = match review.summary {
+            Some(summary) => crate::redact::text(&summary).into_owned(),
+            None => summary(&req.call.name, &args),
+        };
         let request = ApprovalRequest {
             session: session.id().to_owned(),
             tool: req.call.name.clone(),
-            summary: summary(&req.call.name, &args),
+            summary,
             args,
-            details: details.map(|text| crate::redact::text(&text).into_owned()),
+            details: review.details.map(|text| crate::redact::text(&text).into_owned()),
         };
         match approver.approve(&request, req.ctx.cancel_token()).await {
-            Decision::Approve => next.run(req).await,
+            Decision::Approve => {
+                let approved = Approved { summary: request.summary, details: request.details };
+                let ctx = req.ctx.clone().with_approved(approved);
+                next.run(Request { ctx, ..req }).await
+            }
             Decision::Deny(words) => Ok(ToolOutput::error(match words {
                 Some(words) if !words.trim().is_empty() => {
                     format!("The user declined {} and said: {words}", req.call.name)
@@ -72,6 +86,6 @@ impl Middleware for Approve {
     }
 
     fn applies(&self, req: &Request<'_>) -> bool {
-        self.policy == Approval::Ask && req.tool.spec().needs_approval
+        self.policy == Approval::Ask && req.policy().needs_approval
     }
 }

@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use crate::{BoxFuture, Context, DynTool, ToolCall, ToolError, ToolOutput};
+use crate::{BoxFuture, CallPolicy, ChainError, Context, DynTool, Prepared, ToolCall, ToolOutput};
 
 /// One call on its way through the chain.
 #[derive(Clone)]
@@ -16,13 +16,24 @@ pub struct Request<'a> {
     pub call: &'a ToolCall,
     /// The tool it resolved to.
     pub tool: &'a dyn DynTool,
+    /// The call with its arguments parsed, and what the tool says of it.
+    pub prepared: &'a Prepared,
 }
 
-/// A step of the chain. Implement it with an `async fn`:
+impl Request<'_> {
+    /// What the tool says of this call: whether it asks, changes things, may be cached.
+    pub fn policy(&self) -> CallPolicy {
+        self.prepared.policy()
+    }
+}
+
+/// A step of the chain. Implement it with an `async fn`. A failure the model can act on is a
+/// result (`is_error`) by the time a step sees it; only [`ChainError`]s travel as errors.
+///
 ///
 /// ```
 /// use hands_core::middleware::{Middleware, Next, Request};
-/// use hands_core::{ToolError, ToolOutput};
+/// use hands_core::{ChainError, ToolOutput};
 ///
 /// struct Log;
 ///
@@ -31,7 +42,7 @@ pub struct Request<'a> {
 ///         &'a self,
 ///         req: Request<'a>,
 ///         next: Next<'a>,
-///     ) -> Result<ToolOutput, ToolError> {
+///     ) -> Result<ToolOutput, ChainError> {
 ///         let name = req.call.name.clone();
 ///         let result = next.run(req).await;
 ///         tracing::info!(tool = %name, ok = result.is_ok(), "call done");
@@ -45,7 +56,7 @@ pub trait Middleware: Send + Sync + 'static {
         &'a self,
         req: Request<'a>,
         next: Next<'a>,
-    ) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send + 'a;
+    ) -> impl Future<Output = Result<ToolOutput, ChainError>> + Send + 'a;
 
     /// Whether this step has anything to do for `req`; when it has not, the chain passes the call
     /// straight to the next step (no future of this step is made). Default: always. Approval
@@ -65,7 +76,7 @@ pub trait DynMiddleware: Send + Sync {
         &'a self,
         req: Request<'a>,
         next: Next<'a>,
-    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
+    ) -> BoxFuture<'a, Result<ToolOutput, ChainError>>;
 
     /// [`Middleware::applies`].
     fn applies_dyn(&self, req: &Request<'_>) -> bool;
@@ -76,7 +87,7 @@ impl<M: Middleware> DynMiddleware for M {
         &'a self,
         req: Request<'a>,
         next: Next<'a>,
-    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+    ) -> BoxFuture<'a, Result<ToolOutput, ChainError>> {
         Box::pin(self.handle(req, next))
     }
 
@@ -88,7 +99,7 @@ impl<M: Middleware> DynMiddleware for M {
 /// What runs a call at the end of the chain.
 pub trait Endpoint: Send + Sync {
     /// Run the call.
-    fn invoke<'a>(&'a self, req: Request<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
+    fn invoke<'a>(&'a self, req: Request<'a>) -> BoxFuture<'a, Result<ToolOutput, ChainError>>;
 }
 
 /// The rest of the chain after the current middleware. `Copy`, so that a middleware can retry.
@@ -105,7 +116,7 @@ impl<'a> Next<'a> {
     }
 
     /// Pass `req` on, to the first of the remaining steps that applies to it.
-    pub fn run(self, req: Request<'a>) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+    pub fn run(self, req: Request<'a>) -> BoxFuture<'a, Result<ToolOutput, ChainError>> {
         let mut rest = self.rest;
         while let Some((first, after)) = rest.split_first() {
             if first.applies_dyn(&req) {

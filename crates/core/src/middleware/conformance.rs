@@ -21,7 +21,7 @@ use jsonschema::Validator;
 use serde_json::Value;
 
 use super::{Middleware, Next, Request};
-use crate::{ToolError, ToolOutput, ToolSpec};
+use crate::{ChainError, ToolOutput, ToolSpec};
 
 /// The conformance middleware (outermost, debug builds).
 #[derive(Default)]
@@ -85,7 +85,7 @@ impl Middleware for Conformance {
         &'a self,
         req: Request<'a>,
         next: Next<'a>,
-    ) -> Result<ToolOutput, ToolError> {
+    ) -> Result<ToolOutput, ChainError> {
         let spec = req.tool.spec();
         let output = next.run(req).await?;
         let Some(violation) = self.violation(spec, &output) else {

@@ -1,10 +1,11 @@
-//! Per-turn de-duplication: an identical read-only call (same tool, same arguments by canonical JSON)
-//! within one turn returns the first call's result without running again. Any call of a tool that is
-//! not read-only clears the session's cache before and after it runs, and bumps a generation
+//! Per-turn de-duplication: an identical cacheable call (same tool, same arguments by canonical JSON)
+//! within one turn returns the first call's result without running again. Any call that may change
+//! things (its [`CallPolicy`](crate::CallPolicy) says it mutates) clears the session's cache before
+//! and after it runs, and bumps a generation
 //! counter: a read that was already running when a mutating call started does not store its (maybe
 //! stale) result, so a read after an edit is never stale, even with parallel calls. Error results
-//! are not cached. Calls outside a turn, and of read-only tools whose answer changes by itself
-//! (`Tool::cacheable` false: a process's output), are never de-duplicated.
+//! are not cached. Calls outside a turn, and calls whose answer changes by itself (not cacheable: a
+//! process's output), are never de-duplicated.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
@@ -12,7 +13,7 @@ use std::sync::{Mutex, PoisonError};
 use serde_json::Value;
 
 use super::{Middleware, Next, Request};
-use crate::{ToolError, ToolOutput};
+use crate::{ChainError, ToolOutput};
 
 /// The dedup middleware (stateless; the cache lives in the session).
 #[derive(Debug, Default, Clone, Copy)]
@@ -137,9 +138,10 @@ impl Middleware for Dedup {
         &'a self,
         req: Request<'a>,
         next: Next<'a>,
-    ) -> Result<ToolOutput, ToolError> {
+    ) -> Result<ToolOutput, ChainError> {
         let cache = req.ctx.session().extension::<DedupCache>();
-        if !req.tool.spec().annotations.read_only {
+        let policy = req.policy();
+        if policy.mutates {
             // Ends the mutation even if this future is dropped (timeout, abort).
             struct Mutation<'c>(&'c DedupCache);
             impl Drop for Mutation<'_> {
@@ -151,7 +153,7 @@ impl Middleware for Dedup {
             let _mutation = Mutation(&cache);
             return next.run(req).await;
         }
-        let Some(turn) = req.call.turn.clone().filter(|_| req.tool.spec().cacheable) else {
+        let Some(turn) = req.call.turn.clone().filter(|_| policy.cacheable) else {
             return next.run(req).await;
         };
         let key = key(&req.call.name, &req.call.args);
@@ -171,8 +173,8 @@ impl Middleware for Dedup {
 
     /// A call that changes things (it clears the cache), or a cacheable read within a turn.
     fn applies(&self, req: &Request<'_>) -> bool {
-        let spec = req.tool.spec();
-        !spec.annotations.read_only || (req.call.turn.is_some() && spec.cacheable)
+        let policy = req.policy();
+        policy.mutates || (req.call.turn.is_some() && policy.cacheable)
     }
 }
 

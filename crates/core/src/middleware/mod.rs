@@ -111,6 +111,16 @@ pub fn chain(
     chain
 }
 
+/// The chain of a registry that only runs its tools
+/// ([`RegistryBuilder::tools_only`](crate::RegistryBuilder::tools_only)): none of the steps, and
+/// the schema check in debug builds.
+pub fn tools_only() -> Vec<Arc<dyn DynMiddleware>> {
+    #[cfg(debug_assertions)]
+    return vec![Arc::new(conformance::Conformance::default())];
+    #[cfg(not(debug_assertions))]
+    Vec::new()
+}
+
 /// The standard middleware for `step`, or `None` when the configuration switches it off.
 fn standard(
     step: Step,

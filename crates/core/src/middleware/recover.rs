@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::{Middleware, Next, Request};
 use crate::config::RecoveryConfig;
-use crate::{SandboxProvider, ToolError, ToolOutput};
+use crate::{ChainError, SandboxProvider, ToolError, ToolOutput};
 
 /// The recovery middleware.
 pub struct Recover {
@@ -52,9 +52,9 @@ impl Middleware for Recover {
         &'a self,
         req: Request<'a>,
         next: Next<'a>,
-    ) -> Result<ToolOutput, ToolError> {
+    ) -> Result<ToolOutput, ChainError> {
         let reason = match next.run(req.clone()).await {
-            Err(ToolError::SandboxGone(reason)) => reason,
+            Err(ChainError::SandboxGone(reason)) => reason,
             other => return other,
         };
         let project = req.ctx.session().project().to_owned();
@@ -67,7 +67,7 @@ impl Middleware for Recover {
                 reason = %reason,
                 "sandbox lost again after the recovery budget was spent"
             );
-            return Err(ToolError::Fatal(format!(
+            return Err(ChainError::Fatal(format!(
                 "The sandbox of project {project} was lost again ({reason}) after {} \
                  recoveries; giving up. Check the sandbox backend, then start a new session.",
                 self.config.max_per_project
@@ -91,9 +91,11 @@ impl Middleware for Recover {
                 )));
             }
         }
-        self.provider.get_or_create(&project).await?;
+        if let Err(err) = self.provider.get_or_create(&project).await {
+            return ToolError::into_chain(Err(err));
+        }
         match next.run(req).await {
-            Err(ToolError::SandboxGone(again)) => Err(ToolError::Fatal(format!(
+            Err(ChainError::SandboxGone(again)) => Err(ChainError::Fatal(format!(
                 "The sandbox of project {project} was lost again right after recovery \
                  ({again}). The call was not completed."
             ))),

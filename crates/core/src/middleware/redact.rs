@@ -8,7 +8,7 @@ use std::borrow::Cow;
 
 use super::{Middleware, Next, Request};
 use crate::redact::{self, Redactor};
-use crate::{Content, ToolError, ToolOutput};
+use crate::{ChainError, Content, ToolOutput};
 
 /// The redaction middleware (stateless; the engine is the process-wide one).
 #[derive(Debug, Default, Clone, Copy)]
@@ -19,7 +19,7 @@ impl Middleware for Redact {
         &'a self,
         req: Request<'a>,
         next: Next<'a>,
-    ) -> Result<ToolOutput, ToolError> {
+    ) -> Result<ToolOutput, ChainError> {
         let result = next.run(req).await;
         let redactor = redact::current();
         match result {
@@ -49,19 +49,15 @@ fn output_with(redactor: &dyn Redactor, mut output: ToolOutput) -> ToolOutput {
     output
 }
 
-fn error_with(redactor: &dyn Redactor, err: ToolError) -> ToolError {
+fn error_with(redactor: &dyn Redactor, err: ChainError) -> ChainError {
     match err {
-        ToolError::RespondToModel(mut m) => {
+        ChainError::Fatal(mut m) => {
             clean(redactor, &mut m);
-            ToolError::RespondToModel(m)
+            ChainError::Fatal(m)
         }
-        ToolError::Fatal(mut m) => {
+        ChainError::SandboxGone(mut m) => {
             clean(redactor, &mut m);
-            ToolError::Fatal(m)
-        }
-        ToolError::SandboxGone(mut m) => {
-            clean(redactor, &mut m);
-            ToolError::SandboxGone(m)
+            ChainError::SandboxGone(m)
         }
     }
 }
@@ -105,7 +101,7 @@ mod tests {
         assert!(
             matches!(&out.content[1], Content::Image { data, .. } if data == b"canary-77d1-value")
         );
-        let err = error_with(&engine, ToolError::model("bad key canary-77d1-value"));
+        let err = error_with(&engine, ChainError::Fatal("bad key canary-77d1-value".into()));
         assert_eq!(err.to_string(), "bad key [secret:API_TOKEN]");
     }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::{Middleware, Next, Request};
 use crate::config::TimeoutConfig;
-use crate::{Content, ToolError, ToolOutput};
+use crate::{ChainError, Content, ToolOutput};
 
 /// The timeout/abort middleware.
 #[derive(Debug, Clone)]
@@ -33,7 +33,7 @@ impl Middleware for Timeout {
         &'a self,
         req: Request<'a>,
         next: Next<'a>,
-    ) -> Result<ToolOutput, ToolError> {
+    ) -> Result<ToolOutput, ChainError> {
         let call = req.call;
         let own_limit = req.tool.spec().policy.timeout_ms;
         let token = req.ctx.cancel_token().clone();
@@ -84,7 +84,7 @@ impl Middleware for Timeout {
 }
 
 /// The error result, keeping whatever the tool returned after it was told to stop.
-fn with_partial(message: String, partial: Option<Result<ToolOutput, ToolError>>) -> ToolOutput {
+fn with_partial(message: String, partial: Option<Result<ToolOutput, ChainError>>) -> ToolOutput {
     let mut output = ToolOutput::error(message);
     match partial {
         Some(Ok(done)) => {

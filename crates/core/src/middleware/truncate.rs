@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::{Middleware, Next, Request};
 pub use crate::schema::{FULL_OUTPUT, with_full_output};
-use crate::{Content, Context, ToolError, ToolOutput};
+use crate::{ChainError, Content, Context, ToolOutput};
 
 /// Folder (relative to the root) where full outputs are kept.
 pub const OUTPUTS_DIR: &str = ".hands/outputs";
@@ -48,7 +48,7 @@ impl Middleware for Truncate {
         &'a self,
         req: Request<'a>,
         next: Next<'a>,
-    ) -> Result<ToolOutput, ToolError> {
+    ) -> Result<ToolOutput, ChainError> {
         let ctx = req.ctx.clone();
         let output = next.run(req).await?;
         Ok(apply(&ctx, output, self.max_bytes, self.hint))

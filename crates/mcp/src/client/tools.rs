@@ -7,7 +7,10 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use hands_core::{Annotations, BoxFuture, Context, DynTool, Tool, ToolError, ToolOutput, ToolSpec};
+use hands_core::{
+    Annotations, BoxFuture, CallPolicy, Context, DynTool, Prepared, Tool, ToolError, ToolOutput,
+    ToolSpec,
+};
 use hands_core::{Family, Modes, Policy, RegistryBuilder};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -96,9 +99,23 @@ impl DynTool for RemoteToolProxy {
         &self.spec
     }
 
-    fn call_json(&self, ctx: Context, args: Value) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
+    /// Arguments that are not an object are refused when the call arrives, before anybody is
+    /// asked about it; the server checks the rest.
+    fn prepare(&self, args: &Value) -> Result<Prepared, ToolError> {
+        match args {
+            Value::Null | Value::Object(_) => Ok(Prepared::untyped(CallPolicy::of(&self.spec))),
+            other => Err(not_an_object(&self.spec.name, other)),
+        }
+    }
+
+    fn run<'a>(
+        &'a self,
+        ctx: Context,
+        args: &'a Value,
+        _prepared: &'a Prepared,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args = object_args(&self.spec.name, args)?;
+            let args = object_args(&self.spec.name, args.clone())?;
             if self.clients.server(&self.server).is_some_and(|s| !s.offers(&self.tool)) {
                 return Err(ToolError::model(format!(
                     "MCP server `{}` no longer offers `{}` (it changed its tool list). Call \
@@ -116,10 +133,12 @@ fn object_args(tool: &str, args: Value) -> Result<Option<Map<String, Value>>, To
     match args {
         Value::Null => Ok(None),
         Value::Object(map) => Ok(Some(map)),
-        other => Err(ToolError::model(format!(
-            "{tool}: the arguments must be a JSON object, not {other}"
-        ))),
+        other => Err(not_an_object(tool, &other)),
     }
+}
+
+fn not_an_object(tool: &str, args: &Value) -> ToolError {
+    ToolError::model(format!("{tool}: the arguments must be a JSON object, not {args}"))
 }
 
 /// `mcp_list`: the configured servers and their tools.

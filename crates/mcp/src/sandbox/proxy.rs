@@ -13,7 +13,8 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use hands_core::{
-    BoxFuture, Content, Context, DynTool, Sandbox, SandboxProvider, Session, ToolError, ToolOutput,
+    BoxFuture, Content, Context, DynTool, Prepared, Sandbox, SandboxProvider, Session, ToolError,
+    ToolOutput,
 };
 use serde_json::Value;
 
@@ -470,7 +471,8 @@ impl Sandbox for ProxySandbox {
         &'a self,
         tool: &'a dyn DynTool,
         ctx: Context,
-        args: Value,
+        args: &'a Value,
+        prepared: &'a Prepared,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let name = tool.spec().name.clone();
@@ -478,7 +480,7 @@ impl Sandbox for ProxySandbox {
             // other MCP servers) run here even with a proxy backend: run inside, plan mode would
             // switch the inner session's tools and leave the host's as they were.
             if tool.spec().policy.on_host {
-                return tool.call_json(ctx, args).await;
+                return tool.run(ctx, args, prepared).await;
             }
             let link = self.link(ctx.session()).await?;
             let conn = match link.held.conn() {
@@ -495,9 +497,10 @@ impl Sandbox for ProxySandbox {
                     offered.join(", ")
                 )));
             }
+            // Sent on as the model wrote them: the hands inside parses them for its tool.
             let args = match args {
                 Value::Null => None,
-                Value::Object(map) => Some(map),
+                Value::Object(map) => Some(map.clone()),
                 other => {
                     return Err(ToolError::model(format!(
                         "{name}: the arguments must be a JSON object, not {other}"

@@ -12,7 +12,7 @@ use crate::settings;
 
 /// Sections of the user's file the inner hands never gets: they configure the host (its server,
 /// sandbox, model, MCP servers, session store, cluster) and may hold tokens and URLs.
-const HOST_ONLY: [&str; 6] = ["server", "sandbox", "model", "mcp_servers", "store", "cluster"];
+use hands_core::config::HOST_ONLY_SECTIONS as HOST_ONLY;
 
 /// Words that mark a key as a credential wherever it sits (as for `HANDS_*` variables).
 const SECRET_WORDS: [&str; 6] = ["TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"];
@@ -53,7 +53,7 @@ fn holds_home(folder: &Path, home: Option<&Path>) -> bool {
 /// when it is not TOML (the host has refused to start then anyway).
 fn inner_config(text: &str) -> Option<String> {
     let mut table: Table = toml::from_str(text).ok()?;
-    for section in HOST_ONLY {
+    for &section in HOST_ONLY {
         table.remove(section);
     }
     strip_secrets(&mut table);

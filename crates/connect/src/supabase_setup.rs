@@ -335,6 +335,28 @@ impl SupabaseSetup {
 }
 
 impl SupabaseSetup {
+    /// What the user is shown before `args`' action runs ([`Tool::review`](hands_core::Tool::review)):
+    /// computed the way the action will compute it, read-only. A migrate with nothing pending
+    /// (or refused for a missing file) has nothing to ask.
+    pub(super) async fn review_action(
+        &self,
+        ctx: &Context,
+        args: &SupabaseSetupArgs,
+    ) -> Result<Review, ToolError> {
+        check_args(args)?;
+        let (what, details) = match args.action {
+            Action::Status => return Ok(Review::nothing_to_ask()),
+            Action::New => (approve::what(Action::New, args, None), approve::new_details(args)),
+            Action::Link => self.link_shown(ctx, args)?,
+            Action::Restart => self.restart_shown(ctx, args)?,
+            Action::Migrate => match self.migrate_shown(ctx).await? {
+                Some(shown) => shown,
+                None => return Ok(Review::nothing_to_ask()),
+            },
+        };
+        Ok(Review::summary(format!("{TOOL}: {what}")).with_details(details))
+    }
+
     /// What `restart` shows: the target, and the two reloads.
     pub(super) fn restart_shown(
         &self,

@@ -58,8 +58,9 @@ impl Setup {
     fn registry(&self, config: &ConnectConfig) -> Registry {
         let guard = hands_net::Guard::new(&config.net).unwrap();
         let store: Arc<dyn hands_core::secret::SecretStore> = self.store.clone();
-        hands_connect::register(Registry::builder(CoreConfig::default()), config, &guard, store)
-            .build()
+        // The approval step (the registry's) and the tools ask under the same setting, as in the binary.
+        let core = CoreConfig { approval: config.approval, ..CoreConfig::default() };
+        hands_connect::register(Registry::builder(core), config, &guard, store).build()
     }
 }
 

@@ -1,6 +1,17 @@
 //! The core's settings: approval policy, output cap, timeouts, sandbox recovery. Each crate owns the
 //! section it reads; the binary merges the layers (defaults, files, environment, flags).
 
+/// The configuration sections only the host reads, the one list every part that crosses into
+/// a child or a sandbox consults: no child gets their `HANDS_*` variables, no `-c` flag of theirs
+/// is passed to the hands inside a sandbox, and the copy of the user's file given to it leaves
+/// them out. Each configures the host and may hold tokens, keys, headers or connection strings:
+/// `server` (how `hands serve` is reached, its token), `sandbox` (the isolation itself, and
+/// `recreate`'s command), `model` (the provider, the variable holding its key), `mcp_servers`
+/// (commands hands starts, their headers), `store` (every session's transcript, a PostgreSQL URL),
+/// `cluster` (which node runs a session's turns, and where the others reach it).
+pub const HOST_ONLY_SECTIONS: &[&str] =
+    &["server", "sandbox", "model", "mcp_servers", "store", "cluster"];
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 

@@ -3,8 +3,9 @@
 //! minus its credentials. One place decides, so that no spawner forgets one.
 //!
 //! Always removed: the model providers' key variables, and every `HANDS_*` setting of a section
-//! that only the host reads (`server`, `sandbox`, `model`, `mcp_servers`, `store` — tokens, keys,
-//! headers and connection strings live there) or whose name says it holds a secret. The binary
+//! that only the host reads ([`HOST_ONLY_SECTIONS`](crate::config::HOST_ONLY_SECTIONS): `server`,
+//! `sandbox`, `model`, `mcp_servers`, `store`, `cluster` — tokens, keys, headers and connection
+//! strings live there) or whose name says it holds a secret. The binary
 //! adds the variable named by `model.api_key_env` and the user's `[exec] env_remove` once at
 //! start-up ([`ChildEnv::init`]).
 //!
@@ -22,7 +23,7 @@ pub const PROVIDER_KEYS: &[&str] =
     &["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"];
 
 /// Sections of `HANDS_*` settings that only the host reads; their variables may hold secrets.
-const HOST_SECTIONS: &[&str] = &["server", "sandbox", "model", "mcp_servers", "store"];
+use crate::config::HOST_ONLY_SECTIONS as HOST_SECTIONS;
 
 /// Words that mark a `HANDS_*` setting as a secret wherever it sits.
 const SECRET_WORDS: &[&str] = &["TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"];
@@ -131,6 +132,9 @@ mod tests {
             "HANDS_MODEL__HEADERS__X_API_KEY",
             "HANDS_MCP_SERVERS__GH__ENV__GITHUB_TOKEN",
             "HANDS_STORE__URL",
+            // The cluster's section was missing from this list once (it drifted from the
+            // others); there is one list now.
+            "HANDS_CLUSTER__ADVERTISE_URL",
             "HANDS_PREVIEW__SOME_TOKEN",
         ] {
             assert!(ChildEnv::removes(OsStr::new(name)), "{name}");

@@ -7,11 +7,9 @@
 use std::any::Any;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::ToolSpec;
-
 /// What a tool says of one call, from its parsed arguments ([`Tool::call_policy`](crate::Tool::call_policy)).
 ///
-/// By default it is the tool's: a read-only tool's calls neither ask nor change anything and may
+/// By default it is the tool's ([`ToolSpec::call_policy`](crate::ToolSpec::call_policy)): a read-only tool's calls neither ask nor change anything and may
 /// be cached. A tool whose calls differ says so per call: connector_call's GET asks nobody and
 /// changes nothing, its POST asks; supabase_setup's `status` asks nobody.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,15 +24,6 @@ pub struct CallPolicy {
 }
 
 impl CallPolicy {
-    /// The tool's own policy, as its spec says (every call alike).
-    pub fn of(spec: &ToolSpec) -> Self {
-        Self {
-            needs_approval: spec.needs_approval,
-            mutates: !spec.annotations.read_only,
-            cacheable: spec.cacheable,
-        }
-    }
-
     /// A call that asks nobody, changes nothing and is not cached (an answer made without running
     /// a tool: an unknown name, a tool another mode offers, arguments that do not parse).
     pub const ANSWER: Self = Self { needs_approval: false, mutates: false, cacheable: false };

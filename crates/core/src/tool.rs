@@ -42,6 +42,16 @@ impl ToolSpec {
         self.policy.offered(mode)
     }
 
+    /// The tool's own policy, as the spec says (every call alike): what a call of a tool without
+    /// a per-call policy of its own asks, changes and may reuse.
+    pub fn call_policy(&self) -> CallPolicy {
+        CallPolicy {
+            needs_approval: self.needs_approval,
+            mutates: !self.annotations.read_only,
+            cacheable: self.cacheable,
+        }
+    }
+
     /// The main argument of a call with `args`, for a terminal line (see [`crate::Label`]).
     pub fn label_text(&self, args: &Value) -> Option<String> {
         self.policy.label.text(args)
@@ -144,7 +154,7 @@ pub trait DynTool: Send + Sync {
     /// policy is the spec's.
     fn prepare(&self, args: &Value) -> Result<Prepared, ToolError> {
         let _ = args;
-        Ok(Prepared::untyped(CallPolicy::of(self.spec())))
+        Ok(Prepared::untyped(self.spec().call_policy()))
     }
 
     /// Run a prepared call. `args` are the raw arguments `prepared` was made from.

@@ -71,6 +71,9 @@ impl Tool for Verb {
         if args.verb == "refuse" {
             return Err(ToolError::model("refused before asking"));
         }
+        if let Some(quoted) = args.verb.strip_prefix("quote ") {
+            return Err(ToolError::model(format!("cannot reach {quoted}")));
+        }
         Ok(Review::summary(format!("verb: {} the thing", args.verb)).with_details("line one"))
     }
 
@@ -195,6 +198,11 @@ async fn a_parse_error_that_quotes_a_secret_is_redacted() {
     assert!(out.is_error);
     let text = out.joined_text();
     assert!(!text.contains(CANARY) && text.contains("[secret:API_TOKEN]"), "{text}");
+    // A review's refusal, made outside the chain's redaction step, is redacted too.
+    let args = json!({"verb": format!("quote {CANARY}")});
+    let out = registry.dispatch(&session, ToolCall::new("q", "verb", args)).await.unwrap();
+    let text = out.joined_text();
+    assert!(out.is_error && text.contains("cannot reach [secret:API_TOKEN]"), "{text}");
 }
 
 #[tokio::test]

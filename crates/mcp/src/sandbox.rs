@@ -112,10 +112,9 @@ fn proxy(
 
 /// True for a `-c key=value` flag an inner hands should get too.
 fn passes_inside(flag: &str) -> bool {
-    const HOST_ONLY: [&str; 4] = ["server", "sandbox", "mcp_servers", "model"];
     let key = flag.split_once('=').map_or(flag, |(key, _)| key).trim();
     let section = key.split('.').next().unwrap_or(key);
-    !HOST_ONLY.contains(&section)
+    !hands_core::config::HOST_ONLY_SECTIONS.contains(&section)
 }
 
 /// `name` in one of `PATH`'s folders, if it is there.
@@ -127,4 +126,19 @@ pub fn find_on_path(name: &str) -> Option<PathBuf> {
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt as _;
     path.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_flag_of_a_host_only_section_passes_inside() {
+        for flag in hands_core::config::HOST_ONLY_SECTIONS {
+            assert!(!passes_inside(&format!("{flag}.x=1")), "{flag}");
+        }
+        // store and cluster were missing from this list once: the same list as everywhere now.
+        assert!(!passes_inside("store.path=/tmp/x.db") && !passes_inside("cluster.node=a"));
+        assert!(passes_inside("bash.default_timeout_ms=5") && passes_inside("approval=ask"));
+    }
 }

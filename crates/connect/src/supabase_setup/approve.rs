@@ -5,7 +5,6 @@
 //! for `new` the file and its first lines. The arguments alone (`{"action":"migrate"}`) say none
 //! of it.
 
-use hands_core::approval::Review;
 use hands_core::config::Approval;
 use hands_core::{Context, ToolError};
 
@@ -23,28 +22,6 @@ impl SupabaseSetup {
     /// True when an action must be approved first.
     pub(super) fn asks(&self) -> bool {
         self.approval != Approval::Auto
-    }
-
-    /// What the user is shown before `args`' action runs ([`Tool::review`](hands_core::Tool::review)):
-    /// computed the way the action will compute it, read-only. A migrate with nothing pending
-    /// (or refused for a missing file) has nothing to ask.
-    pub(super) async fn review_action(
-        &self,
-        ctx: &Context,
-        args: &SupabaseSetupArgs,
-    ) -> Result<Review, ToolError> {
-        super::check_args(args)?;
-        let (what, details) = match args.action {
-            Action::Status => return Ok(Review::nothing_to_ask()),
-            Action::New => (what(Action::New, args, None), new_details(args)),
-            Action::Link => self.link_shown(ctx, args)?,
-            Action::Restart => self.restart_shown(ctx, args)?,
-            Action::Migrate => match self.migrate_shown(ctx).await? {
-                Some(shown) => shown,
-                None => return Ok(Review::nothing_to_ask()),
-            },
-        };
-        Ok(Review::summary(format!("{TOOL}: {what}")).with_details(details))
     }
 
     /// The call runs what the user approved: `details`, computed again now, must be what they

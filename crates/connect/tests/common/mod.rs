@@ -147,7 +147,9 @@ pub fn session(
 /// structured result against its schema).
 pub fn registry(config: &hands_connect::ConnectConfig, store: Arc<MemoryStore>) -> Registry {
     let guard = hands_net::Guard::new(&config.net).unwrap();
-    hands_connect::register(Registry::builder(CoreConfig::default()), config, &guard, store).build()
+    // The approval step (the registry's) and the tools ask under the same setting, as in the binary.
+    let core = CoreConfig { approval: config.approval, ..CoreConfig::default() };
+    hands_connect::register(Registry::builder(core), config, &guard, store).build()
 }
 
 pub async fn call(registry: &Registry, session: &Session, tool: &str, args: Value) -> ToolOutput {

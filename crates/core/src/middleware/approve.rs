@@ -46,7 +46,8 @@ impl Middleware for Approve {
         // now, before asking. A review that fails refuses the call, and nobody is asked.
         let review = match req.tool.review(&req.ctx, req.prepared).await {
             Ok(review) => review,
-            Err(refused) => return ToolError::into_chain(Err(refused)),
+            // Outside the redaction step: a refusal that quotes a secret is redacted here.
+            Err(refused) => return ToolError::into_chain(Err(redacted(refused))),
         };
         if review.nothing_to_ask {
             return next.run(req).await;
@@ -87,5 +88,15 @@ impl Middleware for Approve {
 
     fn applies(&self, req: &Request<'_>) -> bool {
         self.policy == Approval::Ask && req.policy().needs_approval
+    }
+}
+
+/// `err` with its secrets replaced.
+fn redacted(err: ToolError) -> ToolError {
+    let clean = |m: String| crate::redact::text(&m).into_owned();
+    match err {
+        ToolError::RespondToModel(m) => ToolError::RespondToModel(clean(m)),
+        ToolError::Fatal(m) => ToolError::Fatal(clean(m)),
+        ToolError::SandboxGone(m) => ToolError::SandboxGone(clean(m)),
     }
 }

@@ -8,8 +8,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use hands_core::{
-    Annotations, BoxFuture, CallPolicy, Context, DynTool, Prepared, Tool, ToolError, ToolOutput,
-    ToolSpec,
+    Annotations, BoxFuture, Context, DynTool, Prepared, Tool, ToolError, ToolOutput, ToolSpec,
 };
 use hands_core::{Family, Modes, Policy, RegistryBuilder};
 use schemars::JsonSchema;
@@ -103,7 +102,7 @@ impl DynTool for RemoteToolProxy {
     /// asked about it; the server checks the rest.
     fn prepare(&self, args: &Value) -> Result<Prepared, ToolError> {
         match args {
-            Value::Null | Value::Object(_) => Ok(Prepared::untyped(CallPolicy::of(&self.spec))),
+            Value::Null | Value::Object(_) => Ok(Prepared::untyped(self.spec.call_policy())),
             other => Err(not_an_object(&self.spec.name, other)),
         }
     }

@@ -284,7 +284,7 @@ def environ_of(pid: int) -> dict[str, str]:
 def hands_serve(hands: Path, tmp_path: Path) -> Iterator[Callable[..., Serve]]:
     """`hands_serve(root, script=None)` starts `hands serve --root <root> --token <random>` with
     `--listen 127.0.0.1:<free port>` and waits for /healthz. With `script` (shell lines such as the
-    README's, the last one starting hands), bash runs the lines with the binary first on PATH and
+    guide's, the last one starting hands), bash runs the lines with the binary first on PATH and
     `exec`s the last with `--listen ...` added; the token is then the HANDS_TOKEN that hands got."""
     started: list[Serve] = []
 

@@ -6,8 +6,9 @@ the file's content, bash's output (a marker the command computes, so it is in th
 the command), the edit's diff. `results_<format>` pull the tool results out of a request body in
 each wire format; `check_task` asserts all of it and the files on disk.
 
-The README's client snippets are read from README.md by `readme_block` (each follows an HTML comment
-`<!-- client-suite: NAME -->`), so the suite runs them as written."""
+The client snippets are read from docs/guide/mcp-clients.md by `readme_block` (each follows an HTML
+comment `<!-- client-suite: NAME -->`), so the suite runs them as written; the README's copies of
+the shortest ones must equal these (crates/cli/tests/readme.rs)."""
 
 from __future__ import annotations
 
@@ -120,16 +121,19 @@ def check_task(task: Task, requests: list, results: Callable[[Any], dict[str, st
     assert plan.read_text() == "first line\nsecond line, edited\n"
 
 
+CLIENT_GUIDE = "docs/guide/mcp-clients.md"
+
+
 def readme_block(name: str) -> str:
-    """The fenced code block after `<!-- client-suite: NAME -->` in README.md."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+    """The fenced code block after `<!-- client-suite: NAME -->` in docs/guide/mcp-clients.md."""
+    text = (REPO / CLIENT_GUIDE).read_text(encoding="utf-8")
     m = re.search(rf"<!-- client-suite: {re.escape(name)} -->\s*```[^\n]*\n(.*?)```", text, re.S)
-    assert m, f"README.md has no code block marked <!-- client-suite: {name} -->"
+    assert m, f"{CLIENT_GUIDE} has no code block marked <!-- client-suite: {name} -->"
     return m.group(1)
 
 
 def readme_serve(hands_serve: Callable, project: Path) -> Any:
-    """`hands serve` started with the README's `hands-serve` block, run as written (on a free port)."""
+    """`hands serve` started with the guide's `hands-serve` block, run as written (on a free port)."""
     block = readme_block("hands-serve")
     assert block.strip().splitlines()[-1].startswith("hands serve"), "the hands-serve block should end with `hands serve`"
     serve = hands_serve(project, block.replace("/path/to/project", shlex.quote(str(project))))

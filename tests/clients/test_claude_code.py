@@ -1,7 +1,7 @@
 """Claude Code (the real CLI, pinned in package-lock.json) uses hands over stdio and Streamable HTTP.
 
 Claude Code talks to the scripted model in the Anthropic Messages format (ANTHROPIC_BASE_URL) and
-runs the task of task.py headless (`claude -p`). The README snippets this covers, run as written:
+runs the task of task.py headless (`claude -p`). The guide's snippets this covers, run as written:
 `claude-stdio` and `claude-run` (test_stdio), `hands-serve`, `claude-http` and `claude-run`
 (test_http)."""
 
@@ -34,7 +34,7 @@ def claude_env(base: dict[str, str], model_base: str, extra: dict[str, str] | No
 
 
 def run_claude(run_client, project: Path, config: dict, env: dict[str, str]):
-    """The README's `claude-run` command with the task's prompt and this test's config file."""
+    """The guide's `claude-run` command with the task's prompt and this test's config file."""
     config_path = project.parent / "hands.mcp.json"
     config_path.write_text(json.dumps(config, indent=2))
     argv = shlex.split(readme_block("claude-run").strip())

@@ -4,7 +4,7 @@ Codex talks to the scripted model in the OpenAI Responses format (a model provid
 `wire_api = "responses"` in an isolated CODEX_HOME) and runs the task of task.py with
 `codex exec --json`. It offers hands' tools to the model as a `namespace` tool named `mcp__hands`;
 the scripted model answers with `function_call` items carrying `namespace: "mcp__hands"`. The
-README snippets this covers, run as written: `codex-stdio` and `codex-run` (test_stdio),
+guide's snippets this covers, run as written: `codex-stdio` and `codex-run` (test_stdio),
 `hands-serve`, `codex-http` and `codex-run` (test_http)."""
 
 from __future__ import annotations

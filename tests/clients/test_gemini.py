@@ -2,7 +2,7 @@
 
 Gemini CLI talks to the scripted model in the Gemini API format (`GOOGLE_GEMINI_BASE_URL`,
 `--format gemini`: `streamGenerateContent`) and runs the task of task.py headless; it names hands'
-tools `mcp_hands_<tool>` and sends each result back as a `functionResponse` part. The README
+tools `mcp_hands_<tool>` and sends each result back as a `functionResponse` part. The guide's
 snippets this covers, run as written: `gemini-stdio` and `gemini-run` (test_stdio), `hands-serve`,
 `gemini-http` and `gemini-run` (test_http). The scripted model's Gemini format on its own is in
 test_scripted_gemini.py."""
@@ -43,7 +43,7 @@ def new_task():
 
 
 def run_gemini(run_client, node_bin: Path, project: Path, home: Path, model, servers: dict, env: dict[str, str], prompt: str = PROMPT):
-    """The README's `gemini-run` command with `prompt`, hands configured by the README's block."""
+    """The guide's `gemini-run` command with `prompt`, hands configured by the guide's block."""
     settings = home / ".gemini" / "settings.json"
     settings.parent.mkdir(parents=True, exist_ok=True)
     settings.write_text(json.dumps({**servers, **SETTINGS}, indent=2))

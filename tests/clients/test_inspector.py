@@ -1,7 +1,7 @@
 """The MCP Inspector CLI (the real CLI, pinned in package-lock.json; no model) uses hands over stdio
 and Streamable HTTP.
 
-The README's `inspector-stdio` and `inspector-http` blocks are run as written — the installed CLI in
+The guide's `inspector-stdio` and `inspector-http` blocks are run as written — the installed CLI in
 place of `npx @modelcontextprotocol/inspector@<version>`, and the binary's path, the project's path,
 the port and the token swapped in: their `tools/list` line as it is, their `tools/call` line once for
 each call of task.py's task (tool name and arguments swapped in). The results the Inspector prints
@@ -33,7 +33,7 @@ def installed_version() -> str:
 
 
 def localise(argv: list[str], swaps: dict[str, str]) -> list[str]:
-    """`npx PACKAGE@VERSION` -> the installed CLI (the README's version must be the pinned one), then
+    """`npx PACKAGE@VERSION` -> the installed CLI (the guide's version must be the pinned one), then
     every word in `swaps` replaced and `$HANDS_TOKEN` filled in from `swaps` as the shell would."""
     assert argv[0] == "npx" and argv[1] == f"{PACKAGE}@{installed_version()}", argv[:2]
     out = [str(client("inspector"))]
@@ -44,7 +44,7 @@ def localise(argv: list[str], swaps: dict[str, str]) -> list[str]:
 
 
 def with_call(argv: list[str], tool: str, arguments: dict[str, str]) -> list[str]:
-    """The `tools/call` command with `tool` and its `key=value` arguments in place of the README's."""
+    """The `tools/call` command with `tool` and its `key=value` arguments in place of the guide's."""
     at = argv.index("--tool-name")
     argv = [*argv[:at + 1], tool, *argv[at + 2:]]
     start = argv.index("--tool-arg") + 1

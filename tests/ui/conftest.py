@@ -73,7 +73,7 @@ def open_page(browser) -> Iterator:
 
 def shoot(page, name: str) -> bytes:
     """A screenshot of the page as `name` (a PNG); written under $HANDS_UI_SCREENSHOTS when set
-    (`HANDS_UI_SCREENSHOTS=docs` refreshes the README's pictures)."""
+    (`HANDS_UI_SCREENSHOTS=docs` refreshes the pictures of the README and docs/guide/serve.md)."""
     png = page.screenshot()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000, f"{name}: not a PNG of a page"
     out = os.environ.get("HANDS_UI_SCREENSHOTS")

@@ -3,8 +3,10 @@
 //!   (a static site: the preview tools; a model: spawn_subagent; an MCP server: mcp_list and
 //!   mcp_call; a reference project: reference_project; a connector file: connector_call and
 //!   connector_scaffold), each between its `<!-- tools:KEY -->` markers;
-//! - its Layout table lists the workspace's members with each crate's package name and the
-//!   `description` of its Cargo.toml;
+//! - the Layout table of docs/guide/development.md lists the workspace's members with each crate's
+//!   package name and the `description` of its Cargo.toml;
+//! - the README's MCP client snippets are the ones docs/guide/mcp-clients.md holds, which the client
+//!   suite (tests/clients) runs as written;
 //! - no tracked file points at documents outside the repository.
 //!
 //! After an intended change to the tools, `HANDS_UPDATE_DOCS=1 cargo nextest run -p hands --test
@@ -22,6 +24,15 @@ fn repo() -> PathBuf {
 fn readme() -> String {
     std::fs::read_to_string(repo().join("README.md")).unwrap()
 }
+
+/// The guide page that holds the Layout table.
+const LAYOUT_PAGE: &str = "docs/guide/development.md";
+
+/// The README's first screen, in lines: what hands is, its two commands and the MCP set-up.
+const FIRST_SCREEN: usize = 60;
+
+/// The guide page whose client snippets tests/clients runs as written.
+const CLIENTS_PAGE: &str = "docs/guide/mcp-clients.md";
 
 /// Every `<!-- KIND:KEY -->…<!-- /KIND:KEY -->` block of `text`, markers included, by key.
 fn blocks(text: &str, kind: &str) -> Vec<(String, String)> {
@@ -168,7 +179,7 @@ fn members() -> Vec<String> {
 }
 
 #[test]
-fn readme_layout_table_is_the_workspace() {
+fn layout_table_is_the_workspace() {
     let mut table =
         String::from("<!-- layout:crates -->\n| crate | package | holds |\n|---|---|---|\n");
     for member in members() {
@@ -185,11 +196,93 @@ fn readme_layout_table_is_the_workspace() {
         table.push_str(&format!("| `{member}` | `{name}` | {description} |\n"));
     }
     table.push_str("<!-- /layout:crates -->\n");
+    let page = std::fs::read_to_string(repo().join(LAYOUT_PAGE)).unwrap();
     assert!(
-        readme().contains(&table),
-        "README.md's Layout table differs from the workspace (members and each crate's \
+        page.contains(&table),
+        "{LAYOUT_PAGE}'s Layout table differs from the workspace (members and each crate's \
          description); put this in its place:\n{table}"
     );
+}
+
+/// Every `<!-- client-suite: NAME -->` marker of `text` with the fenced block that follows it
+/// (the marker, the blank space and the fences included), in order.
+fn client_blocks(text: &str) -> Vec<(String, String)> {
+    let open = "<!-- client-suite: ";
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find(open) {
+        let after = &rest[start + open.len()..];
+        let name = after[..after.find(" -->").expect("a marker ends with ` -->`")].to_owned();
+        let fence = after.find("```").unwrap_or_else(|| panic!("{name} has no code block"));
+        let body = &after[fence + 3..];
+        let close =
+            body.find("\n```").unwrap_or_else(|| panic!("{name}'s code block is not closed"));
+        let end = start + open.len() + fence + 3 + close + 4;
+        found.push((name, rest[start..end].to_owned()));
+        rest = &rest[end..];
+    }
+    found
+}
+
+#[test]
+fn readme_client_snippets_are_the_tested_ones() {
+    let guide = std::fs::read_to_string(repo().join(CLIENTS_PAGE)).unwrap();
+    let tested = client_blocks(&guide);
+    let names: Vec<&str> = tested.iter().map(|(n, _)| n.as_str()).collect();
+    // What tests/clients reads (readme_block in tests/clients/task.py), each once.
+    for name in [
+        "hands-serve",
+        "claude-stdio",
+        "claude-http",
+        "claude-run",
+        "codex-stdio",
+        "codex-http",
+        "codex-run",
+        "gemini-stdio",
+        "gemini-http",
+        "gemini-run",
+        "inspector-stdio",
+        "inspector-http",
+    ] {
+        let count = names.iter().filter(|n| **n == name).count();
+        assert_eq!(count, 1, "{CLIENTS_PAGE} should mark one `{name}` block; it has {count}");
+    }
+    // Every name tests/clients asks for is marked there too.
+    for file in std::fs::read_dir(repo().join("tests/clients")).unwrap() {
+        let path = file.unwrap().path();
+        if path.extension().is_none_or(|e| e != "py") {
+            continue;
+        }
+        let source = std::fs::read_to_string(&path).unwrap();
+        for piece in source.split("readme_block(\"").skip(1) {
+            let name = &piece[..piece.find('"').unwrap()];
+            assert!(
+                names.contains(&name),
+                "{} reads `{name}`, which {CLIENTS_PAGE} lacks",
+                path.display()
+            );
+        }
+    }
+    let readme = readme();
+    let shown = client_blocks(&readme);
+    let shown_names: Vec<&str> = shown.iter().map(|(n, _)| n.as_str()).collect();
+    // The README's first screen: the shortest form for each of the three clients.
+    for name in ["claude-stdio", "codex-stdio", "gemini-stdio"] {
+        assert!(shown_names.contains(&name), "the README shows no `{name}` block: {shown_names:?}");
+    }
+    let (_, last) = shown.last().unwrap();
+    let last_line = readme[..readme.find(last.as_str()).unwrap() + last.len()].lines().count();
+    assert!(
+        last_line <= FIRST_SCREEN,
+        "the README's MCP set-up ends on line {last_line}; it should fit its first {FIRST_SCREEN}"
+    );
+    for (name, block) in &shown {
+        let (_, original) = tested.iter().find(|(n, _)| n == name).unwrap();
+        assert_eq!(
+            block, original,
+            "README.md's `{name}` snippet differs from {CLIENTS_PAGE}'s, which tests/clients runs"
+        );
+    }
 }
 
 #[test]

@@ -1,0 +1,5 @@
+//! The integration tests of hands-secrets in one test binary (one link instead of one per file): each
+//! file of tests/it is a module, and a test's name is `file::test`.
+
+mod engine;
+mod store;

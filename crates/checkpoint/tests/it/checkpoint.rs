@@ -414,7 +414,7 @@ fn a_restore_killed_at_random_points_ends_as_the_old_or_the_new_tree() {
         seed ^= seed << 17;
         let delay = Duration::from_micros(seed % 40_000);
         let mut child = Command::new(&exe)
-            .args(["--exact", "child_restore", "--nocapture", "--test-threads=1"])
+            .args(["--exact", "checkpoint::child_restore", "--nocapture", "--test-threads=1"])
             .env("HANDS_CK_CHILD", format!("{}|{}|{target}", root.display(), state.display()))
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())

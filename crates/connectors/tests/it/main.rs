@@ -1,5 +1,5 @@
-//! The integration tests of hands-connectors in one test binary (one link instead of one per file): each
-//! file of tests/it is a module, and a test's name is `file::test`.
+//! hands-connectors's integration tests as one test binary (one link, not one per file).
+//! Each file here is a module: a test's name is `file::test`.
 
 mod call;
 mod openapi;

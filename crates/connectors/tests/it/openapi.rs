@@ -9,7 +9,7 @@
 use hands_connectors::openapi::{ImportOptions, OpenApiError, import};
 use hands_connectors::{AuthKind, Connector};
 
-const PETSTORE: &str = include_str!("fixtures/petstore.yaml");
+const PETSTORE: &str = include_str!("../fixtures/petstore.yaml");
 
 fn options() -> ImportOptions {
     ImportOptions { name: "petstore".into(), ..Default::default() }

@@ -20,7 +20,7 @@ use hands_core::{CoreConfig, Registry, Session, ToolCall, ToolOutput};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-const PETSTORE: &str = include_str!("fixtures/petstore.yaml");
+const PETSTORE: &str = include_str!("../fixtures/petstore.yaml");
 
 fn tsc() -> Option<PathBuf> {
     let tsc = Path::new(env!("CARGO_MANIFEST_DIR"))

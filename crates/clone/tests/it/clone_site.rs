@@ -63,7 +63,7 @@ fn png(size: u32, rgb: [u8; 3]) -> Vec<u8> {
 
 /// Source Code Pro (SIL Open Font License 1.1, its text beside it): a web font that looks
 /// nothing like the fallback, so a clone that lost it renders visibly differently.
-const FONT: &[u8] = include_bytes!("fixtures/source-code-pro-500.woff2");
+const FONT: &[u8] = include_bytes!("../fixtures/source-code-pro-500.woff2");
 
 fn fixture() -> Vec<(&'static str, &'static str, Vec<u8>)> {
     let html = r#"<!doctype html><html><head><link rel="stylesheet" href="/style.css">

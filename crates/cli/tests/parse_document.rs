@@ -5,7 +5,7 @@
 //! and read_file pointing to parse_document.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../../document/tests/common/mod.rs"]
+#[path = "../../document/tests/it/common/mod.rs"]
 mod documents;
 
 use std::path::{Path, PathBuf};

@@ -1,9 +1,9 @@
 //! Issue 15, item 4: each format parse_document reads, from files real writers made, parsed by
 //! the library in this process (the child process and its limits are tested through the binary
-//! in crates/cli/tests/parse_document.rs, and here in child.rs).
+//! in crates/cli/tests/it/parse_document.rs, and here in child.rs).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use hands_core::document::{DocumentError, ParsedDocument};
 use hands_document::{Limits, Pages, Selection, parse};

@@ -4,7 +4,7 @@
 //! returned, the errors, the refusals before anything is paid for, and no key in any result.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

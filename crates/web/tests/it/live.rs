@@ -2,10 +2,10 @@
 //! Tavily, Brave, Firecrawl and fal, each when its key is in the environment, and the built-in
 //! backend of web_scrape on a public page. Run only with `HANDS_LIVE_TESTS=1` (never in CI: they
 //! reach the internet and cost the key's owner a few credits); without it every test says it
-//! skipped. `HANDS_LIVE_TESTS=1 TAVILY_API_KEY=… cargo nextest run -p hands-web --test live`.
+//! skipped. `HANDS_LIVE_TESTS=1 TAVILY_API_KEY=… cargo nextest run -p hands-web -E 'test(/^live::/)'`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 const TAVILY: &str = "tvly-CANARYtavily0123456789";
 const BRAVE: &str = "BSA-CANARYbrave0123456789";
 
-mod common;
+use crate::common;
 use common::{Fake, MemoryStore, Script};
 
 fn ok(body: Value) -> Script {

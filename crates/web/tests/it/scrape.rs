@@ -4,7 +4,7 @@
 //! a 3 MB page, a gzip bomb, a redirect to 127.0.0.2, a PDF, an image, a 404.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::io::Write as _;
 use std::sync::{Arc, Mutex};

@@ -1,7 +1,7 @@
 //! The registry: aliases, modes, conditional tools, argument errors, unknown tools.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -1,7 +1,7 @@
 //! The middleware chain end to end: timeout/abort, dedup, truncate, recover.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

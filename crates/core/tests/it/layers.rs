@@ -2,7 +2,7 @@
 //! (debug builds) the conformance check turns a result that breaks its output schema into an error.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex};

@@ -3,7 +3,7 @@
 //! a queued notice, an approval request and a progress message are clean too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex, Once};
 

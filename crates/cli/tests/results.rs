@@ -16,7 +16,7 @@ use assert_cmd::Command;
 use serde_json::{Value, json};
 
 // The real PostgreSQL connect_supabase's result is checked against.
-#[path = "../../connect/tests/common/postgres.rs"]
+#[path = "../../connect/tests/it/common/postgres.rs"]
 mod postgres;
 
 /// Where rustup and cargo keep their state for the real user (the tests change HOME).

@@ -16,8 +16,7 @@ use hands_store::{
 };
 use serde_json::{Value, json};
 
-#[path = "../../connect/tests/common/postgres.rs"]
-mod pg;
+use crate::pg;
 
 /// A store and what must outlive it.
 struct Fixture {

@@ -4,9 +4,8 @@
 //! against real SQLite files; the linked database from each of its sources.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-#[path = "common/postgres.rs"]
-mod postgres;
+use crate::common;
+use crate::common::postgres;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! should (the Authorization header of GET /v1/account) and nowhere else.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 

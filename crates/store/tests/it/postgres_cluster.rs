@@ -13,8 +13,7 @@ use hands_store::{
 };
 use serde_json::json;
 
-#[path = "../../connect/tests/common/postgres.rs"]
-mod pg;
+use crate::pg;
 
 fn store(server: &pg::Postgres, node: &str) -> Arc<PostgresStore> {
     Arc::new(

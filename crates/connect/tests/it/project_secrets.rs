@@ -8,9 +8,8 @@
 //! global one, and the approval shows the target and every file it will run.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-#[path = "common/postgres.rs"]
-mod postgres;
+use crate::common;
+use crate::common::postgres;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -5,7 +5,7 @@
 //! version, a table without row-level security and a SECURITY DEFINER function.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../../connect/tests/common/postgres.rs"]
+#[path = "../../../connect/tests/it/common/postgres.rs"]
 mod postgres;
 
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! A real PostgreSQL server for tests: initdb and pg_ctl run as the `postgres` user (tests run as
 //! root) in a temp folder, listening on 127.0.0.1 and a free port, with password authentication
 //! (scram-sha-256) for the role `hands_test`. Stopped (`pg_ctl stop -m immediate`, bounded) when
-//! dropped. Shared by hands-connect's tests and the binary's (`crates/cli/tests/results.rs`).
+//! dropped. Shared by hands-connect's tests and the binary's (`crates/cli/tests/it/results.rs`).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};

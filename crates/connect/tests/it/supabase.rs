@@ -4,9 +4,8 @@
 //! loudly elsewhere; the argument and URL checks run everywhere.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-#[path = "common/postgres.rs"]
-mod postgres;
+use crate::common;
+use crate::common::postgres;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -3,6 +3,7 @@
 //! Supabase-like database fixture.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod postgres;
 pub mod supabase;
 
 use std::collections::BTreeMap;

@@ -8,7 +8,7 @@
 //! and a test cannot change its own environment.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::ffi::OsString;
 use std::os::unix::fs::PermissionsExt as _;
@@ -47,7 +47,7 @@ fn enter(test: &str, front: &[&str], tools: Option<&Path>) -> Option<PathBuf> {
     let cache = dir.join("cache");
     std::fs::create_dir_all(dir.join("home")).unwrap();
     let out = Command::new(std::env::current_exe().unwrap())
-        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .args([&format!("repository_code::{test}"), "--exact", "--nocapture", "--test-threads=1"])
         .env(CHILD, &dir)
         .env("PATH", path)
         .env("HOME", dir.join("home"))

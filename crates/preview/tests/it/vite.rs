@@ -2,7 +2,7 @@
 //! throws, logs and fails to load arrives in read_runtime_errors with its source location.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! packages (the `bun` package), which .ci/run installs: missing under CI is a failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! whole, and reloaded when a file changes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! clear error at `error` with nothing left running.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

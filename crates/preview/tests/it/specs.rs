@@ -2,7 +2,7 @@
 //! every example call in a description is accepted by its own tool.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::Env;
 use hands_core::Mode;

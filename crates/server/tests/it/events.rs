@@ -4,7 +4,7 @@
 //! whose session is deleted, and the keep-alive comments of an idle one.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -5,7 +5,7 @@
 //! routes in the OpenAPI document.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

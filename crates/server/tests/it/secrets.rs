@@ -5,7 +5,7 @@
 //! bodies 400 (without echoing them), a decline ends the request.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

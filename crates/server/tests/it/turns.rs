@@ -4,7 +4,7 @@
 //! message while a turn runs (409), and many sessions each running a turn at once.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -5,7 +5,7 @@
 //! available.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -3,7 +3,7 @@
 //! completeness, and the Host/Origin/token guard on `/v1` and `/vibe` — against a real listener.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -2,7 +2,7 @@
 //! Black-box tests of write_file through the registry: creation, atomic update keeping the mode,
 //! `.git` protection, symlinks, the stale-write guard and the size cap.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 

@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Black-box tests of read_file through the registry.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

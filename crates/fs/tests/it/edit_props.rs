@@ -2,7 +2,7 @@
 //! Properties: an edit followed by its inverse restores the file byte for byte (LF, CRLF, mixed line
 //! endings, with and without BOM), and read_file never panics whatever the offset and limit.
 
-mod common;
+use crate::common;
 
 use common::Project;
 use proptest::prelude::*;

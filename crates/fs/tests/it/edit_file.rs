@@ -2,7 +2,7 @@
 //! Black-box tests of edit_file through the registry, and the dedup proof: within a turn a read after
 //! an edit is fresh, while an identical read with no mutation in between comes from the cache.
 
-mod common;
+use crate::common;
 
 use common::Project;
 use serde_json::json;

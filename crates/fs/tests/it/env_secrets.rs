@@ -6,7 +6,7 @@
 //! never into a template (`.env.example`), a script (`.envrc`), a served folder (`public/`), a
 //! file git tracks, or one no ignore rule covers.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! What the approval of a write shows: a new file's content, an existing file's diff, an edit's
 //! diff; a call whose arguments do not parse is refused before anybody is asked.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 

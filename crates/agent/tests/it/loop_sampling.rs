@@ -3,7 +3,7 @@
 //! client's, with tools (SEP-1577) when the client declares them.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs, deprecated)]
 
-mod loop_support;
+use crate::loop_support;
 
 use std::sync::{Arc, Mutex};
 

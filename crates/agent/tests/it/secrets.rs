@@ -4,7 +4,7 @@
 //! ask each end the call with an error that tells the model what to do next.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod loop_support;
+use crate::loop_support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! The host and the user: questions, approvals, plan mode, aborts, processes, sub-agents.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod loop_support;
+use crate::loop_support;
 
 use hands_core::process::ProcessStatus;
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! The host: turns, their events and records, subscriptions, resume, many sessions at once.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod loop_support;
+use crate::loop_support;
 
 use std::sync::Arc;
 use std::time::Duration;

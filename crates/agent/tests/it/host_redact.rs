@@ -4,7 +4,7 @@
 //! text deltas.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod loop_support;
+use crate::loop_support;
 
 use std::sync::Arc;
 

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod provider_support;
+use crate::provider_support;
 
 use std::time::{Duration, Instant};
 

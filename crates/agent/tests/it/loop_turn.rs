@@ -1,7 +1,7 @@
 //! The loop on its own: a scripted provider, the real registry, a session over a temporary folder.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod loop_support;
+use crate::loop_support;
 
 use std::time::{Duration, Instant};
 

@@ -2,7 +2,7 @@
 //! spawn_process long-runs: the exit is announced with the next tool result; a time limit stops
 //! them; one that ends while the call still waits is reported in the result, not again later.
 
-mod process_support;
+use crate::process_support;
 
 use std::time::Duration;
 

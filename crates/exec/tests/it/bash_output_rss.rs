@@ -2,7 +2,7 @@
 //! Huge output through bash: complete, exact dropped-byte count, lossy UTF-8, and a bounded peak
 //! RSS. Its own test binary, so that no other test inflates the peak (VmHWM of this process).
 
-mod supervisor_common;
+use crate::supervisor_common;
 
 use std::time::Instant;
 

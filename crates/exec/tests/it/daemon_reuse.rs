@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! daemon::start_or_reuse, as bash's dev-server short-circuit calls it.
 
-mod process_support;
+use crate::process_support;
 
 use hands_core::Context;
 use hands_exec::daemon::start_or_reuse;

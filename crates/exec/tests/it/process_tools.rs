@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! list_processes, process_output, stop_process, and the per-session limit.
 
-mod process_support;
+use crate::process_support;
 
 use std::time::Duration;
 

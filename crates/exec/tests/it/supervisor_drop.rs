@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! A session dropped without `close()` does not leave its processes running.
 
-mod supervisor_common;
+use crate::supervisor_common;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! marker survives and no zombie is left, for every way a command can leave processes behind.
 //! Each (way, command) pair runs 50 times, concurrently in batches.
 
-mod supervisor_common;
+use crate::supervisor_common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -5,7 +5,7 @@
 //! ends, and the end of the session stops one that a background process made. Found here by its
 //! command line, straight from /proc.
 
-mod supervisor_common;
+use crate::supervisor_common;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! through the tool itself, without the registry's redaction step) and a background process's
 //! log file in `.hands/processes/` hold no secret, even one written in two pieces 50 ms apart.
 
-mod process_support;
+use crate::process_support;
 
 use std::sync::{Arc, Once};
 use std::time::Duration;

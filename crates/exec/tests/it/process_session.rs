@@ -5,7 +5,7 @@
 //! The supervisor sends the stops newest first but runs them together (one grace period for all),
 //! so the order in which the processes see SIGTERM is not fixed and is not asserted here.
 
-mod process_support;
+use crate::process_support;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! spawn_process daemons: ready by port, by printed URL, by ready_pattern; an early exit is an
 //! error with the tail; no sign of readiness is "running, not confirmed".
 
-mod process_support;
+use crate::process_support;
 
 use std::time::Duration;
 

@@ -3,9 +3,7 @@
 //! stops them from the records, and never touches a pid that names another process now.
 //!
 //! (The whole scenario with the real binary — hands SIGKILLed while its daemon and that daemon's
-//! escaped children run, the next hands start stopping them — is crates/cli/tests/leftovers.rs.)
-
-mod supervisor_common;
+//! escaped children run, the next hands start stopping them — is crates/cli/tests/it/leftovers.rs.)
 
 use std::process::Command;
 

@@ -8,7 +8,7 @@ each wire format; `check_task` asserts all of it and the files on disk.
 
 The client snippets are read from docs/guide/mcp-clients.md by `readme_block` (each follows an HTML
 comment `<!-- client-suite: NAME -->`), so the suite runs them as written; the README's copies of
-the shortest ones must equal these (crates/cli/tests/readme.rs)."""
+the shortest ones must equal these (crates/cli/tests/it/readme.rs)."""
 
 from __future__ import annotations
 

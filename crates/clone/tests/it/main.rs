@@ -1,0 +1,5 @@
+//! hands-clone's integration tests as one test binary (one link, not one per file).
+//! Each file here is a module: a test's name is `file::test`.
+
+mod clone_site;
+mod side_channels;

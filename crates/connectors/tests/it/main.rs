@@ -1,0 +1,6 @@
+//! hands-connectors's integration tests as one test binary (one link, not one per file).
+//! Each file here is a module: a test's name is `file::test`.
+
+mod call;
+mod openapi;
+mod scaffold;

@@ -1,0 +1,10 @@
+//! hands-core's integration tests as one test binary (one link, not one per file).
+//! Each file here is a module: a test's name is `file::test`.
+
+mod common;
+mod layers;
+mod middleware;
+mod prepared;
+mod redact;
+mod registry;
+mod registry_live;

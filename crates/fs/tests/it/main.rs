@@ -1,0 +1,12 @@
+//! hands-fs's integration tests as one test binary (one link, not one per file).
+//! Each file here is a module: a test's name is `file::test`.
+
+mod approval;
+mod common;
+mod edit_file;
+mod edit_props;
+mod env_secrets;
+mod read_file;
+mod search;
+mod workspace_cache;
+mod write_file;

@@ -1,0 +1,7 @@
+//! hands-mcp's integration tests as one test binary (one link, not one per file).
+//! Each file here is a module: a test's name is `file::test`.
+
+mod client_echo;
+mod pagination;
+mod sandbox_bwrap;
+mod session_hook;

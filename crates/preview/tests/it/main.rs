@@ -1,0 +1,10 @@
+//! hands-preview's integration tests as one test binary (one link, not one per file).
+//! Each file here is a module: a test's name is `file::test`.
+
+mod bad_input;
+mod bun;
+mod common;
+mod lifecycle;
+mod specs;
+mod static_site;
+mod vite;

@@ -1,0 +1,11 @@
+//! hands-store's integration tests as one test binary (one link, not one per file).
+//! Each file here is a module: a test's name is `file::test`.
+
+// The PostgreSQL server of the tests, hands-connect's helper.
+#[path = "../../../connect/tests/it/common/postgres.rs"]
+mod pg;
+
+mod contract;
+mod postgres_cluster;
+mod private_files;
+mod redacting;

@@ -15,6 +15,8 @@ use serde::{Deserialize, Serialize};
 pub enum NoticeKind {
     /// A background process exited, timed out or was stopped.
     ProcessExited,
+    /// A background process or terminal printed what it was asked to wake the model for.
+    ProcessOutput,
     /// The preview recorded runtime errors the model has not read yet.
     RuntimeErrors,
     /// Anything else.

@@ -17,6 +17,8 @@ pub enum ProcessKind {
     Daemon,
     /// A long job that ends by itself (a test suite, a build).
     LongRun,
+    /// A command in a terminal the model types into (a REPL, a prompt, a full-screen program).
+    Terminal,
 }
 
 /// Where a background process is in its life.

@@ -161,7 +161,10 @@ pub(crate) async fn launch(
     Ok(output)
 }
 
-fn refuse_over_limit(supervisor: &Supervisor, config: &ExecConfig) -> Result<(), ToolError> {
+pub(crate) fn refuse_over_limit(
+    supervisor: &Supervisor,
+    config: &ExecConfig,
+) -> Result<(), ToolError> {
     let max = config.processes.max_per_session;
     if supervisor.running() < max {
         return Ok(());
@@ -186,6 +189,7 @@ fn kind_word(kind: Kind) -> &'static str {
         Kind::Foreground => "foreground",
         Kind::Daemon => "daemon",
         Kind::LongRun => "long-run",
+        Kind::Terminal => "terminal",
     }
 }
 

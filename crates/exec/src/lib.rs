@@ -25,6 +25,7 @@ mod record;
 mod shared;
 mod spawn;
 pub mod supervisor;
+pub mod terminal;
 pub mod tools;
 mod tracked;
 mod watch;
@@ -39,12 +40,14 @@ pub use supervisor::{Argv, Kind, Proc, Snapshot, SpawnSpec, Status, Supervisor};
 pub use tools::bash::{self, Bash};
 pub use tools::processes::{ListProcesses, ProcessOutput, StopProcess};
 pub use tools::spawn_process::SpawnProcess;
+pub use tools::terminal::{TerminalRead, TerminalResult, TerminalSend, TerminalStart};
 
 use std::sync::Arc;
 
 use hands_core::{ProcessService, RegistryBuilder};
 
-/// Register the process tools (the background ones only when `background_processes` is on, with
+/// Register the process tools (the background ones and the terminals only when
+/// `background_processes` is on, with
 /// the [`ProcessService`] front ends list and stop them through).
 pub fn register(builder: RegistryBuilder, config: &ExecConfig) -> RegistryBuilder {
     let mut builder = builder.tool(Bash::new(config.clone()));
@@ -54,7 +57,10 @@ pub fn register(builder: RegistryBuilder, config: &ExecConfig) -> RegistryBuilde
             .tool(SpawnProcess::new(config.clone()))
             .tool(ListProcesses::new(config.clone()))
             .tool(ProcessOutput::new(config.clone()))
-            .tool(StopProcess::new(config.clone()));
+            .tool(StopProcess::new(config.clone()))
+            .tool(TerminalStart::new(config.clone()))
+            .tool(TerminalSend::new(config.clone()))
+            .tool(TerminalRead::new(config.clone()));
     }
     builder
 }

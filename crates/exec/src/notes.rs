@@ -94,6 +94,7 @@ pub(crate) fn process_kind(kind: Kind) -> Option<ProcessKind> {
         Kind::Foreground => None,
         Kind::Daemon => Some(ProcessKind::Daemon),
         Kind::LongRun => Some(ProcessKind::LongRun),
+        Kind::Terminal => Some(ProcessKind::Terminal),
     }
 }
 

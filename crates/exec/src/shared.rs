@@ -38,6 +38,8 @@ pub(crate) struct Shared {
     pub(crate) exited: watch::Sender<bool>,
     pub(crate) life: Mutex<Life>,
     pub(crate) record: Mutex<Option<PathBuf>>,
+    /// The emulated screen of a terminal session.
+    pub(crate) screen: Option<std::sync::Arc<crate::terminal::Screen>>,
 }
 
 impl Shared {

@@ -36,16 +36,31 @@ pub(crate) struct ChildVars<'a> {
     pub extra: &'a [(String, String)],
 }
 
-/// A started child and the read end of its output pipe.
+/// Where the child's stdin, stdout and stderr go.
+pub(crate) enum Io<'a> {
+    /// stdin on /dev/null, stdout and stderr on one new pipe whose read end [`Started`] holds.
+    Pipe,
+    /// All three on the terminal whose slave side this path names, opened by the child after it
+    /// became a session leader, so that the terminal becomes its controlling terminal.
+    Terminal(&'a std::ffi::CStr),
+}
+
+/// A started child and the read end of its output pipe (none for a terminal: its master is the
+/// caller's).
 pub(crate) struct Started {
     pub pid: u32,
-    pub output: OwnedFd,
+    pub output: Option<OwnedFd>,
 }
 
 /// The environment every command gets on top of hands' own: no colours, no pager, a dumb terminal
 /// (docs/tools.md).
 const ENV: &[(&str, &str)] =
     &[("NO_COLOR", "1"), ("PAGER", "cat"), ("GIT_PAGER", "cat"), ("TERM", "dumb")];
+
+/// What a command in a terminal gets instead: a terminal that draws, and still no pager (an agent
+/// reads output through the tools; `less` by name still works).
+const TERMINAL_ENV: &[(&str, &str)] =
+    &[("PAGER", "cat"), ("GIT_PAGER", "cat"), ("TERM", "xterm-256color")];
 
 fn c_string(bytes: &[u8]) -> io::Result<CString> {
     CString::new(bytes).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte"))
@@ -54,9 +69,10 @@ fn c_string(bytes: &[u8]) -> io::Result<CString> {
 /// `NAME=value` for every variable of hands' environment that children of the project at `root`
 /// may see ([`hands_core::env::ChildEnv::vars_for`]: no credentials, no stored secret but those
 /// granted to that project) and that is not overridden, then the overrides.
-fn environment(vars: &ChildVars<'_>) -> io::Result<Vec<CString>> {
+fn environment(vars: &ChildVars<'_>, terminal: bool) -> io::Result<Vec<CString>> {
     let mut overrides: Vec<(OsString, OsString)> = Vec::new();
-    let pairs = ENV.iter().map(|(k, v)| (*k, *v));
+    let base = if terminal { TERMINAL_ENV } else { ENV };
+    let pairs = base.iter().map(|(k, v)| (*k, *v));
     let pairs = pairs.chain(vars.extra.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let pairs = pairs.chain(vars.markers.iter().map(|(k, v)| (*k, v.as_str())));
     for (k, v) in pairs {
@@ -71,6 +87,10 @@ fn environment(vars: &ChildVars<'_>) -> io::Result<Vec<CString>> {
         c_string(&bytes)
     };
     for (k, v) in hands_core::env::ChildEnv::vars_for(vars.project) {
+        // hands' own NO_COLOR does not reach a terminal, which draws colours.
+        if terminal && k == "NO_COLOR" {
+            continue;
+        }
         if !overrides.iter().any(|(o, _)| *o == k) {
             env.push(pair(&k, &v)?);
         }
@@ -92,10 +112,18 @@ pub(crate) fn start(
     program: Program<'_>,
     cwd: &Path,
     vars: &ChildVars<'_>,
+    stdio: Io<'_>,
 ) -> io::Result<Started> {
-    let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
-    // A large pipe lets a fast writer run ahead of the drain thread; failure only costs speed.
-    let _ = rustix::pipe::fcntl_setpipe_size(&read, 1 << 20);
+    let pipe = match stdio {
+        Io::Pipe => {
+            let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+            // A large pipe lets a fast writer run ahead of the drain thread; failure only costs
+            // speed.
+            let _ = rustix::pipe::fcntl_setpipe_size(&read, 1 << 20);
+            Some((read, write))
+        }
+        Io::Terminal(_) => None,
+    };
 
     let shell_c = c_string(shell.as_bytes())?;
     let args: Vec<CString> = match program {
@@ -110,7 +138,7 @@ pub(crate) fn start(
     let Some(file_c) = args.first().cloned() else {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "an empty argv"));
     };
-    let env = environment(vars)?;
+    let env = environment(vars, matches!(stdio, Io::Terminal(_)))?;
     let cwd_c = c_string(cwd.as_os_str().as_bytes())?;
     let mut argv: Vec<*mut libc::c_char> = args.iter().map(|a| a.as_ptr().cast_mut()).collect();
     argv.push(std::ptr::null_mut());
@@ -131,15 +159,41 @@ pub(crate) fn start(
             return Err(err);
         }
         let result = (|| {
-            check(libc::posix_spawn_file_actions_addopen(
-                &mut actions,
-                0,
-                c"/dev/null".as_ptr(),
-                libc::O_RDONLY,
-                0,
-            ))?;
-            check(libc::posix_spawn_file_actions_adddup2(&mut actions, write.as_raw_fd(), 1))?;
-            check(libc::posix_spawn_file_actions_adddup2(&mut actions, write.as_raw_fd(), 2))?;
+            match (&stdio, &pipe) {
+                (Io::Terminal(slave), _) => {
+                    // glibc runs `setsid` before the file actions: the session leader opening a
+                    // terminal without O_NOCTTY makes it its controlling terminal.
+                    check(libc::posix_spawn_file_actions_addopen(
+                        &mut actions,
+                        0,
+                        slave.as_ptr(),
+                        libc::O_RDWR,
+                        0,
+                    ))?;
+                    check(libc::posix_spawn_file_actions_adddup2(&mut actions, 0, 1))?;
+                    check(libc::posix_spawn_file_actions_adddup2(&mut actions, 0, 2))?;
+                }
+                (Io::Pipe, Some((_, write))) => {
+                    check(libc::posix_spawn_file_actions_addopen(
+                        &mut actions,
+                        0,
+                        c"/dev/null".as_ptr(),
+                        libc::O_RDONLY,
+                        0,
+                    ))?;
+                    check(libc::posix_spawn_file_actions_adddup2(
+                        &mut actions,
+                        write.as_raw_fd(),
+                        1,
+                    ))?;
+                    check(libc::posix_spawn_file_actions_adddup2(
+                        &mut actions,
+                        write.as_raw_fd(),
+                        2,
+                    ))?;
+                }
+                (Io::Pipe, None) => return Err(io::Error::other("no output pipe")),
+            }
             check(libc::posix_spawn_file_actions_addchdir_np(&mut actions, cwd_c.as_ptr()))?;
             // Rust ignores SIGPIPE; an ignored disposition survives exec, so put it back to the
             // default (`yes | head` must end by SIGPIPE). No signal is blocked in the child.
@@ -170,8 +224,11 @@ pub(crate) fn start(
     }
     // Our copy of the write end goes now, so the pipe reaches EOF once the child and its
     // descendants are gone.
-    drop(write);
+    let output = pipe.map(|(read, write)| {
+        drop(write);
+        read
+    });
     let pid =
         u32::try_from(pid).map_err(|_| io::Error::other("posix_spawn gave a negative pid"))?;
-    Ok(Started { pid, output: read })
+    Ok(Started { pid, output })
 }

@@ -23,6 +23,7 @@ use crate::output::{CappedLog, HeadTail};
 use crate::procfs::{self, Target};
 use crate::record::{self, Record};
 use crate::shared::{Exit, Life, Shared, remove_record};
+use crate::terminal::{Pty, Screen, Size, Terminal};
 use crate::watch::{Script, reap_on_sigchld, spawn_drain, watch_exit};
 use crate::{reap, spawn, tracked};
 
@@ -39,6 +40,8 @@ pub enum Kind {
     Daemon,
     /// Finishes by itself; its exit is announced to the session.
     LongRun,
+    /// Runs in a pseudo-terminal the model types into (a REPL, a prompt, a full-screen program).
+    Terminal,
 }
 
 /// How to start a process.
@@ -147,9 +150,15 @@ pub struct Proc {
     owner: String,
     session: String,
     log_path: Option<String>,
+    terminal: Option<Terminal>,
 }
 
 impl Proc {
+    /// Its terminal, for a terminal session.
+    pub fn terminal(&self) -> Option<&Terminal> {
+        self.terminal.as_ref()
+    }
+
     fn target(&self, with_group: bool) -> Target {
         Target {
             owner: self.owner.clone(),
@@ -354,7 +363,14 @@ impl Supervisor {
 
     /// Start a process. Must be called within a tokio runtime.
     pub fn spawn(&self, spec: SpawnSpec) -> std::io::Result<Arc<Proc>> {
-        self.start(spec, None)
+        self.start(spec, None, None)
+    }
+
+    /// Start a shell command in a new pseudo-terminal of `size` (its controlling terminal, its
+    /// own session and process group, `TERM=xterm-256color`), supervised like any process; its
+    /// kind should be [`Kind::Terminal`]. Must be called within a tokio runtime.
+    pub fn spawn_terminal(&self, spec: SpawnSpec, size: Size) -> std::io::Result<Arc<Proc>> {
+        self.start(spec, None, Some(size))
     }
 
     /// Start `argv` without a shell, supervised like any process (its own session and process
@@ -367,10 +383,15 @@ impl Supervisor {
                 "the argv is empty or contains a NUL byte",
             ));
         }
-        self.start(spec, Some(argv))
+        self.start(spec, Some(argv), None)
     }
 
-    fn start(&self, spec: SpawnSpec, argv: Option<&Argv>) -> std::io::Result<Arc<Proc>> {
+    fn start(
+        &self,
+        spec: SpawnSpec,
+        argv: Option<&Argv>,
+        terminal: Option<Size>,
+    ) -> std::io::Result<Arc<Proc>> {
         if self.is_closed.load(Ordering::SeqCst) || self.closed.is_cancelled() {
             return Err(std::io::Error::other("the session has ended"));
         }
@@ -420,14 +441,31 @@ impl Supervisor {
             (None, None)
         };
         reap::become_subreaper();
+        let pty = terminal.map(Pty::open).transpose()?;
+        let stdio = match &pty {
+            Some(pty) => spawn::Io::Terminal(pty.slave_path.as_c_str()),
+            None => spawn::Io::Pipe,
+        };
         let started = {
             // Held across the fork so that the orphan reaper never sees the child untracked.
             let mut guard = tracked::tracked();
-            let started = spawn::start(&self.config.bash.shell, program, &spec.cwd, &vars)?;
+            let started = spawn::start(&self.config.bash.shell, program, &spec.cwd, &vars, stdio)?;
             tracked::track(&mut guard, started.pid as i32);
             started
         };
         let pid = started.pid;
+        // The drain reads the pipe, or a second descriptor of the terminal's master; hands' own
+        // copy of the slave goes once the child holds it.
+        let (output, terminal) = match (started.output, pty) {
+            (Some(pipe), _) => (pipe, None),
+            (None, Some(pty)) => {
+                drop(pty.slave);
+                let reader = rustix::io::fcntl_dupfd_cloexec(&pty.master, 0)?;
+                let screen = Arc::new(Screen::new(terminal.unwrap_or(Size::DEFAULT)));
+                (reader, Some((pty.master, screen)))
+            }
+            (None, None) => return Err(std::io::Error::other("the child has no output")),
+        };
         // Read while the child is unreaped (its pid cannot be reused yet).
         let start_tick = procfs::start_time(pid as i32).unwrap_or(0);
         self.first_tick.fetch_min(start_tick, Ordering::SeqCst);
@@ -439,6 +477,7 @@ impl Supervisor {
             exited: watch::Sender::new(false),
             life: Mutex::new(Life::default()),
             record: Mutex::new(None),
+            screen: terminal.as_ref().map(|(_, screen)| Arc::clone(screen)),
         });
         let proc = Arc::new(Proc {
             name: spec.name.clone().unwrap_or_else(|| spec.command.clone()),
@@ -454,11 +493,12 @@ impl Supervisor {
             owner,
             session: self.session.clone(),
             log_path,
+            terminal: terminal.map(|(master, screen)| Terminal::new(master, screen)),
         });
         if spec.kind != Kind::Foreground {
             self.write_record(&proc);
         }
-        spawn_drain(Arc::clone(&shared), started.output, script)?;
+        spawn_drain(Arc::clone(&shared), output, script)?;
         runtime.spawn(watch_exit(Arc::clone(&shared), pid as i32, proc.target(false)));
         self.procs.lock().unwrap_or_else(PoisonError::into_inner).push(Arc::clone(&proc));
         Ok(proc)

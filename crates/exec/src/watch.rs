@@ -62,7 +62,10 @@ pub(crate) fn spawn_drain(
                     scrubber.push(&buf[..n], &mut clean);
                     deliver(&shared, &clean);
                 }
-                Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => {}
+                Err(rustix::io::Errno::INTR) => {}
+                // A terminal's master is non-blocking (its writers must never hang).
+                Err(rustix::io::Errno::AGAIN) => crate::terminal::wait_readable(&pipe),
+                // EIO from a terminal's master: every holder of its slave side is gone.
                 Err(_) => break,
             }
         }
@@ -88,6 +91,9 @@ fn deliver(shared: &Shared, chunk: &[u8]) {
     };
     if let Some(log) = shared.log.lock().unwrap_or_else(PoisonError::into_inner).as_mut() {
         log.write(chunk);
+    }
+    if let Some(screen) = &shared.screen {
+        screen.process(chunk);
     }
     shared.progress.send_replace(total);
 }

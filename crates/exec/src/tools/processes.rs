@@ -53,6 +53,7 @@ fn render_list(rows: &[ProcessRow]) -> String {
         let kind = match r.kind {
             ProcessKind::Daemon => "daemon",
             ProcessKind::LongRun => "long-run",
+            ProcessKind::Terminal => "terminal",
         };
         let mut line = format!("{}  {kind}  {}  {}  {time}", r.id, r.detail, r.name);
         if r.name != r.command {

@@ -17,3 +17,4 @@ mod supervisor_drop;
 mod supervisor_leftovers;
 mod supervisor_survivors;
 mod supervisor_unmarked;
+mod terminal;

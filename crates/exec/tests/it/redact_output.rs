@@ -76,3 +76,21 @@ async fn a_background_process_log_holds_no_secret_and_the_held_tail_is_flushed_a
     assert!(bodies.contains("before [secret:DRAIN_TOKEN] after\n"), "{bodies}");
     env.session.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_typed_into_a_terminal_is_redacted_in_its_echo_and_log() {
+    install();
+    let env = Env::new();
+    env.ok("terminal_start", json!({"command": "cat", "yield_ms": 100})).await;
+    let (text, s) = env
+        .ok("terminal_send", json!({"id": "p1", "text": format!("{CANARY}\n"), "yield_ms": 500}))
+        .await;
+    let all = format!("{text}{s}");
+    assert!(!all.contains(CANARY), "{all}");
+    assert!(all.contains("[secret:DRAIN_TOKEN]"), "the echo and cat's copy: {all}");
+    let log = std::fs::read_to_string(env.tmp.path().join(".hands/processes/p1.log")).unwrap();
+    assert!(!log.contains(CANARY), "{log}");
+    let (_, screen) = env.ok("terminal_read", json!({"id": "p1", "screen": true})).await;
+    assert!(!screen.to_string().contains(CANARY), "{screen}");
+    env.session.close().await;
+}

@@ -163,6 +163,9 @@ fn main() -> ExitCode {
     if std::env::args().nth(1).as_deref() == Some(hands_document::CHILD_SUBCOMMAND) {
         return hands_document::child_main(std::env::args().skip(2));
     }
+    if hands_mcp::sandbox::is_inner() {
+        seal_inner();
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
@@ -348,6 +351,21 @@ fn agent_setup(mut loaded: settings::Loaded, root: PathBuf) -> Result<run::Setup
     }
     let registry = build_registry(&loaded, &root)?;
     Ok(run::Setup { registry, root, settings: loaded.settings })
+}
+
+/// The hands inside a sandbox takes its calls from the host only. The sandboxed commands run as
+/// the same user, and a dumpable process's `/proc/<pid>/fd/0` can be opened by any process of its
+/// user: they could write calls into its stdin (tools_only: no approval) or forge its answers. A
+/// process that is not dumpable has its `/proc` entries owned by root and cannot be traced, so
+/// only a process with CAP_SYS_PTRACE (none in the sandbox) reaches it. Its children are
+/// dumpable again after their exec, as usual.
+fn seal_inner() {
+    if let Err(err) =
+        rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+    {
+        eprintln!("hands: cannot seal the sandbox's hands from its commands: {err}");
+        std::process::exit(1);
+    }
 }
 
 /// Stop what a crashed hands left running (its records say what), before starting anything new.

@@ -142,16 +142,62 @@ impl Tool for ConnectorCall {
 
     /// GET and HEAD ask nobody and change nothing; every other method asks (under `approval =
     /// "ask"`) and may change things.
+    /// A GET or HEAD that sends a body or names another method (`X-HTTP-Method-Override`,
+    /// `_method=DELETE`, which many services honour) is no read: it asks like any other method.
     fn call_policy(&self, args: &CallArgs) -> CallPolicy {
-        let safe = ["GET", "HEAD"].iter().any(|m| args.method.eq_ignore_ascii_case(m));
+        let read = ["GET", "HEAD"].iter().any(|m| args.method.eq_ignore_ascii_case(m));
+        let safe = read && args.json.is_none() && overridden_method(args).is_none();
         CallPolicy { needs_approval: !safe, mutates: !safe, cacheable: false }
     }
 
     /// The method and the full URL it goes to, and what it sends; a call the connector would
     /// refuse is refused before anybody is asked.
     async fn review(&self, ctx: &Context, args: &CallArgs) -> Result<Review, ToolError> {
-        let Checked { connector, method, path, .. } = checked(ctx, args).await?;
-        let mut details = format!("{method} {}{path}\n", connector.base);
+        let checked = checked(ctx, args).await?;
+        let Checked { connector, method, path, .. } = &checked;
+        Ok(Review::summary(format!("connector_call: {method} {}{path}", connector.base))
+            .with_details(shown(&checked, args)))
+    }
+
+    async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {
+        let checked = checked(&ctx, &args).await?;
+        // The connector file is read again here: what is sent must be what the user was shown
+        // (a file changed while the question waited could move the key elsewhere).
+        if let Some(approved) = ctx.approved() {
+            let now = hands_core::redact::text(&shown(&checked, &args)).into_owned();
+            if approved.details.as_deref() != Some(now.as_str()) {
+                return Err(ToolError::model(format!(
+                    "connector {} changed after the user approved this call (its file, base_url \
+                     or auth is not what was shown); nothing was sent. Call again to be asked \
+                     about what it does now.",
+                    checked.connector.name
+                )));
+            }
+        }
+        self.send(ctx, args, checked).await
+    }
+}
+
+/// What an approval of `args` shows: the method and the full URL, the key's place (never its
+/// value), and everything sent besides.
+fn shown(checked: &Checked, args: &CallArgs) -> String {
+    let Checked { connector, method, path, .. } = checked;
+    let mut details = format!("{method} {}{path}\n", connector.base);
+    let auth = &connector.file.auth;
+    let key = auth.secret.as_deref().filter(|_| auth.kind != AuthKind::None);
+    if let Some(secret) = key {
+        let place = match auth.kind {
+            AuthKind::Bearer => "an Authorization: Bearer header".to_owned(),
+            AuthKind::Basic => "an Authorization: Basic header".to_owned(),
+            AuthKind::Header => format!("the header {}", auth.name.as_deref().unwrap_or("?")),
+            AuthKind::Query => {
+                format!("the query parameter {}", auth.name.as_deref().unwrap_or("?"))
+            }
+            AuthKind::None => "nowhere".to_owned(),
+        };
+        details.push_str(&format!("key: the secret {secret}, in {place}\n"));
+    }
+    {
         let mut shown = |label: &str, value: Value| {
             let mut value = value;
             hands_core::redact::json(&mut value);
@@ -166,12 +212,27 @@ impl Tool for ConnectorCall {
         if let Some(json) = &args.json {
             shown("body (application/json)", json.clone());
         }
-        Ok(Review::summary(format!("connector_call: {method} {}{path}", connector.base))
-            .with_details(details))
     }
+    details
+}
 
-    async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {
-        let Checked { connector, method, net_method, path } = checked(&ctx, &args).await?;
+/// The method a GET or POST says it stands for, in a header or a `_method` query parameter.
+fn overridden_method(args: &CallArgs) -> Option<String> {
+    const HEADERS: [&str; 3] = ["x-http-method-override", "x-http-method", "x-method-override"];
+    let header =
+        args.headers.iter().find(|(name, _)| HEADERS.contains(&name.to_ascii_lowercase().as_str()));
+    let query = args.query.iter().find(|(name, _)| name.eq_ignore_ascii_case("_method"));
+    header.or(query).map(|(_, value)| value.trim().to_ascii_uppercase())
+}
+
+impl ConnectorCall {
+    async fn send(
+        &self,
+        ctx: Context,
+        args: CallArgs,
+        checked: Checked,
+    ) -> Result<ToolOutput, ToolError> {
+        let Checked { connector, method, net_method, path } = checked;
         let auth = &connector.file.auth;
         let body = match &args.json {
             Some(json) => {
@@ -405,6 +466,16 @@ async fn checked(ctx: &Context, args: &CallArgs) -> Result<Checked, ToolError> {
                  {method} to allowed_methods in {DIR}/{}.toml if it is needed.",
             connector.name,
             connector.methods.iter().cloned().collect::<Vec<_>>().join(", "),
+            connector.name
+        )));
+    }
+    if let Some(other) = overridden_method(args)
+        && other != method
+        && !connector.methods.contains(&other)
+    {
+        return Err(ToolError::model(format!(
+            "this {method} names the method {other} (a method-override header or `_method`), \
+             which connector {} does not allow; nothing was sent.",
             connector.name
         )));
     }

@@ -113,12 +113,22 @@ pub fn main_argument(args: &Value) -> String {
         .unwrap_or_else(|| args.to_string())
 }
 
+/// Characters of [`main_argument`] a [`summary`] keeps.
+const SUMMARY_CHARS: usize = 300;
+
 /// A one-line summary of a call for events: `tool: ` and [`main_argument`], cut to 300 characters.
 pub fn summary(tool: &str, args: &Value) -> String {
     let main = main_argument(args);
-    let mut line: String = main.chars().take(300).collect();
-    if main.chars().count() > 300 {
+    let mut line: String = main.chars().take(SUMMARY_CHARS).collect();
+    if main.chars().count() > SUMMARY_CHARS {
         line.push('…');
     }
     format!("{tool}: {line}")
+}
+
+/// The whole [`main_argument`] when [`summary`] cuts it: what an approval must show after the
+/// summary when the tool gives no details of its own (a long command's tail runs too).
+pub fn whole_when_cut(args: &Value) -> Option<String> {
+    let main = main_argument(args);
+    (main.chars().count() > SUMMARY_CHARS).then_some(main)
 }

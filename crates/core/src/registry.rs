@@ -501,6 +501,9 @@ impl Registry {
             .collect();
         close.sort_by(|a, b| b.0.total_cmp(&a.0));
         let close: Vec<&str> = close.into_iter().take(3).map(|(_, n)| n).collect();
+        // The name is the caller's text: it may hold a secret, and this answer passes no
+        // redaction step of the chain.
+        let name = crate::redact::text(name);
         if close.is_empty() {
             format!("Unknown tool `{name}`. Available tools: {}.", offered.join(", "))
         } else {

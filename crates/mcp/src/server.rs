@@ -319,7 +319,11 @@ impl ServerHandler for McpServer {
         {
             let offered: Vec<&str> = offered.iter().map(|spec| spec.name.as_str()).collect();
             return Err(ErrorData::invalid_params(
-                format!("unknown tool `{}`; available: {}", request.name, offered.join(", ")),
+                format!(
+                    "unknown tool `{}`; available: {}",
+                    hands_core::redact::text(&request.name),
+                    offered.join(", ")
+                ),
                 None,
             ));
         }
@@ -539,12 +543,13 @@ impl Approver for ElicitationApprover {
                             .map(str::trim)
                             .filter(|c| !c.is_empty())
                             .map(str::to_owned);
-                        let approved = result
-                            .content
-                            .as_ref()
-                            .and_then(|c| c.get("approve"))
-                            .and_then(Value::as_bool)
-                            .unwrap_or(true);
+                        // The form's default is a yes; a value that is no boolean (`"false"`,
+                        // `0`) is no answer to the question, so it is a no.
+                        let approved = match result.content.as_ref().and_then(|c| c.get("approve"))
+                        {
+                            None => true,
+                            Some(value) => value.as_bool() == Some(true),
+                        };
                         match result.action {
                             ElicitationAction::Accept if approved => Decision::Approve,
                             _ => Decision::Deny(comment),

@@ -10,6 +10,7 @@
 use std::borrow::Cow;
 use std::io;
 
+use hands_core::approval::Review;
 use hands_core::{Annotations, Content, Context, Tool, ToolError, ToolOutput};
 use hands_core::{Family, Label, Policy};
 use hands_fs::{FsConfig, RelPath, Workspace, atomic};
@@ -99,6 +100,21 @@ impl Tool for DownloadToRepo {
 
     fn output_schema(&self) -> Option<serde_json::Value> {
         Some(hands_core::output_schema_for::<DownloadResult>())
+    }
+
+    /// The URL fetched and the file written, and whether it replaces one: a target that would
+    /// be refused is refused before anybody is asked.
+    async fn review(&self, ctx: &Context, args: &DownloadArgs) -> Result<Review, ToolError> {
+        let (ctx, raw, overwrite) = (ctx.clone(), args.path.clone(), args.overwrite);
+        let (path, replaces) = blocking(move || {
+            let (ws, path, _) = target(&ctx, &raw, overwrite)?;
+            let replaces = exists(&ws, &path)?;
+            Ok::<_, ToolError>((path, replaces))
+        })
+        .await??;
+        let what = if replaces { "replacing the file there" } else { "a new file" };
+        Ok(Review::summary(format!("download_to_repo: {} → {}", args.url, path.display()))
+            .with_details(format!("GET {}\nwrites {} ({what})", args.url, path.display())))
     }
 
     async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {

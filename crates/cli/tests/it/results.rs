@@ -194,6 +194,12 @@ const EXERCISED: &[&str] = &[
     "grep",
     "bash",
     "spawn_process",
+    "terminal_start",
+    // terminal_send and terminal_read answer terminal_start's result type; a one-shot `hands call`
+    // has no running terminal to type into, so they are exercised through the registry's
+    // debug-build schema check in hands-exec's terminal tests (and over MCP in tests/mcp).
+    "terminal_send",
+    "terminal_read",
     "list_processes",
     "todo_write",
     "preview_status",
@@ -356,6 +362,11 @@ fn process_session_and_preview_tools_structured_results_validate() {
     assert!(text.contains("exited with code 0") && text.contains("spawned-line"), "{text}");
     assert_eq!((s["status"].clone(), s["exit_code"].clone()), (json!("exited"), json!(0)));
     holds("spawn_process", &s, &["spawned-line", s["id"].as_str().unwrap(), ".hands/processes/"]);
+    let r =
+        p.call("terminal_start", &json!({"command": "echo in-a-terminal; tty", "wait_for": "pts"}));
+    let (text, s) = checked(&schemas, "terminal_start", &r);
+    assert!(text.contains("in-a-terminal") && text.contains("/dev/pts/"), "{text}");
+    holds("terminal_start", &s, &["in-a-terminal", "/dev/pts/", ".hands/processes/"]);
     let (_, s) = checked(&schemas, "list_processes", &p.call("list_processes", &json!({})));
     assert_eq!(s, json!({"processes": []}), "a one-shot session has none");
 

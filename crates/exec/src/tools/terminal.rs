@@ -671,7 +671,7 @@ fn keystrokes(
     if bytes.len() > MAX_INPUT {
         return Err(ToolError::model(format!(
             "{} bytes is more input than one call types (at most {MAX_INPUT}). Write long text to \
-             a file with write_file and have the program read it.",
+             a file first and have the program read it.",
             bytes.len()
         )));
     }

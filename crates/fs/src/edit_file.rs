@@ -101,10 +101,34 @@ impl Tool for EditFile {
 
     async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {
         let config = self.config.clone();
-        tokio::task::spawn_blocking(move || edit(&ctx, &config, &args))
-            .await
-            .map_err(|err| ToolError::Fatal(format!("edit_file task failed: {err}")))?
+        tokio::task::spawn_blocking(move || {
+            unchanged_since_approval(&ctx, &config, &args)?;
+            edit(&ctx, &config, &args)
+        })
+        .await
+        .map_err(|err| ToolError::Fatal(format!("edit_file task failed: {err}")))?
     }
+}
+
+/// After a yes, the edit must still be the one shown: a file changed while the question waited
+/// (an autosave, a formatter, another program) would make the same arguments change other lines.
+fn unchanged_since_approval(
+    ctx: &Context,
+    config: &FsConfig,
+    args: &EditFileArgs,
+) -> Result<(), ToolError> {
+    let Some(approved) = ctx.approved() else { return Ok(()) };
+    let now = approval_diff(ctx, config, args)?;
+    let now = hands_core::redact::text(&now);
+    if approved.details.as_deref() == Some(&*now) {
+        return Ok(());
+    }
+    Err(ToolError::model(format!(
+        "{} changed while the user was asked, so this edit would not be the one approved; \
+         nothing was written. Read the file again and send the edit anew. The edit would now \
+         be:\n{now}",
+        args.path
+    )))
 }
 
 const BOM: &str = "\u{FEFF}";

@@ -24,6 +24,7 @@ mod ledger;
 mod list_files;
 mod placeholders;
 mod read_file;
+mod stale;
 mod walk;
 mod workspace;
 mod write_file;

@@ -210,15 +210,8 @@ fn place(
             if matches!(hunk.lines.last(), Some(Line::Context(t)) if t.is_empty())
                 && let Seek::One(start, lv) = seek(lines, &old[..old.len() - 1], from, true, false)
             {
-                {
-                    let old_len = old.len() - 1;
-                    return Ok(Placed {
-                        start,
-                        old_len,
-                        level: level.max(lv),
-                        dropped_blank: true,
-                    });
-                }
+                let old_len = old.len() - 1;
+                return Ok(Placed { start, old_len, level: level.max(lv), dropped_blank: true });
             }
             Err(Miss::Body { hunk: index, from })
         }

@@ -3,6 +3,7 @@
 // Tests may unwrap: a failure is the test failing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod apply_patch;
 mod approval;
 mod common;
 mod edit_file;

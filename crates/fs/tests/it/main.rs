@@ -6,6 +6,7 @@
 mod apply_patch;
 mod approval;
 mod common;
+mod edit_corpus;
 mod edit_file;
 mod edit_props;
 mod env_secrets;

@@ -139,7 +139,7 @@ fn case(rng: &mut Rng, k: usize, f: &mut File, path: &str, well_formed: bool, pa
                 // or tabs as spaces (edit_file then finds only a near miss: a first-try failure).
                 let orig = &f.lines[t];
                 let new = expected.lines[t].clone();
-                if k % 4 == 0 {
+                if k.is_multiple_of(4) {
                     return Case {
                         tool: "edit_file",
                         args: json!({"path": path, "old_string": copied(orig, 2), "new_string": new}),

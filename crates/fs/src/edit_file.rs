@@ -1,10 +1,12 @@
-//! edit_file: replace an exact string in a text file, once (or everywhere with `replace_all`).
+//! edit_file: replace an exact string in a text file, once (or everywhere with `replace_all`); or
+//! several such replacements (`edits`), applied in order, all or nothing.
 //!
 //! Flow: refuse protected targets (atomic::check_writable), read the file (text and UTF-8 only), strip
 //! a BOM, find old_string — exactly, then, in a CRLF file, with its line breaks as CRLF — and demand
 //! one match (or ≥1 with replace_all). No match: report the closest region (`closest`: whitespace-
-//! insensitive, then fuzzy within a budget) and change nothing. Then re-add the BOM, write
-//! atomically, record the ledger, and return a short unified diff.
+//! insensitive, then fuzzy within a budget) and change nothing. A file changed on disk since the
+//! session read it (stale.rs) is judged by content: each old_string must still match exactly once.
+//! Then re-add the BOM, write atomically, record the ledger, and return a short unified diff.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -20,7 +22,8 @@ use crate::detect::{self, Kind};
 use crate::diff::unified_diff;
 use crate::ledger::{Seen, content_hash};
 use crate::read_file::human_size;
-use crate::{FsConfig, Ledger, RelPath, Workspace, atomic};
+use crate::stale::{self, Changed};
+use crate::{FsConfig, Ledger, RelPath, Workspace, atomic, placeholders};
 
 /// Arguments of edit_file.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -29,10 +32,30 @@ pub struct EditFileArgs {
     /// Path of the file to edit, relative to the project root.
     pub path: String,
     /// The exact text to replace; it must occur exactly once unless `replace_all` is true.
+    /// Leave it out when you give `edits`.
+    #[serde(default)]
+    pub old_string: Option<String>,
+    /// The text to put in its place (must differ from `old_string`).
+    #[serde(default)]
+    pub new_string: Option<String>,
+    /// Replace every occurrence instead of requiring exactly one (default false).
+    #[serde(default)]
+    pub replace_all: bool,
+    /// Several replacements in this file instead of one `old_string`: applied in order, each to
+    /// the text the previous ones left, and all or nothing.
+    #[serde(default)]
+    pub edits: Option<Vec<Edit>>,
+}
+
+/// One replacement of a multi-edit.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Edit {
+    /// The exact text to replace; it must occur exactly once unless `replace_all` is true.
     pub old_string: String,
     /// The text to put in its place (must differ from `old_string`).
     pub new_string: String,
-    /// Replace every occurrence instead of requiring exactly one (default false).
+    /// Replace every occurrence (default false).
     #[serde(default)]
     pub replace_all: bool,
 }
@@ -42,8 +65,13 @@ pub struct EditFileArgs {
 pub struct EditResult {
     /// Path relative to the project root.
     pub path: String,
-    /// Occurrences replaced.
+    /// Occurrences replaced (over all edits).
     pub replacements: usize,
+    /// Edits applied (1 for the single old_string form).
+    pub edits: usize,
+    /// True when the file had changed on disk since this session read it; every old_string still
+    /// matched the current content exactly once, so the edit was applied to it.
+    pub changed_since_read: bool,
     /// The change as a unified diff (a few lines of context around each hunk).
     pub diff: String,
 }
@@ -131,7 +159,7 @@ fn unchanged_since_approval(
     )))
 }
 
-const BOM: &str = "\u{FEFF}";
+pub(crate) const BOM: &str = "\u{FEFF}";
 
 /// An edit worked out but not written: the file's body before and after, and its BOM.
 struct Planned {
@@ -140,6 +168,8 @@ struct Planned {
     body: String,
     new_body: String,
     replacements: usize,
+    edits: usize,
+    changed_since_read: bool,
 }
 
 /// What the approval of an edit shows: its diff (nothing when the edit cannot be made; the call
@@ -156,22 +186,37 @@ pub(crate) fn approval_diff(
 
 fn edit(ctx: &Context, config: &FsConfig, args: &EditFileArgs) -> Result<ToolOutput, ToolError> {
     let ws = Workspace::of(ctx)?;
-    let Planned { path, bom, body, new_body, replacements } = plan(ctx, &ws, config, args)?;
+    let planned = plan(ctx, &ws, config, args)?;
+    let Planned { path, bom, body, new_body, replacements, edits, changed_since_read } = planned;
     let result = format!("{bom}{new_body}");
     let meta = atomic::write(&ws, &path, result.as_bytes(), ctx.cancel_token())
         .map_err(|err| atomic::write_error(&ws, "edit_file", &path, &err))?;
-    ctx.session()
-        .extension::<Ledger>()
-        .record(&path, Seen::new(&meta, Some(content_hash(result.as_bytes()))));
+    ctx.session().extension::<Ledger>().record_content(
+        &path,
+        Seen::new(&meta, Some(content_hash(result.as_bytes()))),
+        result.as_bytes(),
+    );
     let diff = unified_diff(&path, &body, &new_body);
+    let applied = if edits == 1 { String::new() } else { format!("{edits} edits, ") };
+    let note = if changed_since_read {
+        format!(
+            " {} had changed on disk since this session read it; every old_string still matched \
+             the current content exactly once, so the edit was applied to it.",
+            path.display()
+        )
+    } else {
+        String::new()
+    };
     Ok(ToolOutput::text(format!(
-        "Edited {} ({replacements} replacement{}).\n\n{diff}",
+        "Edited {} ({applied}{replacements} replacement{}).{note}\n\n{diff}",
         path.display(),
         if replacements == 1 { "" } else { "s" }
     ))
     .with_structured(crate::write_file::structured(&EditResult {
         path: path.display(),
         replacements,
+        edits,
+        changed_since_read,
         diff,
     })?))
 }
@@ -183,54 +228,23 @@ fn plan(
     config: &FsConfig,
     args: &EditFileArgs,
 ) -> Result<Planned, ToolError> {
-    if args.old_string.is_empty() {
-        return Err(ToolError::model(
-            "`old_string` is empty. To create a file or replace all of it, use write_file; to insert \
-             text, put a nearby line in old_string and repeat it with your addition in new_string.",
-        ));
-    }
-    if args.old_string == args.new_string {
-        return Err(ToolError::model(
-            "`old_string` and `new_string` are the same, so the edit would change nothing. Put the \
-             new text in new_string.",
-        ));
-    }
+    let edits = edits_of(args)?;
     let path = ws.resolve("path", &args.path)?;
     atomic::check_writable(ws, &path, config, "edit")?;
-    // old_string only finds text: a placeholder there may stand for a key hard-coded in any file
-    // (to replace it with an environment read); new text gets values only in a `.env*` file.
-    let old_string =
-        crate::placeholders::resolve(ws.root(), &path, "old_string", &args.old_string, true)?;
-    let new_string =
-        crate::placeholders::resolve(ws.root(), &path, "new_string", &args.new_string, false)?;
-    let text = load(ws, &path, config)?;
-    let (bom, body) = match text.strip_prefix(BOM) {
-        Some(rest) => (BOM, rest),
-        None => ("", text.as_str()),
-    };
-    let Some(found) = find(body, &old_string, &new_string) else {
-        return Err(no_match(&path, body, &old_string, ctx.cancel_token()));
-    };
-    let count = found.at.len();
-    if count > 1 && !args.replace_all {
-        let lines = match_lines(body, &found.at);
-        let shown: Vec<String> = lines.iter().take(50).map(u64::to_string).collect();
-        let more = if lines.len() > 50 {
-            format!(" and {} more", lines.len() - 50)
-        } else {
-            String::new()
-        };
-        return Err(ToolError::model(format!(
-            "`old_string` occurs {count} times in {} (lines {}{more}); nothing was changed. Add \
-             surrounding lines to old_string so that it matches exactly one place, or set \
-             replace_all to true to change every occurrence.",
-            path.display(),
-            shown.join(", ")
-        )));
+    let (text, meta) = load(ws, &path, config, "edit_file")?;
+    let changed = stale::changed_since_read(ctx, config, &path, &meta, text.as_bytes());
+    let (bom, body) = split_bom(&text);
+    let before = changed.as_ref().and_then(Changed::before_text);
+    let mut current = body.to_owned();
+    let mut replacements = 0;
+    for (index, edit) in edits.iter().enumerate() {
+        let which = Which { index, of: edits.len() };
+        let step = Step { ctx, ws, path: &path, which, changed: changed.as_ref(), body };
+        let (new_body, count) = step.apply(edit, &current, before.as_deref())?;
+        current = new_body;
+        replacements += count;
     }
-    let chosen = if args.replace_all { &found.at[..] } else { &found.at[..1] };
-    let new_body = splice(body, chosen, found.old.len(), &found.new);
-    let result = format!("{bom}{new_body}");
+    let result = format!("{bom}{current}");
     if result.len() > config.write_max_bytes {
         return Err(ToolError::model(format!(
             "The edited {} would be {}, over the {} edit_file writes; nothing was changed.",
@@ -239,26 +253,229 @@ fn plan(
             human_size(config.write_max_bytes as u64)
         )));
     }
-    let replacements = if args.replace_all { count } else { 1 };
-    Ok(Planned { bom, body: body.to_owned(), new_body, replacements, path })
+    Ok(Planned {
+        bom,
+        body: body.to_owned(),
+        new_body: current,
+        replacements,
+        edits: edits.len(),
+        changed_since_read: changed.is_some(),
+        path,
+    })
 }
 
-/// The file's text, refusing what an edit would corrupt (binaries, invalid UTF-8) or is too big.
-fn load(ws: &Workspace, path: &RelPath, config: &FsConfig) -> Result<String, ToolError> {
+/// The edits a call asks for: its `edits`, or its one old_string/new_string (with replace_all),
+/// each checked to be a real change.
+fn edits_of(args: &EditFileArgs) -> Result<Vec<Edit>, ToolError> {
+    let edits = match (&args.edits, &args.old_string, &args.new_string) {
+        (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
+            return Err(ToolError::model(
+                "Give either `old_string` and `new_string` or `edits`, not both. Put every \
+                 replacement in `edits` to make several.",
+            ));
+        }
+        (Some(edits), None, None) if edits.is_empty() => {
+            return Err(ToolError::model(
+                "`edits` is empty; give at least one {old_string, new_string}.",
+            ));
+        }
+        (Some(edits), None, None) => edits.clone(),
+        (None, Some(old), Some(new)) => {
+            vec![Edit {
+                old_string: old.clone(),
+                new_string: new.clone(),
+                replace_all: args.replace_all,
+            }]
+        }
+        (None, _, _) => {
+            return Err(ToolError::model(
+                "Give `old_string` (the exact text to replace) and `new_string` (its replacement), \
+                 or `edits` with several of them.",
+            ));
+        }
+    };
+    for (index, edit) in edits.iter().enumerate() {
+        let which = Which { index, of: edits.len() };
+        if edit.old_string.is_empty() {
+            return Err(ToolError::model(format!(
+                "{}`old_string` is empty. To create a file or replace all of it, use write_file; to \
+                 insert text, put a nearby line in old_string and repeat it with your addition in \
+                 new_string.",
+                which.prefix()
+            )));
+        }
+        if edit.old_string == edit.new_string {
+            return Err(ToolError::model(format!(
+                "{}`old_string` and `new_string` are the same, so the edit would change nothing. Put \
+                 the new text in new_string.",
+                which.prefix()
+            )));
+        }
+    }
+    Ok(edits)
+}
+
+/// Which edit of a call an error is about: nothing to say for a call with one.
+#[derive(Debug, Clone, Copy)]
+struct Which {
+    index: usize,
+    of: usize,
+}
+
+impl Which {
+    fn prefix(self) -> String {
+        if self.of == 1 {
+            String::new()
+        } else {
+            format!("Edit {} of {} (`edits[{}]`): ", self.index + 1, self.of, self.index)
+        }
+    }
+
+    fn field(self, name: &str) -> String {
+        if self.of == 1 { name.to_owned() } else { format!("edits[{}].{name}", self.index) }
+    }
+
+    /// After the first edit, line numbers are those of the text the earlier edits left.
+    fn after_earlier(self) -> &'static str {
+        if self.index == 0 {
+            ""
+        } else {
+            " (line numbers are of the text as the earlier edits of this call left it)"
+        }
+    }
+}
+
+/// One edit of a call, applied to the text the earlier ones left.
+struct Step<'a> {
+    ctx: &'a Context,
+    ws: &'a Workspace,
+    path: &'a RelPath,
+    which: Which,
+    changed: Option<&'a Changed>,
+    /// The file's body as it is on disk (for a changed file's refusal).
+    body: &'a str,
+}
+
+impl Step<'_> {
+    /// `current` with `edit` applied, and the occurrences replaced. `before` is the body as the
+    /// session read it, when the file changed since and the ledger kept it.
+    fn apply(
+        &self,
+        edit: &Edit,
+        current: &str,
+        before: Option<&str>,
+    ) -> Result<(String, usize), ToolError> {
+        let (root, path, which) = (self.ws.root(), self.path, self.which);
+        // old_string only finds text: a placeholder there may stand for a key hard-coded in any
+        // file (to replace it with an environment read); new text gets values only in a `.env*`.
+        let old =
+            placeholders::resolve(root, path, &which.field("old_string"), &edit.old_string, true)?;
+        let new =
+            placeholders::resolve(root, path, &which.field("new_string"), &edit.new_string, false)?;
+        let found = find(current, &old, &new);
+        let count = found.as_ref().map_or(0, |f| f.at.len());
+        if let Some(changed) = self.changed {
+            let as_read = before.and_then(|b| find(b, &old, &new)).map_or(0, |f| f.at.len());
+            let fine = count == 1 || (edit.replace_all && count > 0 && count == as_read);
+            if !fine {
+                return Err(self.changed_refusal(changed, count));
+            }
+        }
+        let Some(found) = found else {
+            return Err(prefixed(
+                which,
+                no_match(path, current, &old, self.ctx.cancel_token()),
+                which.after_earlier(),
+            ));
+        };
+        if count > 1 && !edit.replace_all {
+            return Err(several(path, current, &found.at, which));
+        }
+        let chosen = if edit.replace_all { &found.at[..] } else { &found.at[..1] };
+        Ok((splice(current, chosen, found.old.len(), &found.new), chosen.len()))
+    }
+
+    /// The refusal of an edit to a file that changed since the read, whose old_string does not
+    /// match the current content exactly once.
+    fn changed_refusal(&self, changed: &Changed, count: usize) -> ToolError {
+        let found = match count {
+            0 => "does not occur in it any more".to_owned(),
+            1 => "occurs there once, but not as often as in what was read (replace_all)".to_owned(),
+            n => format!("occurs there {n} times"),
+        };
+        ToolError::model(format!(
+            "{}{shown} changed on disk since this session read it (a formatter, an editor or another \
+             process), and old_string {found}; nothing was changed. The lines that changed since \
+             the read:\n{}Read the file again with read_file and redo the edit on its current \
+             content.",
+            self.which.prefix(),
+            stale::changed_lines(self.path, changed, self.body),
+            shown = self.path.display(),
+        ))
+    }
+}
+
+/// `err` (a model-facing error) with the edit it is about in front, and `suffix` at the end.
+fn prefixed(which: Which, err: ToolError, suffix: &str) -> ToolError {
+    match err {
+        ToolError::RespondToModel(text) => {
+            ToolError::model(format!("{}{text}{suffix}", which.prefix()))
+        }
+        other => other,
+    }
+}
+
+/// The refusal of an old_string that occurs several times without replace_all.
+fn several(path: &RelPath, body: &str, at: &[usize], which: Which) -> ToolError {
+    let count = at.len();
+    let lines = match_lines(body, at);
+    let shown: Vec<String> = lines.iter().take(50).map(u64::to_string).collect();
+    let more =
+        if lines.len() > 50 { format!(" and {} more", lines.len() - 50) } else { String::new() };
+    ToolError::model(format!(
+        "{}`old_string` occurs {count} times in {} (lines {}{more}){}; nothing was changed. Add \
+         surrounding lines to old_string so that it matches exactly one place, or set replace_all \
+         to true to change every occurrence.",
+        which.prefix(),
+        path.display(),
+        shown.join(", "),
+        which.after_earlier()
+    ))
+}
+
+/// The BOM (if any) and the text after it.
+pub(crate) fn split_bom(text: &str) -> (&'static str, &str) {
+    match text.strip_prefix(BOM) {
+        Some(rest) => (BOM, rest),
+        None => ("", text),
+    }
+}
+
+/// The file's text and metadata, refusing what an edit would corrupt (binaries, invalid UTF-8)
+/// or is too big. `tool` (edit_file or apply_patch) is named in the messages.
+pub(crate) fn load(
+    ws: &Workspace,
+    path: &RelPath,
+    config: &FsConfig,
+    tool: &str,
+) -> Result<(String, cap_std::fs::Metadata), ToolError> {
     let shown = path.display();
+    let create = if tool == "apply_patch" {
+        "To create it, use an `*** Add File:` section with its complete content."
+    } else {
+        "To create it, use write_file with its complete content."
+    };
     let mut file = ws.open_read(path).map_err(|err| match err.kind() {
-        io::ErrorKind::NotFound => ToolError::model(format!(
-            "{shown} does not exist. To create it, use write_file with its complete content."
-        )),
+        io::ErrorKind::NotFound => ToolError::model(format!("{shown} does not exist. {create}")),
         _ => ws.io_error("edited", path, &err),
     })?;
     let meta = file.metadata().map_err(|err| ws.io_error("edited", path, &err))?;
     if meta.is_dir() {
-        return Err(ToolError::model(format!("{shown} is a directory; edit_file edits files.")));
+        return Err(ToolError::model(format!("{shown} is a directory; {tool} edits files.")));
     }
     if meta.len() > config.write_max_bytes as u64 {
         return Err(ToolError::model(format!(
-            "{shown} is {}, over the {} edit_file handles. Change it with a command through bash.",
+            "{shown} is {}, over the {} {tool} handles. Change it with a command through bash.",
             human_size(meta.len()),
             human_size(config.write_max_bytes as u64)
         )));
@@ -267,18 +484,19 @@ fn load(ws: &Workspace, path: &RelPath, config: &FsConfig) -> Result<String, Too
     file.read_to_end(&mut bytes).map_err(|err| ws.io_error("edited", path, &err))?;
     if let Kind::Binary(kind) | Kind::Image(kind) = detect::sniff(&bytes) {
         return Err(ToolError::model(format!(
-            "{shown} is a binary file ({kind}, {}); edit_file only edits text, and a text edit would \
+            "{shown} is a binary file ({kind}, {}); {tool} only edits text, and a text edit would \
              corrupt it.",
             human_size(meta.len())
         )));
     }
-    String::from_utf8(bytes).map_err(|err| {
+    let text = String::from_utf8(bytes).map_err(|err| {
         ToolError::model(format!(
-            "{shown} is not valid UTF-8 (invalid bytes at byte {}); edit_file refuses it because \
+            "{shown} is not valid UTF-8 (invalid bytes at byte {}); {tool} refuses it because \
              rewriting it as text would corrupt those bytes. Change it with a command through bash.",
             err.utf8_error().valid_up_to()
         ))
-    })
+    })?;
+    Ok((text, meta))
 }
 
 /// Where old_string matches `body`, as the strings that matched.
@@ -421,11 +639,11 @@ fn no_match(path: &RelPath, body: &str, old: &str, cancel: &CancellationToken) -
 
 /// A similarity as a whole percentage, floored and at most 99: the region is never an exact
 /// match (that would have been found), so it is never shown as 100%.
-fn percent(score: f64) -> u32 {
+pub(crate) fn percent(score: f64) -> u32 {
     ((score * 100.0).floor() as u32).min(99)
 }
 
-fn clip(s: &str, max: usize) -> Cow<'_, str> {
+pub(crate) fn clip(s: &str, max: usize) -> Cow<'_, str> {
     match s.char_indices().nth(max) {
         Some((cut, _)) => Cow::Owned(format!("{}…", &s[..cut])),
         None => Cow::Borrowed(s),
@@ -434,11 +652,11 @@ fn clip(s: &str, max: usize) -> Cow<'_, str> {
 
 /// A region of the file close to old_string: 0-based first line and line count.
 #[derive(Debug, PartialEq)]
-struct Near {
-    start: usize,
-    len: usize,
-    score: f64,
-    whitespace_only: bool,
+pub(crate) struct Near {
+    pub(crate) start: usize,
+    pub(crate) len: usize,
+    pub(crate) score: f64,
+    pub(crate) whitespace_only: bool,
 }
 
 /// Line pairs a strided fuzzy scan aims at, so that it spreads over the whole file.
@@ -458,7 +676,7 @@ const SCORED_LINES: usize = 256;
 const ANCHOR_REPEATS: usize = 8;
 
 /// The work left for the near-miss search, and the call's cancellation.
-struct Budget<'a> {
+pub(crate) struct Budget<'a> {
     left: u64,
     cancel: &'a CancellationToken,
     /// Some step was refused: the search was cut short.
@@ -466,7 +684,7 @@ struct Budget<'a> {
 }
 
 impl<'a> Budget<'a> {
-    fn new(cancel: &'a CancellationToken) -> Self {
+    pub(crate) fn new(cancel: &'a CancellationToken) -> Self {
         Self::with(SEARCH_BUDGET, cancel)
     }
 
@@ -500,7 +718,7 @@ impl<'a> Budget<'a> {
     }
 
     /// True when the search was cut short (out of budget or cancelled).
-    fn exhausted(&self) -> bool {
+    pub(crate) fn exhausted(&self) -> bool {
         self.cut
     }
 }
@@ -510,7 +728,7 @@ impl<'a> Budget<'a> {
 /// [`SCORED_LINES`] lines spread over the window), looking first at windows anchored on a line that
 /// old_string has verbatim, else a strided scan. Everything is paid from `budget` (the whitespace
 /// step gets at most half); when it runs out the best window scored so far is returned (or none).
-fn closest(body: &str, old: &str, budget: &mut Budget<'_>) -> Option<Near> {
+pub(crate) fn closest(body: &str, old: &str, budget: &mut Budget<'_>) -> Option<Near> {
     let lines: Vec<&str> = body.split('\n').map(|l| l.trim_end_matches('\r')).collect();
     let old_lines: Vec<&str> =
         old.trim_end_matches(['\n', '\r']).split('\n').map(|l| l.trim_end_matches('\r')).collect();

@@ -1,4 +1,5 @@
-//! The file and search tools of hands: read_file, write_file, edit_file, list_files, glob, grep.
+//! The file and search tools of hands: read_file, write_file, edit_file, apply_patch, list_files,
+//! glob, grep.
 //!
 //! Every path goes through the [`Workspace`], which opens files relative to a directory handle on the
 //! project root, so that nothing outside the root is read or written whatever the path or symlinks
@@ -11,6 +12,7 @@
 //! assert!(registry.get("grep").is_some());
 //! ```
 
+mod apply_patch;
 pub mod atomic;
 mod config;
 mod detect;
@@ -22,12 +24,16 @@ mod grep;
 mod hidden;
 mod ledger;
 mod list_files;
+mod patch_format;
+mod patch_match;
 mod placeholders;
 mod read_file;
+mod stale;
 mod walk;
 mod workspace;
 mod write_file;
 
+pub use apply_patch::ApplyPatch;
 pub use config::FsConfig;
 pub use edit_file::EditFile;
 pub use glob::{Glob, GlobArgs};
@@ -41,18 +47,19 @@ pub use write_file::WriteFile;
 
 use hands_core::RegistryBuilder;
 
-/// Register the six fs tools with `config`.
+/// Register the seven fs tools with `config`.
 pub fn register(builder: RegistryBuilder, config: &FsConfig) -> RegistryBuilder {
     register_with(builder, config, Hints::default())
 }
 
-/// Register the six fs tools with `config`, read_file pointing to the tools `hints` names.
+/// Register the seven fs tools with `config`, read_file pointing to the tools `hints` names.
 pub fn register_with(builder: RegistryBuilder, config: &FsConfig, hints: Hints) -> RegistryBuilder {
     builder
         .spill_hint("read it with read_file and offset/limit, or grep it")
         .tool(ReadFile::with_hints(config.clone(), hints))
         .tool(WriteFile::new(config.clone()))
         .tool(EditFile::new(config.clone()))
+        .tool(ApplyPatch::new(config.clone()))
         .tool(ListFiles::new(config.clone()))
         .tool(Glob::new(config.clone()))
         .tool(Grep::new(config.clone()))

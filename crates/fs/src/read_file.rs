@@ -222,7 +222,7 @@ fn read(
             file.take(config.read_max_bytes).read_to_end(&mut bytes).map_err(io_err)?;
         }
         let out = render(&mut &bytes[..], &window, config, ctx.cancel_token(), true);
-        ledger.record(path, Seen::new(meta, Some(content_hash(&bytes))));
+        ledger.record_content(path, Seen::new(meta, Some(content_hash(&bytes))), &bytes);
         out
     } else {
         let mut reader = BufReader::with_capacity(64 * 1024, Cursor::new(head).chain(file));

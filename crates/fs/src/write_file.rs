@@ -128,7 +128,7 @@ fn write(ctx: &Context, config: &FsConfig, args: &WriteFileArgs) -> Result<ToolO
     }
     let meta = atomic::write(&ws, &path, bytes, ctx.cancel_token())
         .map_err(|err| atomic::write_error(&ws, "write_file", &path, &err))?;
-    ledger.record(&path, Seen::new(&meta, Some(content_hash(bytes))));
+    ledger.record_content(&path, Seen::new(&meta, Some(content_hash(bytes))), bytes);
     let action = if existing.is_some() { "updated" } else { "created" };
     let lines = line_count(&content);
     let verb = if existing.is_some() { "Updated" } else { "Created" };

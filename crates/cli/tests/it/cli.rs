@@ -45,6 +45,7 @@ fn tools_lists_the_fs_and_process_tools_and_plan_mode_the_read_only_ones() {
             "read_file",
             "write_file",
             "edit_file",
+            "apply_patch",
             "list_files",
             "glob",
             "grep",

@@ -190,6 +190,7 @@ const EXERCISED: &[&str] = &[
     "secrets",
     "write_file",
     "edit_file",
+    "apply_patch",
     "glob",
     "grep",
     "bash",
@@ -261,6 +262,15 @@ fn file_tools_structured_results_hold_what_the_text_says() {
     );
     assert!(diff.contains("-fn beta() {}") && diff.contains("+fn gamma() {}"), "{diff}");
     assert_eq!(s["replacements"], 1);
+
+    let patch = "*** Begin Patch\n*** Update File: src/lib.rs\n@@\n-fn alpha() {}\n+fn delta() {}\n*** Add File: notes/new.txt\n+new\n*** End Patch\n";
+    let r = p.call("apply_patch", &json!({"input": patch}));
+    let (text, s) = checked(&schemas, "apply_patch", &r);
+    assert!(text.contains("M src/lib.rs (+1 -1): hunk 1 at line 1 exact"), "{text}");
+    assert!(text.contains("A notes/new.txt (+1 -0)"), "{text}");
+    assert_eq!((&s["lines_added"], &s["lines_removed"]), (&json!(2), &json!(1)));
+    assert_eq!(s["files"][0]["hunks"][0], json!({"line": 1, "level": "exact"}));
+    assert_eq!(s["files"][1]["action"], "added");
 
     for i in 0..3 {
         p.put(&format!("src/m{i}.rs"), &format!("// one\nlet needle_{i} = 1;\n// two\n"));

@@ -248,3 +248,144 @@ async fn dedup_in_a_turn_never_serves_a_stale_read() {
     let fresh = p.call_in("t2", "read_file", read()).await;
     assert!(fresh.joined_text().contains("outside change"), "{}", fresh.joined_text());
 }
+
+#[tokio::test]
+async fn several_edits_apply_in_order_all_or_nothing() {
+    let p = Project::new();
+    p.put("main.rs", RS);
+    let out = p
+        .call(
+            "edit_file",
+            json!({"path": "main.rs", "edits": [
+                {"old_string": "let x = 1;", "new_string": "let x = 10;"},
+                // The second edit sees the first one's result.
+                {"old_string": "let x = 10;\n    let y = 2;", "new_string": "let x = 10;\n    let y = 20;"},
+                {"old_string": "x + y", "new_string": "x * y"}
+            ]}),
+        )
+        .await;
+    assert!(!out.is_error, "{}", out.joined_text());
+    let want =
+        RS.replace("let x = 1;", "let x = 10;").replace("= 2;", "= 20;").replace("x + y", "x * y");
+    assert_eq!(p.get("main.rs"), want.as_bytes());
+    assert!(out.joined_text().starts_with("Edited main.rs (3 edits, 3 replacements)."));
+    let s = out.structured.unwrap();
+    assert_eq!(
+        (&s["edits"], &s["replacements"], &s["changed_since_read"]),
+        (&json!(3), &json!(3), &json!(false))
+    );
+    // The third edit fails: nothing of the first two is written, and the error names the edit.
+    let err = p
+        .err(
+            "edit_file",
+            json!({"path": "main.rs", "edits": [
+                {"old_string": "let x = 10;", "new_string": "let x = 11;"},
+                {"old_string": "fn main", "new_string": "fn start"},
+                {"old_string": "let z = 3;", "new_string": "let z = 4;"}
+            ]}),
+        )
+        .await;
+    assert!(err.starts_with("Edit 3 of 3 (`edits[2]`): `old_string` was not found"), "{err}");
+    assert_eq!(p.get("main.rs"), want.as_bytes());
+    // Several matches of one edit, and a no-op edit, are refused with the edit named.
+    p.put("a.txt", "a\na\nb\n");
+    let err = p
+        .err(
+            "edit_file",
+            json!({"path": "a.txt", "edits": [{"old_string": "b", "new_string": "c"}, {"old_string": "a", "new_string": "z"}]}),
+        )
+        .await;
+    assert!(err.starts_with("Edit 2 of 2") && err.contains("occurs 2 times"), "{err}");
+    let out = p
+        .call(
+            "edit_file",
+            json!({"path": "a.txt", "edits": [{"old_string": "b", "new_string": "c"}, {"old_string": "a", "new_string": "z", "replace_all": true}]}),
+        )
+        .await;
+    assert!(!out.is_error, "{}", out.joined_text());
+    assert_eq!(p.get("a.txt"), b"z\nz\nc\n");
+    let err = p
+        .err(
+            "edit_file",
+            json!({"path": "a.txt", "edits": [{"old_string": "c", "new_string": "c"}]}),
+        )
+        .await;
+    assert!(err.contains("the same"), "{err}");
+}
+
+#[tokio::test]
+async fn the_two_forms_do_not_mix_and_one_is_needed() {
+    let p = Project::new();
+    p.put("a.txt", "abc\n");
+    let err = p
+        .err(
+            "edit_file",
+            json!({"path": "a.txt", "old_string": "a", "new_string": "b", "edits": [{"old_string": "b", "new_string": "c"}]}),
+        )
+        .await;
+    assert!(err.contains("not both"), "{err}");
+    let err = p.err("edit_file", json!({"path": "a.txt", "old_string": "a"})).await;
+    assert!(err.contains("new_string"), "{err}");
+    let err = p.err("edit_file", json!({"path": "a.txt", "edits": []})).await;
+    assert!(err.contains("`edits` is empty"), "{err}");
+    assert_eq!(p.get("a.txt"), b"abc\n");
+}
+
+#[tokio::test]
+async fn a_file_reformatted_since_the_read_is_judged_by_content() {
+    let p = Project::new();
+    p.put("app.py", "def f(a,b):\n    return a+b\n\nprint(f(1,2))\n");
+    p.ok("read_file", json!({"path": "app.py"})).await;
+    // A formatter rewrites the file after the read.
+    p.put("app.py", "def f(a, b):\n    return a + b\n\n\nprint(f(1, 2))\n");
+    // old_string still matches once: applied, and the result says the file had changed.
+    let out = p
+        .call(
+            "edit_file",
+            json!({"path": "app.py", "old_string": "print(f(1, 2))", "new_string": "print(f(3, 4))"}),
+        )
+        .await;
+    assert!(!out.is_error, "{}", out.joined_text());
+    assert!(out.joined_text().contains("had changed on disk since this session read it"));
+    assert_eq!(out.structured.unwrap()["changed_since_read"], true);
+    assert_eq!(p.get("app.py"), b"def f(a, b):\n    return a + b\n\n\nprint(f(3, 4))\n");
+    // The edit counts as a read: the next edit sees no change.
+    let out = p
+        .call(
+            "edit_file",
+            json!({"path": "app.py", "old_string": "f(3, 4)", "new_string": "f(5, 6)"}),
+        )
+        .await;
+    assert_eq!(out.structured.unwrap()["changed_since_read"], false);
+    // Changed again, and old_string (as the model last saw it) no longer matches: refused with
+    // the lines that changed since the read.
+    p.put("app.py", "def f(a, b):\n    return a + b\n\n\nprint(f(5, 6))  # formatted\n");
+    let err = p
+        .err(
+            "edit_file",
+            json!({"path": "app.py", "old_string": "print(f(5, 6))\n", "new_string": "x\n"}),
+        )
+        .await;
+    assert!(err.contains("changed on disk since this session read it"), "{err}");
+    assert!(err.contains("does not occur in it any more"), "{err}");
+    assert!(err.contains("-print(f(5, 6))\n+print(f(5, 6))  # formatted"), "{err}");
+    assert_eq!(
+        p.get("app.py"),
+        b"def f(a, b):\n    return a + b\n\n\nprint(f(5, 6))  # formatted\n"
+    );
+}
+
+#[tokio::test]
+async fn a_changed_file_whose_old_string_now_occurs_twice_is_refused() {
+    let p = Project::new();
+    p.put("a.txt", "one\ntwo\n");
+    p.ok("read_file", json!({"path": "a.txt"})).await;
+    p.put("a.txt", "one\ntwo\none\n");
+    let err =
+        p.err("edit_file", json!({"path": "a.txt", "old_string": "one", "new_string": "1"})).await;
+    assert!(err.contains("occurs there 2 times") && err.contains("+one"), "{err}");
+    assert_eq!(p.get("a.txt"), b"one\ntwo\none\n");
+    // Without a read there is nothing to compare with: the usual rules.
+    p.put("b.txt", "one\n");
+    p.ok("edit_file", json!({"path": "b.txt", "old_string": "one", "new_string": "1"})).await;
+}

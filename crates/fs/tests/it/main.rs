@@ -3,8 +3,10 @@
 // Tests may unwrap: a failure is the test failing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod apply_patch;
 mod approval;
 mod common;
+mod edit_corpus;
 mod edit_file;
 mod edit_props;
 mod env_secrets;

@@ -58,7 +58,7 @@ pub struct FileResult {
     /// Path relative to the project root (for a move: where it was).
     pub path: String,
     /// Where a moved file is now.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub moved_to: Option<String>,
     /// Where each hunk went and how loosely it had to be matched.
     pub hunks: Vec<HunkMatch>,
@@ -138,8 +138,8 @@ impl Tool for ApplyPatch {
             }
             run(&ctx, &config, &args, &|_| Ok(()))
         })
-            .await
-            .map_err(|err| ToolError::Fatal(format!("apply_patch task failed: {err}")))?
+        .await
+        .map_err(|err| ToolError::Fatal(format!("apply_patch task failed: {err}")))?
     }
 }
 

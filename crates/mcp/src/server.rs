@@ -507,7 +507,13 @@ impl Approver for ElicitationApprover {
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Decision> {
         Box::pin(async move {
-            let message = match &request.details {
+            // A summary cut short is never all that is shown: the whole argument follows (a
+            // terminal shows it whole by itself).
+            let details = request
+                .details
+                .clone()
+                .or_else(|| hands_core::approval::whole_when_cut(&request.args));
+            let message = match &details {
                 Some(details) => {
                     format!("hands wants to run {}.\n{details}\nAllow it?", request.summary)
                 }

@@ -60,11 +60,7 @@ impl Middleware for Approve {
             Some(summary) => crate::redact::text(&summary).into_owned(),
             None => summary(&req.call.name, &args),
         };
-        // A summary cut short is never all that is shown: the whole argument follows.
-        let details = review
-            .details
-            .map(|text| crate::redact::text(&text).into_owned())
-            .or_else(|| crate::approval::whole_when_cut(&args));
+        let details = review.details.map(|text| crate::redact::text(&text).into_owned());
         let request = ApprovalRequest {
             session: session.id().to_owned(),
             tool: req.call.name.clone(),

@@ -24,6 +24,7 @@ mod grep;
 mod hidden;
 mod ledger;
 mod list_files;
+mod near_miss;
 mod patch_format;
 mod patch_match;
 mod placeholders;

@@ -14,7 +14,7 @@ use hands_core::CancellationToken;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::edit_file::{Budget, clip, closest, percent};
+use crate::near_miss::{Budget, clip, closest, percent};
 use crate::patch_format::{Hunk, Line};
 
 /// How loosely a hunk's lines had to be compared to be found.

@@ -11,80 +11,32 @@
 //! asked with `notify_on` — queues a notice for the model's next result when the output matches
 //! or the program exits.
 
+mod shown;
+mod wait;
+
+pub use shown::TerminalResult;
+
 use std::borrow::Cow;
-use std::io::{Read, Seek, SeekFrom};
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 use std::time::Duration;
 
-use hands_core::process::ProcessStatus;
-use hands_core::{Annotations, Context, Notice, NoticeKind, Session, Tool, ToolError, ToolOutput};
-use hands_core::{CancellationToken, Family, Label, Modes, Policy};
-use regex::Regex;
+use hands_core::{Annotations, Context, Tool, ToolError, ToolOutput};
+use hands_core::{Family, Label, Modes, Policy};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::config::ExecConfig;
 use crate::launch::refuse_over_limit;
-use crate::notes::{Notes, describe, exit_code, label, state};
-use crate::ready::strip_ansi;
+use crate::notes::{Notes, describe, label};
 use crate::supervisor::{Kind, Proc, SpawnSpec, Status, Supervisor};
 use crate::terminal::{self, KEY_NAMES, Size, WriteError};
+use shown::{Answer, budget, output_since, render};
+use wait::{MAX_WAIT_MS, Waited, pattern, settle, until, until_read, watch};
 
-/// The yield window when a call names none: long enough for a prompt to appear.
-const DEFAULT_YIELD_MS: u64 = 1_000;
-/// The wait for a `wait_for` pattern or the exit when a call names none.
-const DEFAULT_WAIT_MS: u64 = 30_000;
-/// The longest any call waits (the tool's own limit is a little longer).
-const MAX_WAIT_MS: u64 = 600_000;
-/// Bytes of new output a result shows when the call names no budget.
-const DEFAULT_MAX_BYTES: usize = 8 * 1024;
-/// The largest budget a call may ask for.
-const MAX_BYTES: usize = 256 * 1024;
 /// How long a write waits for a program that does not read its input.
 const WRITE_DEADLINE: Duration = Duration::from_secs(5);
 /// Input one call may type at most.
 const MAX_INPUT: usize = 64 * 1024;
-
-/// The structured result of every terminal tool: everything its text says.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct TerminalResult {
-    /// The terminal's id (`p1`, …), shared with the background processes: stop_process stops it.
-    pub id: String,
-    /// Process id of its shell.
-    pub pid: u32,
-    /// Running, exited or stopped.
-    pub status: ProcessStatus,
-    /// Exit code, once it exited by itself.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exit_code: Option<i32>,
-    /// What ended the wait: `yield` (the window ran out), `match` (`wait_for` matched), `exit`,
-    /// `timeout` (`wait_for` did not match in time), or `none` (nothing was waited for).
-    pub waited: String,
-    /// The text `wait_for` matched.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub matched: Option<String>,
-    /// The new output, escape codes removed and progress redraws collapsed, capped by the budget.
-    pub output: String,
-    /// The output's end as a byte offset: the read cursor now.
-    pub offset: u64,
-    /// Bytes of new output left out by the budget (they are in the log).
-    pub skipped_bytes: u64,
-    /// Byte offset where the left-out output starts (read on with terminal_read `offset`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub skipped_from: Option<u64>,
-    /// Bytes typed into the terminal by this call.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sent_bytes: Option<u64>,
-    /// The screen as a person sees it (with `screen`, or for a full-screen program).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub screen: Option<String>,
-    /// Cursor row and column on the screen, from 0 (with `screen`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cursor: Option<[u16; 2]>,
-    /// The whole output, relative to the project root.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub log: Option<String>,
-}
 
 /// Arguments of terminal_start.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -175,278 +127,6 @@ pub struct ReadArgs {
     pub max_bytes: Option<usize>,
 }
 
-/// What a call waits for after it started or typed.
-#[derive(Debug)]
-enum Until {
-    /// Nothing: answer now.
-    Now,
-    /// The window, or the exit.
-    Yield(Duration),
-    /// The pattern, or the exit, within the time.
-    Pattern(Regex, Duration),
-    /// The exit, within the time.
-    Exit(Duration),
-}
-
-/// How the wait ended.
-#[derive(Debug, PartialEq)]
-enum Waited {
-    Now,
-    Yield,
-    Match(String),
-    Exit,
-    Timeout,
-    Cancelled,
-}
-
-impl Waited {
-    fn word(&self) -> &'static str {
-        match self {
-            Waited::Now => "none",
-            Waited::Yield => "yield",
-            Waited::Match(_) => "match",
-            Waited::Exit => "exit",
-            Waited::Timeout => "timeout",
-            Waited::Cancelled => "cancelled",
-        }
-    }
-}
-
-fn pattern(name: &str, text: &str) -> Result<Regex, ToolError> {
-    regex::RegexBuilder::new(text)
-        .size_limit(1 << 20)
-        .build()
-        .map_err(|e| ToolError::model(format!("`{name}` is not a valid regex: {e}")))
-}
-
-fn until(
-    wait_for: Option<&str>,
-    timeout_ms: Option<u64>,
-    yield_ms: Option<u64>,
-) -> Result<Until, ToolError> {
-    let clamp = |ms: u64| Duration::from_millis(ms.min(MAX_WAIT_MS));
-    match wait_for {
-        Some(text) => Ok(Until::Pattern(
-            pattern("wait_for", text)?,
-            clamp(timeout_ms.unwrap_or(DEFAULT_WAIT_MS)),
-        )),
-        None => Ok(Until::Yield(clamp(yield_ms.unwrap_or(DEFAULT_YIELD_MS)))),
-    }
-}
-
-fn budget(max_bytes: Option<usize>) -> Result<usize, ToolError> {
-    match max_bytes {
-        Some(0) => Err(ToolError::model("`max_bytes` must be at least 1.")),
-        Some(n) => Ok(n.min(MAX_BYTES)),
-        None => Ok(DEFAULT_MAX_BYTES),
-    }
-}
-
-/// Wait as `until` says, watching the output from byte `from`.
-async fn settle(proc: &Proc, from: u64, until: &Until, cancel: &CancellationToken) -> Waited {
-    let (limit, regex) = match until {
-        Until::Now => return Waited::Now,
-        Until::Yield(d) | Until::Exit(d) => (*d, None),
-        Until::Pattern(re, d) => (*d, Some(re)),
-    };
-    let deadline = tokio::time::Instant::now() + limit;
-    let mut changes = proc.subscribe();
-    // Where the next search starts: a little before the end of what was searched, so that a
-    // match split across two reads is found, without searching everything again each time.
-    let mut scan_from = from;
-    loop {
-        if let Some(re) = regex {
-            let (bytes, total, _) = proc.read_since(scan_from);
-            let text = clean(&bytes);
-            if let Some(m) = re.find(&text) {
-                return Waited::Match(m.as_str().to_owned());
-            }
-            scan_from = total.saturating_sub(4096).max(from);
-        }
-        if proc.status() != Status::Running {
-            // What it printed last may still be on its way through the drain.
-            let _ = tokio::time::timeout(Duration::from_millis(200), proc.wait_drained()).await;
-            if let Some(re) = regex {
-                let (bytes, _, _) = proc.read_since(scan_from);
-                if let Some(m) = re.find(&clean(&bytes)) {
-                    return Waited::Match(m.as_str().to_owned());
-                }
-            }
-            return Waited::Exit;
-        }
-        tokio::select! {
-            changed = changes.changed() => {
-                if changed.is_err() {
-                    return Waited::Exit;
-                }
-            }
-            () = tokio::time::sleep_until(deadline) => {
-                return match until {
-                    Until::Yield(_) => Waited::Yield,
-                    _ => Waited::Timeout,
-                };
-            }
-            () = cancel.cancelled() => return Waited::Cancelled,
-        }
-    }
-}
-
-static EXTRA_ESCAPES: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    // What strip_ansi leaves: charset selection (`ESC ( B`), keypad modes (`ESC =`, `ESC >`),
-    // cursor save and restore (`ESC 7`, `ESC 8`).
-    Regex::new(r"\x1b[()*+][0-9A-Za-z]|\x1b[=>78]").ok()
-});
-
-/// Terminal output as text a model reads: escape codes removed, `\r` redraws collapsed to what
-/// the line finally shows, backspaces applied, other control characters dropped.
-pub(crate) fn clean(bytes: &[u8]) -> String {
-    let text = strip_ansi(&String::from_utf8_lossy(bytes));
-    let text = match EXTRA_ESCAPES.as_ref() {
-        Some(re) if text.contains('\x1b') => re.replace_all(&text, "").into_owned(),
-        _ => text,
-    };
-    let mut out = String::with_capacity(text.len());
-    for (i, line) in text.split('\n').enumerate() {
-        if i > 0 {
-            out.push('\n');
-        }
-        let line = line.trim_end_matches('\r');
-        // A progress bar redraws its line after `\r`: what a person sees is the last drawing.
-        let shown = line.rsplit('\r').find(|part| !part.is_empty()).unwrap_or("");
-        let mut kept = String::with_capacity(shown.len());
-        for c in shown.chars() {
-            match c {
-                '\u{8}' => {
-                    kept.pop();
-                }
-                '\t' => kept.push(c),
-                c if c.is_control() => {}
-                c => kept.push(c),
-            }
-        }
-        out.push_str(&kept);
-    }
-    out
-}
-
-/// New output from `from` on, within `max` bytes: (text, skipped bytes, where the skipped part
-/// starts, the end offset). Too much output shows its start and its end, the middle skipped.
-fn output_since(proc: &Proc, root: &std::path::Path, from: u64, max: usize) -> Shown {
-    let (memory, total, dropped) = proc.read_since(from);
-    let new = total.saturating_sub(from);
-    if new as usize <= max && dropped == 0 {
-        return Shown { text: clean(&memory), skipped: 0, skipped_from: None, end: total };
-    }
-    let head_len = max / 4;
-    let tail_len = max - head_len;
-    let head = read_range(proc, root, from, head_len).unwrap_or_default();
-    let tail_start = total.saturating_sub(tail_len as u64).max(from + head.len() as u64);
-    let tail =
-        read_range(proc, root, tail_start, (total - tail_start) as usize).unwrap_or_default();
-    let skipped_from = from + head.len() as u64;
-    let skipped = tail_start.saturating_sub(skipped_from);
-    let mut text = clean(&head);
-    if skipped > 0 {
-        if !text.ends_with('\n') {
-            text.push('\n');
-        }
-        text.push_str(&format!(
-            "… [{skipped} bytes skipped: terminal_read {{\"id\": \"{}\", \"offset\": {skipped_from}}} \
-             reads them] …\n",
-            proc.id
-        ));
-    }
-    text.push_str(&clean(&tail));
-    Shown { text, skipped, skipped_from: (skipped > 0).then_some(skipped_from), end: total }
-}
-
-struct Shown {
-    text: String,
-    skipped: u64,
-    skipped_from: Option<u64>,
-    end: u64,
-}
-
-/// `len` bytes of output from `offset`: from memory when kept there, else from the log.
-fn read_range(proc: &Proc, root: &std::path::Path, offset: u64, len: usize) -> Option<Vec<u8>> {
-    let (memory, _, dropped) = proc.read_since(offset);
-    if dropped == 0 {
-        return Some(memory[..len.min(memory.len())].to_vec());
-    }
-    let log = proc.log_path()?;
-    let name = log.rsplit('/').next()?;
-    let dir = hands_core::middleware::truncate::hands_subdir(root, "processes").ok()?;
-    let mut file = dir.open(name).ok()?.into_std();
-    file.seek(SeekFrom::Start(offset)).ok()?;
-    let mut bytes = Vec::with_capacity(len);
-    file.take(len as u64).read_to_end(&mut bytes).ok()?;
-    Some(bytes)
-}
-
-/// The answer of a terminal call.
-struct Answer<'a> {
-    proc: &'a Proc,
-    waited: Waited,
-    shown: Shown,
-    sent: Option<u64>,
-    screen: bool,
-}
-
-fn render(answer: Answer<'_>) -> ToolOutput {
-    let Answer { proc, waited, shown, sent, screen } = answer;
-    let status = proc.status();
-    let mut text = format!("Terminal {} — {}.", label(proc), describe(&status));
-    if let Some(sent) = sent {
-        text.push_str(&format!(" Typed {sent} bytes."));
-    }
-    match &waited {
-        Waited::Match(m) => text.push_str(&format!("\nwait_for matched \"{m}\".")),
-        Waited::Timeout => text.push_str("\nwait_for did not match before the timeout."),
-        Waited::Cancelled => text.push_str("\nThe wait was cancelled."),
-        Waited::Now | Waited::Yield | Waited::Exit => {}
-    }
-    let view = proc.terminal().map(|t| t.screen());
-    // A full-screen program's output is drawing, not text: its screen says more.
-    let show_screen = screen || view.as_ref().is_some_and(|v| v.alternate);
-    let screen_text = view.as_ref().filter(|_| show_screen).map(|v| v.text());
-    if let Some(screen_text) = &screen_text {
-        text.push_str(&format!("\nScreen:\n{screen_text}"));
-    } else if shown.text.trim().is_empty() {
-        text.push_str("\nNo new output.");
-    } else {
-        text.push_str(&format!("\nOutput:\n{}", shown.text.trim_end_matches('\n')));
-    }
-    if status == Status::Running {
-        text.push_str(&format!(
-            "\nterminal_send {{\"id\": \"{0}\", \"text\": \"…\"}} types into it, terminal_read \
-             {{\"id\": \"{0}\", \"wait_for\": \"…\"}} waits for output, stop_process {{\"id\": \
-             \"{0}\"}} stops it.",
-            proc.id
-        ));
-    }
-    let result = TerminalResult {
-        id: proc.id.clone(),
-        pid: proc.pid,
-        status: state(&status),
-        exit_code: exit_code(&status),
-        waited: waited.word().to_owned(),
-        matched: match waited {
-            Waited::Match(m) => Some(m),
-            _ => None,
-        },
-        output: shown.text,
-        offset: shown.end,
-        skipped_bytes: shown.skipped,
-        skipped_from: shown.skipped_from,
-        sent_bytes: sent,
-        screen: screen_text,
-        cursor: view.filter(|_| show_screen).map(|v| [v.cursor.0, v.cursor.1]),
-        log: proc.log_path(),
-    };
-    let structured = serde_json::to_value(&result).unwrap_or(serde_json::Value::Null);
-    ToolOutput::text(text).with_structured(structured)
-}
-
 /// The terminal `id` of this session, or a model error listing the ones there are.
 fn find(ctx: &Context, config: &ExecConfig, id: &str) -> Result<Arc<Proc>, ToolError> {
     let supervisor = Supervisor::of(ctx.session(), config);
@@ -471,58 +151,6 @@ fn find(ctx: &Context, config: &ExecConfig, id: &str) -> Result<Arc<Proc>, ToolE
             }))
         }
     }
-}
-
-/// Watch a terminal to its end: record it, stop what it left holding the terminal, and send the
-/// wake-up notices `notify_on` asked for.
-fn watch(session: Session, proc: Arc<Proc>, notify: Option<Regex>, grace: Duration) {
-    tokio::spawn(async move {
-        let notes = Notes::of_session(&session);
-        if let Some(re) = &notify {
-            let mut changes = proc.subscribe();
-            let mut scan_from = 0u64;
-            while proc.status() == Status::Running {
-                let (bytes, total, _) = proc.read_since(scan_from);
-                let text = clean(&bytes);
-                if let Some(m) = re.find(&text) {
-                    session.push_notice(Notice::new(
-                        NoticeKind::ProcessOutput,
-                        format!(
-                            "Terminal {} printed \"{}\" (notify_on). terminal_read {{\"id\": \"{}\"}} \
-                             shows its new output.",
-                            label(&proc),
-                            m.as_str(),
-                            proc.id
-                        ),
-                    ));
-                    // Each notice for new output only: search on from the end of this read.
-                    scan_from = total;
-                } else {
-                    scan_from = total.saturating_sub(4096).max(scan_from);
-                }
-                if changes.changed().await.is_err() {
-                    break;
-                }
-            }
-        }
-        let status = proc.wait_exit().await;
-        notes.ended(&proc.id);
-        // A program that leaves a child holding the terminal (a daemon that did not detach) is
-        // over when its shell is: the rest is stopped, as bash stops what a command leaves.
-        if tokio::time::timeout(Duration::from_millis(500), proc.wait_drained()).await.is_err()
-            || proc.has_leftovers()
-        {
-            proc.stop("exited", grace).await;
-        }
-        let by_request = matches!(&status, Status::Stopped { reason }
-            if reason == "stopped" || reason == "session ended");
-        if notify.is_some() && !by_request {
-            session.push_notice(Notice::new(
-                NoticeKind::ProcessExited,
-                format!("Terminal {} {}.", label(&proc), describe(&status)),
-            ));
-        }
-    });
 }
 
 fn check_command(command: &str) -> Result<(), ToolError> {
@@ -803,21 +431,8 @@ impl Tool for TerminalRead {
     }
 
     async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {
-        if args.wait_for.is_some() && args.wait_exit {
-            return Err(ToolError::model(
-                "terminal_read takes `wait_for` or `wait_exit`, not both (a wait_for ends at the \
-                 exit too).",
-            ));
-        }
         let max = budget(args.max_bytes)?;
-        let timeout = Duration::from_millis(args.timeout_ms.unwrap_or(DEFAULT_WAIT_MS));
-        let until = match (&args.wait_for, args.wait_exit) {
-            (Some(text), _) => {
-                Until::Pattern(pattern("wait_for", text)?, timeout.min(MAX_WAIT_MS_DURATION))
-            }
-            (None, true) => Until::Exit(timeout.min(MAX_WAIT_MS_DURATION)),
-            (None, false) => Until::Now,
-        };
+        let until = until_read(args.wait_for.as_deref(), args.wait_exit, args.timeout_ms)?;
         let proc = find(&ctx, &self.config, &args.id)?;
         let notes = Notes::of(&ctx);
         let cursor = notes.get(&proc.id).cursor;
@@ -837,19 +452,9 @@ impl Tool for TerminalRead {
     }
 }
 
-const MAX_WAIT_MS_DURATION: Duration = Duration::from_millis(MAX_WAIT_MS);
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cleaning_removes_escapes_and_collapses_redraws() {
-        assert_eq!(clean(b"\x1b[32mok\x1b[0m\r\n"), "ok\n");
-        assert_eq!(clean(b"10%\r50%\r100%\r\ndone"), "100%\ndone");
-        assert_eq!(clean(b"abc\x08\x08X\x07"), "aX");
-        assert_eq!(clean(b"\x1b(B\x1b=prompt> "), "prompt> ");
-    }
 
     #[test]
     fn text_and_keys_become_keystrokes() {

@@ -13,9 +13,9 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use regex::Regex;
 use rustix::event::{PollFd, PollFlags};
 use rustix::fs::OFlags;
-use regex::Regex;
 use rustix::termios::Winsize;
 
 use crate::ready::strip_ansi;

@@ -10,7 +10,12 @@ use hands_core::{CancellationToken, ToolError};
 
 use crate::RelPath;
 
-pub(crate) fn no_match(path: &RelPath, body: &str, old: &str, cancel: &CancellationToken) -> ToolError {
+pub(crate) fn no_match(
+    path: &RelPath,
+    body: &str,
+    old: &str,
+    cancel: &CancellationToken,
+) -> ToolError {
     let shown = path.display();
     let mut budget = Budget::new(cancel);
     let found = closest(body, old, &mut budget);

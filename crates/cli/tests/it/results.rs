@@ -198,7 +198,8 @@ const EXERCISED: &[&str] = &[
     "terminal_start",
     // terminal_send and terminal_read answer terminal_start's result type; a one-shot `hands call`
     // has no running terminal to type into, so they are exercised through the registry's
-    // debug-build schema check in hands-exec's terminal tests (and over MCP in tests/mcp).
+    // debug-build schema check in hands-exec's terminal tests and over MCP by the Python SDK, which
+    // validates structured content against the output schema (tests/mcp/test_terminal.py).
     "terminal_send",
     "terminal_read",
     "list_processes",

@@ -4,8 +4,8 @@
 
 use std::io::{Read, Seek, SeekFrom};
 
-use hands_core::ToolOutput;
 use hands_core::ToolError;
+use hands_core::ToolOutput;
 use hands_core::process::ProcessStatus;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -93,7 +93,8 @@ pub(crate) fn output_since(proc: &Proc, root: &std::path::Path, from: u64, max: 
     let tail_len = room - head_len;
     let head = read_range(proc, root, from, head_len).unwrap_or_default();
     let tail_start = total.saturating_sub(tail_len as u64).max(from + head.len() as u64);
-    let tail = read_range(proc, root, tail_start, (total - tail_start) as usize).unwrap_or_default();
+    let tail =
+        read_range(proc, root, tail_start, (total - tail_start) as usize).unwrap_or_default();
     let skipped_from = from + head.len() as u64;
     let skipped = tail_start.saturating_sub(skipped_from);
     let mut text = clean(&head);

@@ -97,7 +97,12 @@ pub(crate) fn until_read(
 }
 
 /// Wait as `until` says, watching the output from byte `from`.
-pub(crate) async fn settle(proc: &Proc, from: u64, until: &Until, cancel: &CancellationToken) -> Waited {
+pub(crate) async fn settle(
+    proc: &Proc,
+    from: u64,
+    until: &Until,
+    cancel: &CancellationToken,
+) -> Waited {
     let (limit, regex) = match until {
         Until::Now => return Waited::Now,
         Until::Yield(d) | Until::Exit(d) => (*d, None),

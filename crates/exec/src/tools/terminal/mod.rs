@@ -12,6 +12,7 @@
 //! or the program exits.
 
 mod shown;
+mod text;
 mod wait;
 
 pub use shown::TerminalResult;

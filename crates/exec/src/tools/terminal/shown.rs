@@ -10,10 +10,10 @@ use hands_core::process::ProcessStatus;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::text::clean;
 use super::wait::Waited;
 use crate::notes::{describe, exit_code, label, state};
 use crate::supervisor::{Proc, Status};
-use crate::terminal::clean;
 
 /// Bytes of new output a result shows when the call names no budget.
 const DEFAULT_MAX_BYTES: usize = 8 * 1024;
@@ -89,6 +89,14 @@ pub(crate) fn output_since(proc: &Proc, root: &std::path::Path, from: u64, max: 
         )
     };
     let room = max.saturating_sub(marker(u64::MAX, u64::MAX).len() + 1);
+    if room == 0 {
+        // A budget too small for the line: the start only; the fields say what was left out.
+        let head = read_range(proc, root, from, max).unwrap_or_default();
+        let skipped_from = from + head.len() as u64;
+        let skipped = total - skipped_from;
+        let skipped_from = (skipped > 0).then_some(skipped_from);
+        return Shown { text: clean(&head), skipped, skipped_from, end: total };
+    }
     let head_len = room / 4;
     let tail_len = room - head_len;
     let head = read_range(proc, root, from, head_len).unwrap_or_default();

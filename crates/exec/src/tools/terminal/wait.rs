@@ -8,9 +8,9 @@ use std::time::Duration;
 use hands_core::{CancellationToken, Notice, NoticeKind, Session, ToolError};
 use regex::Regex;
 
+use super::text::clean;
 use crate::notes::{Notes, describe, label};
 use crate::supervisor::{Proc, Status};
-use crate::terminal::clean;
 
 /// The yield window when a call names none: long enough for a prompt to appear.
 const DEFAULT_YIELD_MS: u64 = 1_000;

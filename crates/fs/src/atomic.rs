@@ -195,7 +195,35 @@ pub fn write(
         Ok(meta)
     })?;
     sync_dir(&dir)?;
+    sweep_stale_temps(&dir);
     Ok(meta)
+}
+
+/// How old a named temp must be before a later write removes it: a live writer holds its name
+/// for microseconds (linkat, then rename); a name this old belongs to a write killed in between.
+const STALE_TEMP: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Remove the temps of writes that were killed in the instant their temp had a name: entries of
+/// `dir` named exactly `.hands-tmp-<16 hex>`, regular files with one link, whose last link change
+/// (ctime: the linkat) is older than [`STALE_TEMP`]. Best effort; nothing else is touched.
+fn sweep_stale_temps(dir: &Dir) {
+    let Ok(entries) = dir.entries() else { return };
+    let now = std::time::SystemTime::now();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(hex) = name.to_str().and_then(|n| n.strip_prefix(TEMP_PREFIX)) else { continue };
+        if hex.len() != 16 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            continue;
+        }
+        let Ok(stat) = rustix::fs::statat(dir, &name, AtFlags::SYMLINK_NOFOLLOW) else { continue };
+        let regular = rustix::fs::FileType::from_raw_mode(stat.st_mode).is_file();
+        let changed = std::time::UNIX_EPOCH
+            + std::time::Duration::from_secs(u64::try_from(stat.st_ctime).unwrap_or(0));
+        let old = now.duration_since(changed).is_ok_and(|age| age > STALE_TEMP);
+        if regular && stat.st_nlink == 1 && old {
+            let _ = dir.remove_file(&name);
+        }
+    }
 }
 
 /// Replace the entry `name` of the folder `dir` in one rename: `fill` writes the new content
@@ -441,6 +469,25 @@ mod tests {
             std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         names.sort();
         assert_eq!(names, [".x.hands-tmp", "x"]);
+    }
+
+    /// A write killed between naming its temp and the rename leaves the name; a later write in the
+    /// folder removes it once it is older than a live writer's, and nothing else.
+    #[test]
+    fn a_stale_named_temp_is_removed_by_a_later_write_and_a_fresh_one_is_not() {
+        let (tmp, ws) = ws();
+        let stale = ".hands-tmp-00112233445566ff";
+        std::fs::write(tmp.path().join(stale), "left by a killed write").unwrap();
+        std::fs::write(tmp.path().join(".hands-tmp-not-hex-at-all!"), "a user's").unwrap();
+        let path = ws.resolve("path", "x").unwrap();
+        write(&ws, &path, b"one", &live()).unwrap();
+        assert!(tmp.path().join(stale).exists(), "too fresh to be a killed write's");
+        std::thread::sleep(STALE_TEMP + std::time::Duration::from_millis(200));
+        write(&ws, &path, b"two", &live()).unwrap();
+        let mut names: Vec<_> =
+            std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        names.sort();
+        assert_eq!(names, [".hands-tmp-not-hex-at-all!", "x"]);
     }
 
     /// Review finding 3: a temp name built from a 245–255-byte target name overflowed NAME_MAX.

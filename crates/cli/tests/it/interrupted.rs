@@ -82,8 +82,10 @@ fn sigkill_during_write_leaves_old_or_new_content() {
         );
     }
     assert!(killed >= 20, "too few writes were interrupted ({killed}) to prove anything");
-    // The temp file is anonymous (O_TMPFILE) until the instant before its rename, so the kills leave
-    // nothing behind, and the next write of the file replaces a stale name from that instant.
+    // The temp file is anonymous (O_TMPFILE) until the instant before its rename; a kill in that
+    // instant leaves its name, which the next write in the folder removes once it is older than
+    // a live writer's could be (2 s).
+    std::thread::sleep(Duration::from_millis(2100));
     let status = spawn_write(root, &payloads[0]).wait().unwrap();
     assert!(status.success());
     let names: Vec<String> = std::fs::read_dir(root)

@@ -26,7 +26,7 @@ BUILD_TOOLS = {
 PLAN_ALLOWED = {
     "read_file", "list_files", "glob", "grep", "web_search", "web_scrape", "db_schema",
     "read_runtime_errors", "mcp_list", "mcp_call", "spawn_subagent", "use_skill", "ask_user",
-    "exit_plan_mode", "parse_document", "run_security_scan", "reference_project",
+    "exit_plan_mode", "parse_document", "run_security_scan", "reference_project", "repo_map",
 }
 NEVER_IN_PLAN = {"bash", "write_file", "edit_file", "spawn_process", "stop_process", "enter_plan_mode"}
 

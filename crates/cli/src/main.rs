@@ -422,6 +422,7 @@ fn build_registry_with_mcp(
     // read_file points to parse_document for PDFs and office files.
     let hints = hands_fs::Hints { documents: Some(hands_document::NAME) };
     let builder = hands_fs::register_with(builder, &loaded.settings.fs, hints);
+    let builder = hands_repomap::register(builder, &loaded.settings.fs);
     // parse_document, parsing in a child: this binary again, with the hidden subcommand. The same
     // parser reads the PDFs and office files web_scrape fetches.
     let documents = document_parser()?;

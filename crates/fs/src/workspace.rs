@@ -37,6 +37,11 @@ const RECHECK_PATH: std::time::Duration = std::time::Duration::from_millis(250);
 pub struct RelPath(PathBuf);
 
 impl RelPath {
+    /// A path the walker found under the root (normal components only, never `..`).
+    pub(crate) fn from_walk(rel: &Path) -> Self {
+        RelPath(rel.to_path_buf())
+    }
+
     /// The relative path (empty for the root).
     pub fn as_path(&self) -> &Path {
         &self.0

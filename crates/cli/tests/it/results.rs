@@ -192,6 +192,7 @@ const EXERCISED: &[&str] = &[
     "edit_file",
     "apply_patch",
     "glob",
+    "repo_map",
     "grep",
     "bash",
     "spawn_process",
@@ -308,6 +309,18 @@ fn file_tools_structured_results_hold_what_the_text_says() {
     let (text, s) = checked(&schemas, "grep", &r);
     holds("grep", &s, &["src/m0.rs", "src/m1.rs", "src/m2.rs"]);
     assert!(text.contains("src/m1.rs:1"), "{text}");
+
+    p.put("src/main.rs", "fn main() { delta(); }\n");
+    let r = p.call("repo_map", &json!({"path": "src", "max_tokens": 500}));
+    let (text, s) = checked(&schemas, "repo_map", &r);
+    assert!(text.contains("src/lib.rs:\n  1│fn delta() {}"), "{text}");
+    // Every file and signature the text shows is in the structured result.
+    let files = text.lines().filter(|l| l.ends_with(".rs:")).map(|l| l.trim_end_matches(':'));
+    let defs = text.lines().filter(|l| l.starts_with("  ")).map(|l| l.split_once('│').unwrap().1);
+    let shown: Vec<&str> = files.chain(defs).collect();
+    assert!(shown.len() >= 4, "{text}");
+    holds("repo_map", &s, &shown);
+    assert_eq!(s["files"][0]["definitions"][0]["referenced_by"], 1);
 }
 
 #[test]

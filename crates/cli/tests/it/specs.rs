@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 fn registry() -> Registry {
     let builder = hands_fs::register(Registry::builder(CoreConfig::default()), &Default::default());
+    let builder = hands_repomap::register(builder, &Default::default());
     let builder = hands_exec::register(builder, &Default::default());
     // No skill folders, so that use_skill's description does not depend on this machine's.
     let skills = hands_agent::UseSkill::discover(None, None);

@@ -1,0 +1,109 @@
+//! repo_map: collect the folder's tags (collect.rs), rank them (rank.rs), render them within the
+//! budget (render.rs). Runs on a blocking thread: parsing is CPU work.
+
+use std::borrow::Cow;
+
+use hands_core::{Annotations, Context, Family, Label, Policy, Tool, ToolError, ToolOutput};
+use hands_fs::FsConfig;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::render::{RepoMapResult, render};
+
+/// The default budget, in tokens.
+pub const DEFAULT_MAX_TOKENS: usize = 2000;
+/// The largest budget a caller may ask for.
+pub const MAX_MAX_TOKENS: usize = 32_000;
+
+/// Arguments of repo_map.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RepoMapArgs {
+    /// Folder (or single file) to map, relative to the project root (default: the root).
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Token budget of the answer (default 2000, at most 32000).
+    #[serde(default)]
+    pub max_tokens: Option<usize>,
+    /// Files you are working on, relative to the root: what they use ranks first.
+    #[serde(default)]
+    pub focus: Vec<String>,
+}
+
+/// The repo_map tool.
+#[derive(Debug, Clone)]
+pub struct RepoMap {
+    config: FsConfig,
+}
+
+impl RepoMap {
+    /// With the walk settings of `config` (excluded folders, threads).
+    pub fn new(config: FsConfig) -> Self {
+        Self { config }
+    }
+}
+
+impl Tool for RepoMap {
+    type Args = RepoMapArgs;
+
+    fn name(&self) -> &'static str {
+        "repo_map"
+    }
+
+    fn description(&self) -> Cow<'static, str> {
+        Cow::Borrowed(include_str!("repo_map.md"))
+    }
+
+    fn annotations(&self) -> Annotations {
+        Annotations::READ_ONLY
+    }
+
+    fn policy(&self) -> Policy {
+        Policy::from_annotations(self.annotations())
+            .label(Label::FirstOf { keys: &["path"] })
+            .family(Family::Search)
+            .timeout_ms(120_000)
+    }
+
+    fn output_schema(&self) -> Option<serde_json::Value> {
+        Some(hands_core::output_schema_for::<RepoMapResult>())
+    }
+
+    async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {
+        let config = self.config.clone();
+        let task = tokio::task::spawn_blocking(move || run(&ctx, &config, &args));
+        task.await.map_err(|e| ToolError::Fatal(format!("repo_map task failed: {e}")))?
+    }
+}
+
+fn run(ctx: &Context, config: &FsConfig, args: &RepoMapArgs) -> Result<ToolOutput, ToolError> {
+    let max_tokens = args.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
+    if !(100..=MAX_MAX_TOKENS).contains(&max_tokens) {
+        return Err(ToolError::model(format!(
+            "`max_tokens` must be between 100 and {MAX_MAX_TOKENS} (got {max_tokens}); the \
+             default is {DEFAULT_MAX_TOKENS}."
+        )));
+    }
+    let collected = crate::collect::collect(ctx, config, args.path.as_deref())?;
+    let ws = hands_fs::Workspace::of(ctx)?;
+    let mut focus = Vec::new();
+    for path in &args.focus {
+        let rel = ws.resolve("focus", path)?.display();
+        match collected.sources.iter().position(|s| s.rel == rel) {
+            Some(index) => focus.push(index),
+            None => {
+                return Err(ToolError::model(format!(
+                    "`focus` {rel} is not a source file under the mapped folder {}; name files \
+                     the map reads (Rust, Python, JavaScript, TypeScript, Go) inside `path`.",
+                    collected.start
+                )));
+            }
+        }
+    }
+    let tags: Vec<&crate::tags::FileTags> = collected.sources.iter().map(|s| &*s.tags).collect();
+    let ranked = crate::rank::rank(&tags, &focus);
+    let (text, result) = render(&collected, &ranked, max_tokens);
+    let structured = serde_json::to_value(&result).unwrap_or(serde_json::Value::Null);
+    Ok(hands_fs::note_skipped(ToolOutput::text(text), &collected.walk_skipped)
+        .with_structured(structured))
+}

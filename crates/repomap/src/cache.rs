@@ -41,14 +41,19 @@ pub(crate) fn key(lang: Lang, source: &[u8]) -> ContentKey {
     hash.finalize().into()
 }
 
-/// The tags of the file at `path` if it has the size and time it had when they were stored.
-pub(crate) fn by_stat(path: &Path, len: u64, modified: SystemTime) -> Option<Arc<FileTags>> {
+/// The tags (and content key) of the file at `path` if it has the size and time it had when
+/// they were stored.
+pub(crate) fn by_stat(
+    path: &Path,
+    len: u64,
+    modified: SystemTime,
+) -> Option<(Arc<FileTags>, ContentKey)> {
     let cache = indexes();
     let (l, m, key) = cache.by_stat.get(path)?;
     if *l != len || *m != modified || modified == SystemTime::UNIX_EPOCH {
         return None;
     }
-    cache.by_content.get(key).cloned()
+    cache.by_content.get(key).map(|tags| (Arc::clone(tags), *key))
 }
 
 /// The tags of content `key`, if it was parsed before.
@@ -85,7 +90,7 @@ mod tests {
         let when = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(100);
         store(path.clone(), 9, when, key, &tags);
         assert!(by_content(&key).is_some());
-        assert!(by_stat(&path, 9, when).is_some());
+        assert_eq!(by_stat(&path, 9, when).map(|(_, k)| k), Some(key));
         assert!(by_stat(&path, 10, when).is_none(), "another size is another file");
         assert!(by_stat(&path, 9, SystemTime::UNIX_EPOCH).is_none());
     }

@@ -25,6 +25,8 @@ pub(crate) struct Source {
     pub rel: String,
     pub lang: Lang,
     pub tags: Arc<FileTags>,
+    /// Its content's key in the cache.
+    pub key: cache::ContentKey,
 }
 
 /// What a walk gathered.
@@ -47,7 +49,7 @@ pub(crate) struct Collected {
 }
 
 /// One file's tags or why there are none, by its index in the list to read.
-type Outcome = (usize, Result<Arc<FileTags>, String>);
+type Outcome = (usize, Result<(Arc<FileTags>, cache::ContentKey), String>);
 
 /// The tags of every source file under `path`.
 pub(crate) fn collect(
@@ -106,7 +108,9 @@ pub(crate) fn collect(
     for (index, tags) in by_index {
         let (file, lang) = &todo[index];
         match tags {
-            Ok(tags) => out.sources.push(Source { rel: file.path.display(), lang: *lang, tags }),
+            Ok((tags, key)) => {
+                out.sources.push(Source { rel: file.path.display(), lang: *lang, tags, key });
+            }
             Err(why) => out.skipped.push((file.path.display(), why)),
         }
     }
@@ -121,10 +125,10 @@ fn tags_of(
     file: &FolderFile,
     lang: Lang,
     parsed: &AtomicUsize,
-) -> Result<Arc<FileTags>, String> {
+) -> Result<(Arc<FileTags>, cache::ContentKey), String> {
     let absolute = ws.root().join(file.path.as_path());
-    if let Some(tags) = cache::by_stat(&absolute, file.len, file.modified) {
-        return Ok(tags);
+    if let Some(found) = cache::by_stat(&absolute, file.len, file.modified) {
+        return Ok(found);
     }
     let mut source = Vec::new();
     let handle = ws.open_read(&file.path).map_err(|e| format!("could not be read: {e}"))?;
@@ -144,5 +148,5 @@ fn tags_of(
         }
     };
     cache::store(absolute, source.len() as u64, file.modified, key, &tags);
-    Ok(tags)
+    Ok((tags, key))
 }

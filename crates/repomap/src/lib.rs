@@ -17,6 +17,7 @@
 mod cache;
 mod collect;
 mod lang;
+mod memo;
 mod rank;
 mod render;
 mod tags;

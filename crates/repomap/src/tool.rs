@@ -8,6 +8,9 @@ use hands_fs::FsConfig;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use std::sync::Arc;
+
+use crate::memo;
 use crate::render::{RepoMapResult, render};
 
 /// The default budget, in tokens.
@@ -100,9 +103,22 @@ fn run(ctx: &Context, config: &FsConfig, args: &RepoMapArgs) -> Result<ToolOutpu
             }
         }
     }
-    let tags: Vec<&crate::tags::FileTags> = collected.sources.iter().map(|s| &*s.tags).collect();
-    let ranked = crate::rank::rank(&tags, &focus);
-    let (text, result) = render(&collected, &ranked, max_tokens);
+    // An unchanged folder asked the same way gives the same map: ranking is the costly part.
+    let key = memo::map_key(ws.root(), &collected, max_tokens, &focus);
+    let made = match memo::map(&key) {
+        Some(made) => made,
+        None => {
+            let tags: Vec<&crate::tags::FileTags> =
+                collected.sources.iter().map(|s| &*s.tags).collect();
+            let ranked = crate::rank::rank(&tags, &focus);
+            let made = Arc::new(render(&collected, &ranked, max_tokens));
+            memo::store_map(key, Arc::clone(&made));
+            made
+        }
+    };
+    let (text, result) = &*made;
+    let result = RepoMapResult { parsed: collected.parsed, ..result.clone() };
+    let text = text.clone();
     let structured = serde_json::to_value(&result).unwrap_or(serde_json::Value::Null);
     Ok(hands_fs::note_skipped(ToolOutput::text(text), &collected.walk_skipped)
         .with_structured(structured))

@@ -7,6 +7,7 @@ mod chat;
 mod checkpoints;
 mod connectors;
 mod log;
+mod profile;
 mod rewind;
 mod run;
 mod sandbox_files;
@@ -59,6 +60,10 @@ enum Command {
         /// registers them, each table between `<!-- tools:KEY -->` markers).
         #[arg(long, conflicts_with_all = ["json", "mode"])]
         markdown: bool,
+        /// List what `hands mcp --tools LIST` would offer (default: `[mcp] tools`, which
+        /// `--markdown` ignores).
+        #[arg(long, value_name = "LIST", value_delimiter = ',', allow_hyphen_values = true)]
+        tools: Option<Vec<String>>,
     },
     /// Call one tool and print its result; exit 1 if the result is an error.
     Call {
@@ -75,6 +80,11 @@ enum Command {
         /// The mode the session starts in.
         #[arg(long, default_value = "build")]
         mode: Mode,
+        /// The tools the client sees: names and groups (`core`, `files`, `search`, `processes`,
+        /// `session`, `preview`, `web`, `data`, …), `-name` to leave one out; overrides
+        /// `[mcp] tools`.
+        #[arg(long, value_name = "LIST", value_delimiter = ',', allow_hyphen_values = true)]
+        tools: Option<Vec<String>>,
     },
     /// Serve over HTTP: MCP at /mcp (one session per MCP session), the session API at /v1 and
     /// the compatibility routes at /vibe.
@@ -260,9 +270,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             term::data(&settings::render(&loaded))?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Tools { mode, json, markdown } => {
+        Command::Tools { mode, json, markdown, tools } => {
             let has_model = !loaded.settings.model.model.trim().is_empty();
-            let (registry, mcp) = build_registry_with_mcp(&loaded, &root, has_model)?;
+            let profile = match (markdown, tools) {
+                (true, _) => Vec::new(),
+                (false, Some(tools)) => tools,
+                (false, None) => loaded.settings.mcp.tools.clone(),
+            };
+            let (registry, mcp) = build_registry_profiled(&loaded, &root, has_model, &profile)?;
             if markdown {
                 tools::print_markdown(&registry)?;
                 return Ok(ExitCode::SUCCESS);
@@ -282,9 +297,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let registry = build_registry(&loaded, &root)?;
             call::run(&registry, &root, &tool, &args, json)
         }
-        Command::Mcp { mode } => {
+        Command::Mcp { mode, tools } => {
             stop_leftovers();
-            let registry = build_registry_with_mcp(&loaded, &root, true)?.0;
+            let profile = tools.unwrap_or_else(|| loaded.settings.mcp.tools.clone());
+            let registry = build_registry_profiled(&loaded, &root, true, &profile)?.0;
             let subagent = serve::Subagent {
                 provider: serve::provider(&loaded.settings.model)?,
                 limits: loaded.settings.agent.subagent_limits(),
@@ -401,6 +417,16 @@ fn build_registry_with_mcp(
     root: &std::path::Path,
     subagent: bool,
 ) -> Result<(Registry, hands_mcp::McpClients)> {
+    build_registry_profiled(loaded, root, subagent, &[])
+}
+
+/// [`build_registry_with_mcp`] offering only what the tool `profile` takes (see profile.rs).
+fn build_registry_profiled(
+    loaded: &settings::Loaded,
+    root: &std::path::Path,
+    subagent: bool,
+    profile: &[String],
+) -> Result<(Registry, hands_mcp::McpClients)> {
     let config_json = serde_json::to_value(&loaded.settings).context("configuration to JSON")?;
     // Conditions are read again on every Registry::refresh: a variable set since is seen, and so
     // is a secret stored since (the store's change hook below refreshes the registry), so a tool
@@ -416,9 +442,11 @@ fn build_registry_with_mcp(
             })
         }
     };
-    let builder = Registry::builder(loaded.settings.core()).conditions_with(move || {
-        Conditions::from_process(config_json.clone()).with_secrets(secrets_of())
-    });
+    let builder = Registry::builder(loaded.settings.core())
+        .conditions_with(move || {
+            Conditions::from_process(config_json.clone()).with_secrets(secrets_of())
+        })
+        .project_root(root);
     // read_file points to parse_document for PDFs and office files.
     let hints = hands_fs::Hints { documents: Some(hands_document::NAME) };
     let builder = hands_fs::register_with(builder, &loaded.settings.fs, hints);
@@ -526,6 +554,10 @@ fn build_registry_with_mcp(
     // Inside a sandbox the host's chain approved, timed, truncated and redacted each call once;
     // the hands here only runs the tools.
     let builder = if hands_mcp::sandbox::is_inner() { builder.tools_only() } else { builder };
+    let builder = match profile::offer(profile)? {
+        Some(offer) => builder.offer_only(move |spec| offer(spec)),
+        None => builder,
+    };
     let registry = builder.build();
     if let Some(store) = store {
         let refresher = registry.refresher();

@@ -30,7 +30,9 @@ pub fn register(
         return builder;
     }
     match hands_preview::find_browser(chromium) {
-        Some(_) => builder.tool(CloneSite::new(guard.clone(), chromium.to_owned())),
+        // A copy of a page is something to build a web app from.
+        Some(_) => builder
+            .tool_if(|c| c.project(|p| p.web), CloneSite::new(guard.clone(), chromium.to_owned())),
         None => builder,
     }
 }

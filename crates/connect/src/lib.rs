@@ -54,21 +54,40 @@ use hands_core::secret::SecretStore;
 pub use ask::ASK_TIMEOUT_MS;
 
 /// Register enable_stripe and connect_supabase with `config`, the egress `guard` built from
-/// `config.net`, and the user's secret `store`.
+/// `config.net`, and the user's secret `store`; db_schema and supabase_setup beside them. Each is
+/// offered only where the project has its context, so that a plain repository's every request
+/// does not carry them: enable_stripe in a web project (or with a Stripe key), connect_supabase
+/// in a web project or one with a database, db_schema and supabase_setup where a database is
+/// linked or set up (a `.hands/project.toml` link, a `supabase/` folder, a schema file, a
+/// database variable in `.env.example`, a configured database or its key).
 pub fn register(
     builder: RegistryBuilder,
     config: &ConnectConfig,
     guard: &hands_net::Guard,
     store: Arc<dyn SecretStore>,
 ) -> RegistryBuilder {
+    let configured = config.database.url_secret.is_some() || config.database.sqlite.is_some();
+    let has_database = move |c: &hands_core::Conditions| {
+        configured
+            || c.project(|p| p.database)
+            || c.has_key(DB_URL_NAME)
+            || c.has_key("DATABASE_URL")
+    };
     builder
-        .tool(EnableStripe::new(config.stripe.clone(), guard.clone(), Arc::clone(&store)))
-        .tool(ConnectSupabase::new(config.supabase.clone(), config.net.clone(), Arc::clone(&store)))
-        .tool(DbSchema::new(config.net.clone(), config.database.clone(), Arc::clone(&store)))
-        .tool(SupabaseSetup::new(
-            config.net.clone(),
-            config.database.clone(),
-            config.approval,
-            store,
-        ))
+        .tool_if(
+            |c| c.project(|p| p.web) || c.has_key(SECRET_NAME),
+            EnableStripe::new(config.stripe.clone(), guard.clone(), Arc::clone(&store)),
+        )
+        .tool_if(
+            move |c| c.project(|p| p.web) || has_database(c),
+            ConnectSupabase::new(config.supabase.clone(), config.net.clone(), Arc::clone(&store)),
+        )
+        .tool_if(
+            has_database,
+            DbSchema::new(config.net.clone(), config.database.clone(), Arc::clone(&store)),
+        )
+        .tool_if(
+            has_database,
+            SupabaseSetup::new(config.net.clone(), config.database.clone(), config.approval, store),
+        )
 }

@@ -44,7 +44,12 @@ pub struct RegistryBuilder {
     services: Services,
     spill_hint: &'static str,
     tools_only: bool,
+    project_root: Option<std::path::PathBuf>,
+    offer: Option<Offer>,
 }
+
+/// Which tools a registry offers at all ([`RegistryBuilder::offer_only`]).
+pub type Offer = Arc<dyn Fn(&ToolSpec) -> bool + Send + Sync>;
 
 impl RegistryBuilder {
     /// A registry that only runs its tools: no approval, timeout, dedup, truncation, redaction
@@ -119,6 +124,23 @@ impl RegistryBuilder {
         self
     }
 
+    /// The project whose kind conditions see ([`Conditions::project`](crate::Conditions)):
+    /// probed at build, on every refresh, after every call that is not read-only, and before a
+    /// listing (at most once a second).
+    #[must_use]
+    pub fn project_root(mut self, root: impl Into<std::path::PathBuf>) -> Self {
+        self.project_root = Some(root.into());
+        self
+    }
+
+    /// Offer only the tools `offer` accepts, from every source (a front end's tool profile):
+    /// the others are neither listed nor callable.
+    #[must_use]
+    pub fn offer_only(mut self, offer: impl Fn(&ToolSpec) -> bool + Send + Sync + 'static) -> Self {
+        self.offer = Some(Arc::new(offer));
+        self
+    }
+
     /// What conditional registration sees: fixed `conditions`.
     #[must_use]
     pub fn conditions(self, conditions: Conditions) -> Self {
@@ -172,16 +194,18 @@ impl RegistryBuilder {
                 self.spill_hint,
             )
         };
-        let builtins: Arc<dyn ToolSource> = Arc::new(Builtins::new(self.tools, self.conditions));
+        let builtins: Arc<dyn ToolSource> =
+            Arc::new(Builtins::new(self.tools, self.conditions, self.project_root));
         let mut sources = vec![builtins];
         sources.extend(self.sources);
-        let snapshot = Snapshot::build(collect(&sources))?;
+        let snapshot = Snapshot::build(collect(&sources, self.offer.as_ref()))?;
         let (version, _) = watch::channel(0);
         let live = Arc::new(Live {
             sources,
             snapshot: RwLock::new(Arc::new(snapshot)),
             rebuilding: Mutex::new(()),
             version,
+            offer: self.offer,
         });
         for source in &live.sources {
             let weak: std::sync::Weak<dyn Rebuild> = Arc::downgrade(&live) as _;
@@ -199,6 +223,8 @@ pub(crate) struct Live {
     /// One rebuild at a time, so that a slower one cannot swap in an older list.
     rebuilding: Mutex<()>,
     version: watch::Sender<u64>,
+    /// The front end's tool profile, if any.
+    offer: Option<Offer>,
 }
 
 impl Live {
@@ -217,7 +243,7 @@ impl Live {
     /// Rebuild the snapshot from the sources; bump the version when the list changed.
     pub(crate) fn rebuild(&self) -> bool {
         let _one = self.rebuilding.lock().unwrap_or_else(PoisonError::into_inner);
-        let fresh = match Snapshot::build(collect(&self.sources)) {
+        let fresh = match Snapshot::build(collect(&self.sources, self.offer.as_ref())) {
             Ok(fresh) => fresh,
             Err(err) => {
                 // The built-ins were valid at build; a condition can only remove some of them.
@@ -241,8 +267,20 @@ impl Rebuild for Live {
     }
 }
 
-fn collect(sources: &[Arc<dyn ToolSource>]) -> Vec<(&str, Vec<Arc<dyn DynTool>>)> {
-    sources.iter().map(|source| (source.name(), source.tools())).collect()
+fn collect<'a>(
+    sources: &'a [Arc<dyn ToolSource>],
+    offer: Option<&Offer>,
+) -> Vec<(&'a str, Vec<Arc<dyn DynTool>>)> {
+    sources
+        .iter()
+        .map(|source| {
+            let mut tools = source.tools();
+            if let Some(offer) = offer {
+                tools.retain(|tool| offer(tool.spec()));
+            }
+            (source.name(), tools)
+        })
+        .collect()
 }
 
 /// Refreshes a [`Registry`] ([`Registry::refresh`]) while it lives; see [`Registry::refresher`].
@@ -282,6 +320,8 @@ impl Registry {
             services: Services::default(),
             spill_hint: middleware::truncate::DEFAULT_SPILL_HINT,
             tools_only: false,
+            project_root: None,
+            offer: None,
         }
     }
 

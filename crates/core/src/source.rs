@@ -9,11 +9,17 @@
 //! first source, [`Builtins`]; their conditions are re-read on [`Refresh::Config`].
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, PoisonError, RwLock, Weak};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::DynTool;
+use crate::project::ProjectFacts;
+
+/// Listings look at the project's files at most this often.
+const PROBE_EVERY: Duration = Duration::from_secs(1);
 
 /// Why the registry asks its sources to look again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,8 +81,8 @@ impl Changes {
     }
 }
 
-/// What conditional registration can look at: the merged configuration, the environment and the
-/// names (never the values) of the secrets stored for the project.
+/// What conditional registration can look at: the merged configuration, the environment, the
+/// names (never the values) of the secrets stored for the project, and the project's kind.
 #[derive(Debug, Clone, Default)]
 pub struct Conditions {
     /// The merged configuration, as JSON.
@@ -85,12 +91,16 @@ pub struct Conditions {
     pub env: BTreeMap<String, String>,
     /// Names of the secrets the user's store grants the project (its own and the global ones).
     pub secrets: BTreeSet<String>,
+    /// The project's kind ([`ProjectFacts::probe`] of the registry's project root), looked at
+    /// again after every call that may change the project; `None` when the registry was given no
+    /// root (a library's registry, a test's): then every kind holds ([`Conditions::project`]).
+    pub project: Option<ProjectFacts>,
 }
 
 impl Conditions {
     /// From `config` and this process's environment, with no stored secret.
     pub fn from_process(config: Value) -> Self {
-        Self { config, env: std::env::vars().collect(), secrets: BTreeSet::new() }
+        Self { config, env: std::env::vars().collect(), secrets: BTreeSet::new(), project: None }
     }
 
     /// With the names of the secrets stored for the project.
@@ -103,6 +113,11 @@ impl Conditions {
     /// True when the variable is set and not empty.
     pub fn has_env(&self, name: &str) -> bool {
         self.env.get(name).is_some_and(|v| !v.is_empty())
+    }
+
+    /// True when the project is of the kind `test` asks for, or its kind is unknown (no root).
+    pub fn project(&self, test: impl Fn(&ProjectFacts) -> bool) -> bool {
+        self.project.as_ref().is_none_or(test)
     }
 
     /// True when a key called `name` exists: stored as a secret for the project, or set in the
@@ -124,15 +139,34 @@ pub(crate) struct Builtins {
     entries: Vec<(Option<Condition>, Arc<dyn DynTool>)>,
     reader: ConditionsReader,
     conditions: RwLock<Conditions>,
+    /// The project whose kind the conditions see, if any.
+    root: Option<PathBuf>,
+    /// When a listing last looked at the project.
+    probed: Mutex<Instant>,
 }
 
 impl Builtins {
     pub(crate) fn new(
         entries: Vec<(Option<Condition>, Arc<dyn DynTool>)>,
         reader: ConditionsReader,
+        root: Option<PathBuf>,
     ) -> Self {
-        let conditions = RwLock::new(reader());
-        Self { entries, reader, conditions }
+        let mut fresh = reader();
+        fresh.project = root.as_deref().map(ProjectFacts::probe);
+        let conditions = RwLock::new(fresh);
+        Self { entries, reader, conditions, root, probed: Mutex::new(Instant::now()) }
+    }
+
+    /// Look at the project again: true when its kind changed.
+    fn probe(&self) -> bool {
+        let Some(root) = &self.root else { return false };
+        let facts = Some(ProjectFacts::probe(root));
+        let mut conditions = self.conditions.write().unwrap_or_else(PoisonError::into_inner);
+        if conditions.project == facts {
+            return false;
+        }
+        conditions.project = facts;
+        true
     }
 
     /// True when some tool has a condition (only then is a refresh worth anything).
@@ -156,11 +190,26 @@ impl ToolSource for Builtins {
     }
 
     fn refresh(&self, why: Refresh) -> bool {
-        if why != Refresh::Config || !self.gated() {
+        if !self.gated() {
             return false;
         }
-        let fresh = (self.reader)();
-        *self.conditions.write().unwrap_or_else(PoisonError::into_inner) = fresh;
-        true
+        match why {
+            Refresh::Config => {
+                let mut fresh = (self.reader)();
+                fresh.project = self.root.as_deref().map(ProjectFacts::probe);
+                *self.conditions.write().unwrap_or_else(PoisonError::into_inner) = fresh;
+                true
+            }
+            Refresh::Mutation => self.probe(),
+            Refresh::Listing => {
+                let mut probed = self.probed.lock().unwrap_or_else(PoisonError::into_inner);
+                if probed.elapsed() < PROBE_EVERY {
+                    return false;
+                }
+                *probed = Instant::now();
+                drop(probed);
+                self.probe()
+            }
+        }
     }
 }

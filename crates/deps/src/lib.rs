@@ -47,5 +47,9 @@ pub fn register(
     exec: &hands_exec::ExecConfig,
     processes: Option<Arc<dyn ProcessService>>,
 ) -> RegistryBuilder {
-    builder.tool(AddDependency::new(config.clone(), exec.clone(), processes))
+    // Only where there is a manifest to add to: a package, a Rust crate or a Python project.
+    builder.tool_if(
+        |c| c.project(|p| p.node || p.rust || p.python),
+        AddDependency::new(config.clone(), exec.clone(), processes),
+    )
 }

@@ -50,5 +50,10 @@ pub fn register(
     net: &hands_net::NetConfig,
     store: Arc<dyn SecretStore>,
 ) -> RegistryBuilder {
-    builder.tool(RunSecurityScan::new(config.clone(), net.clone(), store))
+    // A project with something to scan: a web app's build and variables, dependencies' lock
+    // files, a database.
+    builder.tool_if(
+        |c| c.project(|p| p.web || p.has_manifest() || p.database),
+        RunSecurityScan::new(config.clone(), net.clone(), store),
+    )
 }

@@ -43,9 +43,13 @@ use hands_core::secret::SecretStore;
 use hands_core::RegistryBuilder;
 use hands_net::Guard;
 
-/// Register the web tools, fetching through `guard`.
+/// Register the web tools, fetching through `guard`: download_to_repo where a project has assets
+/// to fetch (a web app or a package of any language), not in every plain repository's requests.
 pub fn register(builder: RegistryBuilder, guard: &Guard, config: &WebConfig) -> RegistryBuilder {
-    builder.tool(DownloadToRepo::new(guard.clone(), config.clone()))
+    builder.tool_if(
+        |c| c.project(|p| p.web || p.has_manifest()),
+        DownloadToRepo::new(guard.clone(), config.clone()),
+    )
 }
 
 /// Register web_search, offered while a key for its provider is stored or set (or SearXNG is

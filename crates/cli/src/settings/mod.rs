@@ -64,6 +64,8 @@ pub struct Settings {
     pub mcp_servers: McpServersConfig,
     /// Limit of one call to a configured MCP server, in milliseconds.
     pub mcp_call_timeout_ms: u64,
+    /// `[mcp]`: what `hands mcp` offers its client.
+    pub mcp: McpFrontEnd,
     /// `[sandbox]`: where tools run (`local`, `bwrap`, `remote`).
     pub sandbox: SandboxConfig,
     /// `[agent]`: the loop's limits (steps per turn, output tokens, when old results are elided).
@@ -99,6 +101,16 @@ pub struct Settings {
     pub database: hands_connect::DatabaseConfig,
 }
 
+/// `[mcp]`: how `hands mcp` serves its client.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpFrontEnd {
+    /// The tool profile: which tools the client sees (empty: all that the project offers). Tool
+    /// names and groups (`core`, `files`, `search`, `processes`, `session`, `preview`, `web`,
+    /// `data`, …), each may follow a `-` to leave it out; `hands mcp --tools` overrides it.
+    pub tools: Vec<String>,
+}
+
 impl Default for Settings {
     fn default() -> Self {
         let core = CoreConfig::default();
@@ -120,6 +132,7 @@ impl Default for Settings {
             model: ModelConfig::default(),
             mcp_servers: McpServersConfig::default(),
             mcp_call_timeout_ms: hands_mcp::DEFAULT_CALL_TIMEOUT_MS,
+            mcp: McpFrontEnd::default(),
             sandbox: SandboxConfig::default(),
             agent: AgentConfig::default(),
             checkpoints: hands_checkpoint::Settings::default(),

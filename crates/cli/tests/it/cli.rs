@@ -34,6 +34,48 @@ fn tools_lists_the_fs_and_process_tools_and_plan_mode_the_read_only_ones() {
     // A project of its own, not the home folder (clone_site is offered only there).
     let root = tmp.path().join("project");
     std::fs::create_dir(&root).unwrap();
+    let core = [
+        "read_file",
+        "write_file",
+        "edit_file",
+        "apply_patch",
+        "list_files",
+        "glob",
+        "grep",
+        "repo_map",
+        "parse_document",
+        "bash",
+        "spawn_process",
+        "list_processes",
+        "process_output",
+        "stop_process",
+        "terminal_start",
+        "terminal_send",
+        "terminal_read",
+        "enter_plan_mode",
+        "todo_write",
+        "ask_user",
+        "use_skill",
+        "secrets",
+    ];
+    // A plain folder: no integration tool (a package, a web app or a database is their context).
+    let listed = |root: &std::path::Path| {
+        let out = run(hands(tmp.path()).args(["tools", "--json", "--root"]).arg(root));
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let v: Value = serde_json::from_str(&out.stdout).unwrap();
+        let names: Vec<String> = v["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect();
+        (names, v)
+    };
+    assert_eq!(listed(&root).0, core);
+    // A web app with a Supabase folder: the payment, database and page tools join them.
+    std::fs::write(root.join("package.json"), "{}\n").unwrap();
+    std::fs::create_dir(root.join("supabase")).unwrap();
+    std::fs::write(root.join("supabase/config.toml"), "").unwrap();
     let out = run(hands(tmp.path()).args(["tools", "--json", "--root"]).arg(&root));
     assert_eq!(out.code, 0, "{}", out.stderr);
     let v: Value = serde_json::from_str(&out.stdout).unwrap();

@@ -70,6 +70,8 @@ impl Setup {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(tmp.path().join("home/.config/hands")).unwrap();
         std::fs::create_dir_all(tmp.path().join("root/.hands")).unwrap();
+        // A web project: the payment and database tools are offered there.
+        std::fs::write(tmp.path().join("root/index.html"), "<h1>app</h1>\n").unwrap();
         std::fs::write(
             tmp.path().join("home/.config/hands/config.toml"),
             format!(

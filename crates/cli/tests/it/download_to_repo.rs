@@ -137,6 +137,8 @@ impl Project {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(tmp.path().join("home/.config/hands")).unwrap();
         std::fs::create_dir_all(tmp.path().join("root")).unwrap();
+        // A web project: download_to_repo is offered where there are assets to fetch.
+        std::fs::write(tmp.path().join("root/index.html"), "<h1>app</h1>\n").unwrap();
         std::fs::write(tmp.path().join("home/.config/hands/config.toml"), config).unwrap();
         Self { tmp }
     }
@@ -169,13 +171,14 @@ impl Project {
         }
     }
 
-    /// Every file under the root, relative (hands' own `.hands` folder left out).
+    /// Every file under the root, relative (hands' own `.hands` folder and the project's marker
+    /// `index.html` left out).
     fn files(&self) -> Vec<String> {
         fn walk(dir: &Path, base: &Path, out: &mut Vec<String>) {
             for entry in std::fs::read_dir(dir).unwrap().flatten() {
                 let path = entry.path();
                 let rel = path.strip_prefix(base).unwrap().to_string_lossy().into_owned();
-                if rel == ".hands" {
+                if rel == ".hands" || rel == "index.html" {
                     continue;
                 }
                 if path.is_dir() {

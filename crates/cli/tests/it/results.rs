@@ -607,7 +607,9 @@ fn connect_tools_structured_results_validate() {
     holds("connect_supabase", &s, &["abcdefghijklmnopqrst", "PostgreSQL", "SUPABASE_DB_URL"]);
     assert!(!text.contains(postgres::PASSWORD) && !s.to_string().contains(postgres::PASSWORD));
 
-    // db_schema reads the database connect_supabase linked: PostgreSQL's own catalog schema.
+    // db_schema reads the database connect_supabase linked: PostgreSQL's own catalog schema. The
+    // database tools are offered from the link on.
+    let schemas = p.output_schemas();
     let (text, s) = checked(
         &schemas,
         "db_schema",

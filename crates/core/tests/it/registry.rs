@@ -115,6 +115,7 @@ fn conditional_registration_follows_env_and_config() {
         config: json!({"web": {"enabled": true}}),
         env: BTreeMap::from([("TAVILY_API_KEY".to_owned(), "k".to_owned())]),
         secrets: ["FAL_KEY".to_owned()].into(),
+        ..Conditions::default()
     };
     let r = Registry::builder(CoreConfig::default())
         .conditions(conditions)
@@ -125,6 +126,48 @@ fn conditional_registration_follows_env_and_config() {
         .tool_if(|c| c.has_env("FAL_KEY"), Echo::new("env_only", true).0)
         .build();
     assert_eq!(names(&r, Mode::Build), ["web_search", "db_schema", "image_gen"]);
+}
+
+/// Integration tools are offered where the project has their context: the root's kind is
+/// probed at build and again after a call that may change the project; without a root every
+/// kind holds, and a front end's profile narrows every source.
+#[tokio::test]
+async fn the_project_kind_gates_tools_and_is_looked_at_again_after_a_change() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = Registry::builder(CoreConfig::default())
+        .project_root(tmp.path())
+        .tool(Echo::new("bash", false).0)
+        .tool_if(|c| c.project(|p| p.web), Echo::new("clone_site", true).0)
+        .tool_if(|c| c.project(|p| p.database), Echo::new("db_schema", true).0)
+        .build();
+    assert_eq!(names(&r, Mode::Build), ["bash"]);
+    let s = Session::new("s", tmp.path());
+    let out = r.dispatch(&s, ToolCall::new("1", "clone_site", json!({"text": "x"}))).await.unwrap();
+    assert!(out.is_error, "a tool the project does not offer cannot be called: {out:?}");
+    std::fs::write(tmp.path().join("package.json"), "{}").unwrap();
+    let version = r.version();
+    let out =
+        r.dispatch(&s, ToolCall::new("2", "bash", json!({"text": "npm init"}))).await.unwrap();
+    assert!(!out.is_error);
+    assert_eq!(names(&r, Mode::Build), ["bash", "clone_site"]);
+    assert_eq!(r.version(), version + 1, "subscribers hear of the change");
+    std::fs::create_dir_all(tmp.path().join("supabase")).unwrap();
+    std::fs::write(tmp.path().join("supabase/config.toml"), "").unwrap();
+    assert!(r.refresh());
+    assert_eq!(names(&r, Mode::Build), ["bash", "clone_site", "db_schema"]);
+
+    let unknown = Registry::builder(CoreConfig::default())
+        .tool_if(|c| c.project(|p| p.web), Echo::new("clone_site", true).0)
+        .build();
+    assert_eq!(names(&unknown, Mode::Build), ["clone_site"]);
+
+    let profiled = Registry::builder(CoreConfig::default())
+        .tool(Echo::new("read_file", true).0)
+        .tool(Echo::new("bash", false).0)
+        .offer_only(|spec| spec.name != "bash")
+        .build();
+    assert_eq!(names(&profiled, Mode::Build), ["read_file"]);
+    assert!(!profiled.contains("bash"));
 }
 
 #[test]

@@ -270,6 +270,7 @@ async fn a_silent_server_times_out() {
         config: Value::Null,
         env: BTreeMap::new(),
         secrets: names.into_iter().collect(),
+        ..Conditions::default()
     });
     let registry = hands_web::register_search(builder, &guard, &at(&url), Some(store)).build();
     let session = Session::new("s1", tmp.path());
@@ -379,6 +380,7 @@ async fn a_forbidden_address_is_refused_by_the_guard() {
         config: Value::Null,
         env: BTreeMap::new(),
         secrets: ["TAVILY_API_KEY".to_owned()].into_iter().collect(),
+        ..Conditions::default()
     });
     let registry = hands_web::register_search(builder, &guard, &at(&fake.url), Some(store)).build();
     let out = registry

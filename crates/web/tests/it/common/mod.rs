@@ -80,6 +80,7 @@ pub fn conditions_of(
         config: serde_json::Value::Null,
         env: BTreeMap::new(),
         secrets: store.list(&root).into_iter().map(|s| s.name).collect(),
+        project: None,
     }
 }
 

@@ -20,6 +20,7 @@ pub mod approval;
 pub mod args;
 pub mod ask;
 mod call;
+mod changes;
 pub mod config;
 mod context;
 pub mod document;
@@ -46,6 +47,7 @@ mod tool;
 
 pub use annotations::Annotations;
 pub use call::ToolCall;
+pub use changes::ChangeWatcher;
 pub use config::CoreConfig;
 pub use context::{Context, Progress, ProgressSink};
 pub use error::{ChainError, DispatchError, ToolError};

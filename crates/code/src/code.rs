@@ -3,7 +3,7 @@
 //! times, then given up on and said so), and stopped when the session closes.
 //!
 //! One [`Code`] per session lives in a session extension, created on first use; creating it
-//! registers a closer (stop every server) and the session's change watcher (watch.rs). The
+//! registers a closer (stop every server), and watch.rs adds the session's change watcher. The
 //! servers are processes of the session's `Supervisor`, so they count as its processes and the
 //! supervisor's own close stops whatever a server left behind.
 
@@ -68,8 +68,9 @@ impl std::fmt::Debug for Code {
 }
 
 impl Code {
-    /// The session's code intelligence, created on first use.
-    pub fn of(session: &Session, settings: &Arc<Settings>) -> Arc<Code> {
+    /// The session's code intelligence and whether this call created it (see
+    /// `crate::watch::code_of`, which every caller goes through).
+    pub(crate) fn get_or_create(session: &Session, settings: &Arc<Settings>) -> (Arc<Code>, bool) {
         let slot = session.extension::<Extension>();
         let mut created = false;
         let code = slot.0.get_or_init(|| {
@@ -87,9 +88,8 @@ impl Code {
             // servers get their polite shutdown before the supervisor stops what is left.
             let on_close = Arc::clone(code);
             session.on_close(Box::new(move || Box::pin(async move { on_close.stop_all().await })));
-            session.add_change_watcher(Arc::new(crate::watch::Watcher::new(Arc::clone(code))));
         }
-        Arc::clone(code)
+        (Arc::clone(code), created)
     }
 
     /// The session's code intelligence if it was created.

@@ -80,7 +80,7 @@ impl Middleware for Install {
         req: Request<'a>,
         next: Next<'a>,
     ) -> Result<ToolOutput, ChainError> {
-        Code::of(req.ctx.session(), &self.settings);
+        watch::code_of(req.ctx.session(), &self.settings);
         next.run(req).await
     }
 

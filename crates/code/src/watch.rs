@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use hands_core::{BoxFuture, ChangeWatcher, Notice, NoticeKind, Session};
 
-use crate::code::Code;
+use crate::code::{Code, Settings};
 use crate::language::Language;
 use crate::report;
 
@@ -21,16 +21,18 @@ const LATE: Duration = Duration::from_secs(60);
 /// How long, after the changed files' diagnostics, the other open files may take to come in.
 const SETTLE: Duration = Duration::from_millis(500);
 
+/// The session's code intelligence, created on first use with its change watcher.
+pub fn code_of(session: &Session, settings: &Arc<Settings>) -> Arc<Code> {
+    let (code, created) = Code::get_or_create(session, settings);
+    if created {
+        session.add_change_watcher(Arc::new(Watcher { code: Arc::clone(&code) }));
+    }
+    code
+}
+
 /// The watcher of one session.
 pub struct Watcher {
     code: Arc<Code>,
-}
-
-impl Watcher {
-    /// For `code`.
-    pub fn new(code: Arc<Code>) -> Self {
-        Self { code }
-    }
 }
 
 impl ChangeWatcher for Watcher {

@@ -89,6 +89,22 @@ pub type Closer = Box<dyn FnOnce() -> crate::BoxFuture<'static, ()> + Send>;
 /// notices itself.
 pub type NoticeSource = Box<dyn Fn() -> Option<Notice> + Send + Sync>;
 
+/// Something that wants to hear of changed files and may answer with notices: how a tool that
+/// wrote files hears what a watcher of the session (a language server's new type errors) has to
+/// say, without knowing who watches. A crate that watches adds one with
+/// [`Session::add_change_watcher`]; a tool that wrote files awaits [`Session::files_changed`]
+/// and puts the notices on its own result. Each watcher bounds its own wait (a short budget,
+/// never the tool's limit) and queues what comes later with [`Session::push_notice`].
+pub trait ChangeWatcher: Send + Sync + 'static {
+    /// `paths` (absolute, under the session's root) were just written, created, moved or
+    /// deleted. The answer must come within the watcher's own short budget.
+    fn changed(
+        &self,
+        session: &Session,
+        paths: &[PathBuf],
+    ) -> crate::BoxFuture<'static, Vec<Notice>>;
+}
+
 struct Inner {
     id: String,
     project: String,
@@ -104,7 +120,7 @@ struct Inner {
     notice_sources: Mutex<Vec<NoticeSource>>,
     hidden: Mutex<std::collections::HashSet<String>>,
     closers: Mutex<Vec<Closer>>,
-    watchers: Mutex<Vec<Arc<dyn crate::ChangeWatcher>>>,
+    watchers: Mutex<Vec<Arc<dyn ChangeWatcher>>>,
     calls: AtomicU64,
 }
 
@@ -289,8 +305,8 @@ impl Session {
         self.0.notice_sources.lock().unwrap_or_else(PoisonError::into_inner).push(source);
     }
 
-    /// Add a watcher of changed files ([`crate::ChangeWatcher`]).
-    pub fn add_change_watcher(&self, watcher: Arc<dyn crate::ChangeWatcher>) {
+    /// Add a watcher of changed files ([`ChangeWatcher`]).
+    pub fn add_change_watcher(&self, watcher: Arc<dyn ChangeWatcher>) {
         self.0.watchers.lock().unwrap_or_else(PoisonError::into_inner).push(watcher);
     }
 
@@ -417,7 +433,7 @@ mod tests {
 
     struct Echo;
 
-    impl crate::ChangeWatcher for Echo {
+    impl super::ChangeWatcher for Echo {
         fn changed(
             &self,
             _: &Session,

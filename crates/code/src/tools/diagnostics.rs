@@ -12,7 +12,7 @@ use hands_core::{Annotations, Context, Family, Label, Policy, Tool, ToolError, T
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::code::{Code, Settings};
+use crate::code::Settings;
 use crate::language::Language;
 use crate::report::{self, Problem};
 
@@ -105,7 +105,7 @@ impl Tool for Diagnostics {
         if !self.settings.code.enabled {
             return Err(ToolError::model("code intelligence is off ([code] enabled = false)."));
         }
-        let code = Code::of(ctx.session(), &self.settings);
+        let code = crate::watch::code_of(ctx.session(), &self.settings);
         let target = crate::tools::navigate::resolve(&ctx, args.path.as_deref().unwrap_or("."))?;
         let files = if target.is_dir() { walk(&target) } else { vec![target.clone()] };
         if files.is_empty() || files.iter().all(|f| Language::of(f).is_none()) {

@@ -106,7 +106,7 @@ impl Tool for CodeNavigation {
     }
 
     fn description(&self) -> Cow<'static, str> {
-        Cow::Borrowed(include_str!("navigate.md"))
+        Cow::Borrowed(include_str!("code_navigation.md"))
     }
 
     fn annotations(&self) -> Annotations {
@@ -128,7 +128,7 @@ impl Tool for CodeNavigation {
         if !self.settings.code.enabled {
             return Err(ToolError::model("code intelligence is off ([code] enabled = false)."));
         }
-        let code = Code::of(ctx.session(), &self.settings);
+        let code = crate::watch::code_of(ctx.session(), &self.settings);
         let limit = args.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
         let timeout = Duration::from_millis(self.settings.code.request_timeout_ms);
         let mut result = NavigateResult {

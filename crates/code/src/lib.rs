@@ -47,7 +47,9 @@ pub use config::CodeConfig;
 pub use language::Language;
 pub use query::Hit;
 pub use report::{MAX_SHOWN, Problem};
-pub use tools::diagnostics::{Diagnostics, DiagnosticsArgs, DiagnosticsResult, ServerState};
+pub use tools::diagnostics::{
+    Diagnostics, DiagnosticsArgs, DiagnosticsResult, ServerFound, ServerState,
+};
 pub use tools::navigate::{Action, CodeNavigation, NavigateArgs, NavigateResult};
 
 /// The names of the code tools.

@@ -51,6 +51,21 @@ pub struct DiagnosticsResult {
     pub files: usize,
     /// The language servers asked, and for each one that could not be had, why.
     pub servers: Vec<ServerState>,
+    /// Every language hands has a server for, and what was found for it here: the command, or
+    /// that none is installed.
+    pub found: Vec<ServerFound>,
+}
+
+/// What was found for one language.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct ServerFound {
+    /// The language.
+    pub language: Language,
+    /// `running`, `not started`, `exited`, `given up` or `not installed`.
+    pub state: String,
+    /// The server's command, when one is installed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
 }
 
 /// One language's server as this call found it.
@@ -166,7 +181,18 @@ impl Tool for Diagnostics {
         let total = problems.len() + extra;
         let truncated = total > limit;
         problems.truncate(limit);
-        let result = DiagnosticsResult { problems, total, truncated, files: files.len(), servers };
+        let found = code
+            .status()
+            .await
+            .into_iter()
+            .map(|(language, command, state)| ServerFound {
+                language,
+                state: state.to_owned(),
+                command,
+            })
+            .collect();
+        let result =
+            DiagnosticsResult { problems, total, truncated, files: files.len(), servers, found };
         let mut output = ToolOutput::text(text_of(&result)).with_structured(
             serde_json::to_value(&result)
                 .map_err(|e| ToolError::Fatal(format!("diagnostics result: {e}")))?,
@@ -211,6 +237,9 @@ fn text_of(result: &DiagnosticsResult) -> String {
     for server in result.servers.iter().filter(|s| s.state != "running") {
         lines.push(format!("{}: {}", server.language.title(), server.state));
     }
+    let found: Vec<String> =
+        result.found.iter().map(|f| format!("{} {}", f.language.title(), f.state)).collect();
+    lines.push(format!("Language servers: {}.", found.join(", ")));
     lines.join("\n")
 }
 

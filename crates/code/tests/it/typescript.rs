@@ -47,6 +47,17 @@ async fn a_broken_type_shows_in_the_edits_own_result_and_its_fix_clears_it() {
     let all = p.call("diagnostics", json!({})).await;
     assert!(!all.is_error, "{}", all.joined_text());
     assert_eq!(all.structured.as_ref().unwrap()["total"], 0, "{}", all.joined_text());
+    // Which servers were found: TypeScript runs; Python's is configured but not started.
+    let text = all.joined_text();
+    assert!(
+        text.contains("Language servers: TypeScript running, Python not started, Rust "),
+        "{text}"
+    );
+    let found = &all.structured.as_ref().unwrap()["found"];
+    assert_eq!(
+        (found[0]["language"].as_str(), found[0]["state"].as_str()),
+        (Some("typescript"), Some("running"))
+    );
     p.close().await;
 }
 

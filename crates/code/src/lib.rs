@@ -86,7 +86,10 @@ impl Middleware for Install {
         next.run(req).await
     }
 
+    /// Not for a one-shot `hands call`: its server would start cold for each call and the
+    /// write would wait out the budget for nothing.
     fn applies(&self, req: &Request<'_>) -> bool {
-        req.policy().mutates && Code::existing(req.ctx.session()).is_none()
+        let session = req.ctx.session();
+        req.policy().mutates && !session.is_one_shot() && Code::existing(session).is_none()
     }
 }

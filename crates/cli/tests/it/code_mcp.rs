@@ -46,8 +46,11 @@ async fn an_edit_that_breaks_a_type_shows_the_error_in_its_own_result_over_mcp()
     std::fs::create_dir_all(root.join("src")).unwrap();
     std::fs::create_dir_all(home.join(".config/hands")).unwrap();
     // The first check of a cold server can take seconds on a loaded machine.
-    std::fs::write(home.join(".config/hands/config.toml"), "[code]\ndiagnostics_wait_ms = 20000\n")
-        .unwrap();
+    std::fs::write(
+        home.join(".config/hands/config.toml"),
+        "[code]\ndiagnostics_wait_ms = 20000\nrequest_timeout_ms = 60000\n",
+    )
+    .unwrap();
     std::fs::write(
         root.join("tsconfig.json"),
         r#"{"compilerOptions": {"strict": true, "noEmit": true}, "include": ["src"]}"#,

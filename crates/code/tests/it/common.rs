@@ -86,5 +86,6 @@ pub fn config_with(bin: &Path) -> CodeConfig {
     // The first check of a cold server takes seconds on a slow machine: the test waits for the
     // answer in the edit's own result rather than a later one.
     config.diagnostics_wait_ms = 60_000;
+    config.request_timeout_ms = 60_000;
     config
 }

@@ -793,8 +793,10 @@ fn code_tools_structured_results_validate() {
         return;
     }
     let mut p = Project::new();
-    p.settings =
-        vec![format!("code.servers.typescript=[{:?}, \"--stdio\"]", server.display().to_string())];
+    p.settings = vec![
+        format!("code.servers.typescript=[{:?}, \"--stdio\"]", server.display().to_string()),
+        "code.request_timeout_ms=60000".into(),
+    ];
     p.put(
         "tsconfig.json",
         r#"{"compilerOptions": {"strict": true, "noEmit": true}, "include": ["src"]}"#,

@@ -256,8 +256,10 @@ fn install_hint(language: Language) -> &'static str {
         Language::Python => {
             "install pyright or basedpyright (npm or pip), or put pyright-langserver on PATH"
         }
-        Language::Rust => "install rust-analyzer (rustup component add rust-analyzer)",
-        Language::Go => "install gopls",
+        Language::Rust => {
+            "rust-analyzer runs in a Cargo project (Cargo.toml at the root); install it with rustup component add rust-analyzer"
+        }
+        Language::Go => "gopls runs in a Go module (go.mod at the root); install gopls",
     }
 }
 

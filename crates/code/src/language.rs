@@ -88,10 +88,20 @@ impl Language {
         }
     }
 
-    /// The server's command for the project at `root`, or None when none is installed.
+    /// The server's command for the project at `root`, or None when none is installed (or, for
+    /// rust-analyzer and gopls, when the root has no `Cargo.toml` or `go.mod`: they index a
+    /// workspace, and without one they only cost).
     pub fn command(self, config: &CodeConfig, root: &Path) -> Option<Vec<String>> {
         if let Some(argv) = config.servers.get(self.key()).filter(|a| !a.is_empty()) {
             return Some(argv.clone());
+        }
+        let manifest = match self {
+            Self::Rust => Some("Cargo.toml"),
+            Self::Go => Some("go.mod"),
+            _ => None,
+        };
+        if manifest.is_some_and(|m| !root.join(m).is_file()) {
+            return None;
         }
         for (program, args, npm) in self.candidates() {
             let local = root.join("node_modules/.bin").join(program);
@@ -142,5 +152,7 @@ mod tests {
         std::fs::set_permissions(&server, std::fs::Permissions::from_mode(0o755)).unwrap();
         let argv = Language::TypeScript.command(&config, dir.path()).unwrap();
         assert_eq!(argv, vec![server.to_string_lossy().into_owned(), "--stdio".into()]);
+        // rust-analyzer only in a Cargo workspace, whatever PATH holds.
+        assert_eq!(Language::Rust.command(&CodeConfig::default(), dir.path()), None);
     }
 }

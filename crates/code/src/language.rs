@@ -105,7 +105,11 @@ impl Language {
         }
         for (program, args, npm) in self.candidates() {
             let local = root.join("node_modules/.bin").join(program);
-            let found = if *npm && is_executable(&local) { Some(local) } else { on_path(program) };
+            let found = if *npm && config.project_servers && is_executable(&local) {
+                Some(local)
+            } else {
+                on_path(program)
+            };
             if let Some(found) = found {
                 let mut argv = vec![found.to_string_lossy().into_owned()];
                 argv.extend(args.iter().map(|a| (*a).to_owned()));
@@ -152,6 +156,9 @@ mod tests {
         std::fs::set_permissions(&server, std::fs::Permissions::from_mode(0o755)).unwrap();
         let argv = Language::TypeScript.command(&config, dir.path()).unwrap();
         assert_eq!(argv, vec![server.to_string_lossy().into_owned(), "--stdio".into()]);
+        let off = CodeConfig { project_servers: false, ..CodeConfig::default() };
+        let on_path = Language::TypeScript.command(&off, dir.path());
+        assert!(on_path.is_none_or(|a| !a[0].starts_with(&*dir.path().to_string_lossy())));
         // rust-analyzer only in a Cargo workspace, whatever PATH holds.
         assert_eq!(Language::Rust.command(&CodeConfig::default(), dir.path()), None);
     }

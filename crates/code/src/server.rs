@@ -51,6 +51,9 @@ pub enum StartError {
     },
 }
 
+/// How long a file's publishes must pause before its diagnostics count as complete.
+pub const QUIET: Duration = Duration::from_millis(150);
+
 /// The diagnostics of one file as last published.
 #[derive(Debug, Clone, Default)]
 pub struct FileDiagnostics {
@@ -104,6 +107,29 @@ impl Store {
     /// How many times `path`'s diagnostics were published so far.
     pub fn generation(&self, path: &Path) -> u64 {
         self.get(path).map_or(0, |d| d.generation)
+    }
+
+    /// Wait until `path` is published past `generation`, then until its publishes pause for
+    /// [`QUIET`] (typescript-language-server publishes a file's syntactic, semantic and
+    /// suggestion diagnostics one after the other: the first alone lacks the type errors), or
+    /// the server exits, or `deadline`. True when something was published.
+    pub async fn wait_settled(
+        &self,
+        path: &Path,
+        generation: u64,
+        deadline: tokio::time::Instant,
+        proc: &Proc,
+    ) -> bool {
+        if !self.wait_past(path, generation, deadline, proc).await {
+            return false;
+        }
+        loop {
+            let seen = self.generation(path);
+            let quiet = (tokio::time::Instant::now() + QUIET).min(deadline);
+            if !self.wait_past(path, seen, quiet, proc).await {
+                return true;
+            }
+        }
     }
 
     /// Wait until `path` is published past `generation`, the server exits, or `deadline`.

@@ -113,7 +113,7 @@ async fn check(code: &Code, paths: &[PathBuf]) -> Vec<Notice> {
             }
         }
         for (path, generation) in &waits {
-            server.diagnostics.wait_past(path, *generation, deadline, &server.proc).await;
+            server.diagnostics.wait_settled(path, *generation, deadline, &server.proc).await;
         }
         // The other open files are re-checked right after (a caller of a changed function):
         // a short settle for them, cut short when all are in.

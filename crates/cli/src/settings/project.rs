@@ -57,6 +57,7 @@ pub(super) const USER_ONLY: &[&str] = &[
     "deps.allow_scripts", // add_dependency running repository code
     // Which program runs as a language server: a repository must not name its own.
     "code.servers",
+    "code.project_servers",
 ];
 
 /// The most a project's `.hands/config.toml` may set each limit to (time limits in milliseconds,

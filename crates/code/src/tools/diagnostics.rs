@@ -161,7 +161,7 @@ impl Tool for Diagnostics {
                 }
             }
             for (file, generation) in &waits {
-                server.diagnostics.wait_past(file, *generation, deadline, &server.proc).await;
+                server.diagnostics.wait_settled(file, *generation, deadline, &server.proc).await;
             }
             for file in &files {
                 let (now, dropped) = code.problems(&server, file, args.warnings);

@@ -251,7 +251,7 @@ pub(crate) async fn open(
     if let Some(generation) = synced.filter(|&g| g == 0) {
         let deadline = tokio::time::Instant::now()
             + Duration::from_millis(code.settings.code.request_timeout_ms);
-        server.diagnostics.wait_past(path, generation, deadline, &server.proc).await;
+        server.diagnostics.wait_settled(path, generation, deadline, &server.proc).await;
     }
     Ok((server, acquired.news))
 }

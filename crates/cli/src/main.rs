@@ -483,6 +483,8 @@ fn build_registry_profiled(
     // The preview tools, when the project has a preview (configured or detected).
     let builder =
         hands_preview::register(builder, &loaded.settings.preview, &loaded.settings.exec(), root);
+    // diagnostics and code_navigation, and the language servers' diagnostics after every write.
+    let builder = hands_code::register(builder, &loaded.settings.code, &loaded.settings.exec());
     // The web tools, fetching through the egress guard built from the user's [net] settings.
     let guard = hands_net::Guard::new(&loaded.settings.net).context("the [net] settings")?;
     let builder = hands_web::register(builder, &guard, &loaded.settings.web);

@@ -61,7 +61,7 @@ pub use project::ProjectFacts;
 pub use registry::{CallOptions, PreparedCall, Refresher, Registry, RegistryBuilder};
 pub use sandbox::{LocalProvider, Sandbox, SandboxProvider};
 pub use schema::{output_schema_for, schema_for};
-pub use session::{Mode, Session};
+pub use session::{ChangeWatcher, Mode, Session};
 pub use snapshot::RegistryError;
 pub use source::{Changes, Condition, Conditions, ConditionsReader, Refresh, ToolSource};
 pub use tool::{DynTool, Tool, ToolSpec, erase};

@@ -19,6 +19,8 @@ pub enum NoticeKind {
     ProcessOutput,
     /// The preview recorded runtime errors the model has not read yet.
     RuntimeErrors,
+    /// A language server reported new errors (or fixed ones) in files a call changed.
+    Diagnostics,
     /// Anything else.
     Other,
 }

@@ -9,7 +9,8 @@ use std::path::Path;
 /// The project's kind, by the files at its root.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ProjectFacts {
-    /// A JavaScript/TypeScript package: `package.json` or a lock file of npm, pnpm, yarn or bun.
+    /// A JavaScript/TypeScript project: `package.json`, a lock file of npm, pnpm, yarn or bun,
+    /// or a `tsconfig.json`/`jsconfig.json`.
     pub node: bool,
     /// A web app: a package, `index.html`, or a Vite/Next/Astro/SvelteKit/Nuxt/Remix config.
     pub web: bool,
@@ -27,8 +28,16 @@ pub struct ProjectFacts {
 }
 
 /// Files any of which make a package (and so a web project).
-const NODE: &[&str] =
-    &["package.json", "package-lock.json", "pnpm-lock.yaml", "yarn.lock", "bun.lock", "bun.lockb"];
+const NODE: &[&str] = &[
+    "package.json",
+    "package-lock.json",
+    "pnpm-lock.yaml",
+    "yarn.lock",
+    "bun.lock",
+    "bun.lockb",
+    "tsconfig.json",
+    "jsconfig.json",
+];
 /// Files any of which make a web app without a package.
 const WEB: &[&str] = &[
     "index.html",

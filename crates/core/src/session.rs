@@ -89,6 +89,22 @@ pub type Closer = Box<dyn FnOnce() -> crate::BoxFuture<'static, ()> + Send>;
 /// notices itself.
 pub type NoticeSource = Box<dyn Fn() -> Option<Notice> + Send + Sync>;
 
+/// Something that wants to hear of changed files and may answer with notices: how a tool that
+/// wrote files hears what a watcher of the session (a language server's new type errors) has to
+/// say, without knowing who watches. A crate that watches adds one with
+/// [`Session::add_change_watcher`]; a tool that wrote files awaits [`Session::files_changed`]
+/// and puts the notices on its own result. Each watcher bounds its own wait (a short budget,
+/// never the tool's limit) and queues what comes later with [`Session::push_notice`].
+pub trait ChangeWatcher: Send + Sync + 'static {
+    /// `paths` (absolute, under the session's root) were just written, created, moved or
+    /// deleted. The answer must come within the watcher's own short budget.
+    fn changed(
+        &self,
+        session: &Session,
+        paths: &[PathBuf],
+    ) -> crate::BoxFuture<'static, Vec<Notice>>;
+}
+
 struct Inner {
     id: String,
     project: String,
@@ -104,6 +120,7 @@ struct Inner {
     notice_sources: Mutex<Vec<NoticeSource>>,
     hidden: Mutex<std::collections::HashSet<String>>,
     closers: Mutex<Vec<Closer>>,
+    watchers: Mutex<Vec<Arc<dyn ChangeWatcher>>>,
     calls: AtomicU64,
 }
 
@@ -163,6 +180,7 @@ impl Session {
             notice_sources: Mutex::new(Vec::new()),
             hidden: Mutex::new(std::collections::HashSet::new()),
             closers: Mutex::new(Vec::new()),
+            watchers: Mutex::new(Vec::new()),
             calls: AtomicU64::new(0),
         }))
     }
@@ -287,6 +305,27 @@ impl Session {
         self.0.notice_sources.lock().unwrap_or_else(PoisonError::into_inner).push(source);
     }
 
+    /// Add a watcher of changed files ([`ChangeWatcher`]).
+    pub fn add_change_watcher(&self, watcher: Arc<dyn ChangeWatcher>) {
+        self.0.watchers.lock().unwrap_or_else(PoisonError::into_inner).push(watcher);
+    }
+
+    /// True when somebody watches changed files (a writer skips collecting paths otherwise).
+    pub fn watches_changes(&self) -> bool {
+        !self.0.watchers.lock().unwrap_or_else(PoisonError::into_inner).is_empty()
+    }
+
+    /// Tell the watchers that `paths` changed; their notices, in the order they were added. Each
+    /// watcher bounds its own wait.
+    pub async fn files_changed(&self, paths: &[PathBuf]) -> Vec<Notice> {
+        let watchers = self.0.watchers.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let mut notices = Vec::new();
+        for watcher in watchers {
+            notices.extend(watcher.changed(self, paths).await);
+        }
+        notices
+    }
+
     /// A fresh id for a call that arrived without one.
     pub fn next_call_id(&self) -> String {
         let n = self.0.calls.fetch_add(1, Ordering::Relaxed) + 1;
@@ -390,6 +429,30 @@ mod tests {
         s.push_notice(other("queued"));
         assert_eq!(s.take_notices(), vec![other("queued"), other("2 new")]);
         assert!(s.take_notices().is_empty());
+    }
+
+    struct Echo;
+
+    impl super::ChangeWatcher for Echo {
+        fn changed(
+            &self,
+            _: &Session,
+            paths: &[PathBuf],
+        ) -> crate::BoxFuture<'static, Vec<Notice>> {
+            let text = format!("{} changed", paths.len());
+            Box::pin(async move { vec![other(&text)] })
+        }
+    }
+
+    #[tokio::test]
+    async fn change_watchers_answer_with_notices() {
+        let s = Session::new("a", "/tmp");
+        assert!(!s.watches_changes());
+        assert!(s.files_changed(&[PathBuf::from("/tmp/a.ts")]).await.is_empty());
+        s.add_change_watcher(Arc::new(Echo));
+        assert!(s.watches_changes());
+        let paths = [PathBuf::from("/tmp/a.ts"), PathBuf::from("/tmp/b.ts")];
+        assert_eq!(s.files_changed(&paths).await, vec![other("2 changed")]);
     }
 
     #[test]

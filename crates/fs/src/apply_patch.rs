@@ -122,9 +122,9 @@ impl Tool for ApplyPatch {
 
     async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {
         let config = self.config.clone();
-        tokio::task::spawn_blocking(move || {
-            // After a yes, the patch must still do what was shown: a file changed while the
-            // question waited would make the same hunks land elsewhere.
+        let ctx_after = ctx.clone();
+        let output = tokio::task::spawn_blocking(move || {
+            // After a yes, the patch must still do what was shown (a file may have changed).
             if let Some(approved) = ctx.approved() {
                 let now = review(&ctx, &config, &args)?;
                 let now = hands_core::redact::text(&now);
@@ -139,7 +139,8 @@ impl Tool for ApplyPatch {
             run(&ctx, &config, &args, &|_| Ok(()))
         })
         .await
-        .map_err(|err| ToolError::Fatal(format!("apply_patch task failed: {err}")))?
+        .map_err(|err| ToolError::Fatal(format!("apply_patch task failed: {err}")))??;
+        Ok(crate::changed::announce(&ctx_after, output).await)
     }
 }
 

@@ -129,12 +129,14 @@ impl Tool for EditFile {
 
     async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {
         let config = self.config.clone();
-        tokio::task::spawn_blocking(move || {
-            unchanged_since_approval(&ctx, &config, &args)?;
-            edit(&ctx, &config, &args)
+        let inner = ctx.clone();
+        let output = tokio::task::spawn_blocking(move || {
+            unchanged_since_approval(&inner, &config, &args)?;
+            edit(&inner, &config, &args)
         })
         .await
-        .map_err(|err| ToolError::Fatal(format!("edit_file task failed: {err}")))?
+        .map_err(|err| ToolError::Fatal(format!("edit_file task failed: {err}")))??;
+        Ok(crate::changed::announce(&ctx, output).await)
     }
 }
 

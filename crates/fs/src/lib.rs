@@ -14,6 +14,7 @@
 
 mod apply_patch;
 pub mod atomic;
+mod changed;
 mod config;
 mod detect;
 mod diff;

@@ -92,9 +92,11 @@ impl Tool for WriteFile {
 
     async fn call(&self, ctx: Context, args: Self::Args) -> Result<ToolOutput, ToolError> {
         let config = self.config.clone();
-        tokio::task::spawn_blocking(move || write(&ctx, &config, &args))
+        let inner = ctx.clone();
+        let output = tokio::task::spawn_blocking(move || write(&inner, &config, &args))
             .await
-            .map_err(|err| ToolError::Fatal(format!("write_file task failed: {err}")))?
+            .map_err(|err| ToolError::Fatal(format!("write_file task failed: {err}")))??;
+        Ok(crate::changed::announce(&ctx, output).await)
     }
 }
 

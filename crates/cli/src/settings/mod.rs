@@ -52,6 +52,8 @@ pub struct Settings {
     pub exec: EnvConfig,
     /// `[preview]`: how the web app is built, served and watched in headless Chromium.
     pub preview: PreviewConfig,
+    /// `[code]`: the language servers (diagnostics after every write, code_navigation).
+    pub code: hands_code::CodeConfig,
     /// `[server]`: who may talk to `hands serve`, and how large a body the session API reads.
     pub server: ServerConfig,
     /// `[store]`: where sessions are kept (one SQLite file by default).
@@ -126,6 +128,7 @@ impl Default for Settings {
             processes: ProcessConfig::default(),
             exec: EnvConfig::default(),
             preview: PreviewConfig::default(),
+            code: hands_code::CodeConfig::default(),
             server: ServerConfig::default(),
             store: StoreConfig::default(),
             cluster: hands_agent::host::ClusterConfig::default(),

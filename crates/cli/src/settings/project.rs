@@ -55,6 +55,9 @@ pub(super) const USER_ONLY: &[&str] = &[
     "image_gen",
     "deps.allow_project_programs",
     "deps.allow_scripts", // add_dependency running repository code
+    // Which program runs as a language server: a repository must not name its own.
+    "code.servers",
+    "code.project_servers",
 ];
 
 /// The most a project's `.hands/config.toml` may set each limit to (time limits in milliseconds,
@@ -114,6 +117,13 @@ const PROJECT_MAXIMA: &[(&str, Option<u64>)] = &[
     ("agent.max_tokens", Some(64_000)),
     ("model.max_retries", Some(10)),
     ("preview.port", None),
+    // Language servers: how long a write waits, how long one may hang, what it may hold.
+    ("code.diagnostics_wait_ms", Some(10_000)),
+    ("code.initialize_timeout_ms", Some(120_000)),
+    ("code.request_timeout_ms", Some(60_000)),
+    ("code.max_restarts", Some(10)),
+    ("code.memory_mb", Some(16_384)),
+    ("code.max_diagnostics_per_file", Some(10_000)),
 ];
 
 /// The project maximum for dotted `key` (`Some(None)`: listed, not a limit).

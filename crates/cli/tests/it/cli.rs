@@ -107,6 +107,8 @@ fn tools_lists_the_fs_and_process_tools_and_plan_mode_the_read_only_ones() {
             "use_skill",
             "secrets",
             "add_dependency",
+            "diagnostics",
+            "code_navigation",
             "download_to_repo",
             "clone_site",
             "enable_stripe",
@@ -136,6 +138,8 @@ fn tools_lists_the_fs_and_process_tools_and_plan_mode_the_read_only_ones() {
             "exit_plan_mode",
             "ask_user",
             "use_skill",
+            "diagnostics",
+            "code_navigation",
             "db_schema",
             "run_security_scan"
         ]

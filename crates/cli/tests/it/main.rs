@@ -6,6 +6,7 @@
 mod add_dependency;
 mod child_env;
 mod cli;
+mod code_mcp;
 mod common;
 mod connect;
 mod connectors;

@@ -10,7 +10,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 use serde_json::{Value, json};
@@ -218,6 +218,8 @@ const EXERCISED: &[&str] = &[
     "run_security_scan",
     "web_scrape",
     "image_gen",
+    "diagnostics",
+    "code_navigation",
 ];
 
 #[test]
@@ -794,4 +796,46 @@ fn json_server(body: &'static str) -> String {
         }
     });
     url
+}
+
+#[test]
+fn code_tools_structured_results_validate() {
+    let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/lsp/node_modules/.bin");
+    let server = bin.join("typescript-language-server");
+    if !server.exists() {
+        assert!(std::env::var_os("CI").is_none(), "no language servers: npm ci in tests/lsp");
+        eprintln!("SKIPPED: no language servers in {} (npm ci in tests/lsp)", bin.display());
+        return;
+    }
+    let mut p = Project::new();
+    p.settings = vec![
+        format!("code.servers.typescript=[{:?}, \"--stdio\"]", server.display().to_string()),
+        "code.request_timeout_ms=60000".into(),
+    ];
+    p.put(
+        "tsconfig.json",
+        r#"{"compilerOptions": {"strict": true, "noEmit": true}, "include": ["src"]}"#,
+    );
+    p.put("src/util.ts", "export function twice(n: number): number {\n  return n * 2;\n}\n");
+    p.put(
+        "src/main.ts",
+        "import { twice } from \"./util\";\n\nexport const four: string = twice(2);\n",
+    );
+    let schemas = p.output_schemas();
+    let (text, s) =
+        checked(&schemas, "diagnostics", &p.call("diagnostics", &json!({"path": "src"})));
+    assert!(
+        text.contains("src/main.ts:3:14: Type 'number' is not assignable to type 'string'. [2322]"),
+        "{text}"
+    );
+    assert_eq!((s["total"].as_u64(), s["files"].as_u64()), (Some(1), Some(2)), "{s}");
+    holds("diagnostics", &s, &["src/main.ts", "Type 'number' is not assignable", "2322"]);
+    let at = json!({"action": "references", "path": "src/util.ts", "symbol": "twice"});
+    let (text, s) = checked(&schemas, "code_navigation", &p.call("code_navigation", &at));
+    assert!(text.contains("src/main.ts:3:29: export const four"), "{text}");
+    holds(
+        "code_navigation",
+        &s,
+        &["src/util.ts", "src/main.ts", "export const four: string = twice(2);"],
+    );
 }

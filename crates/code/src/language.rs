@@ -1,0 +1,165 @@
+//! The languages hands knows a server for, which files are theirs, and where each server is
+//! found: the user's `[code.servers]` command, else the project's own `node_modules/.bin`, else
+//! PATH.
+
+use std::path::{Path, PathBuf};
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::CodeConfig;
+
+/// A language with a server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Language {
+    /// TypeScript and JavaScript, through `typescript-language-server`.
+    TypeScript,
+    /// Python, through `pyright-langserver` or `basedpyright-langserver`.
+    Python,
+    /// Rust, through `rust-analyzer` (only when on PATH).
+    Rust,
+    /// Go, through `gopls` (only when on PATH).
+    Go,
+}
+
+impl Language {
+    /// Every language, in the order status lists them.
+    pub const ALL: [Language; 4] =
+        [Language::TypeScript, Language::Python, Language::Rust, Language::Go];
+
+    /// The language of `path`, by its extension.
+    pub fn of(path: &Path) -> Option<Self> {
+        let ext = path.extension()?.to_str()?;
+        Some(match ext {
+            "ts" | "tsx" | "mts" | "cts" | "js" | "jsx" | "mjs" | "cjs" => Self::TypeScript,
+            "py" | "pyi" => Self::Python,
+            "rs" => Self::Rust,
+            "go" => Self::Go,
+            _ => return None,
+        })
+    }
+
+    /// The key of `[code.servers]` and of results.
+    pub fn key(self) -> &'static str {
+        match self {
+            Self::TypeScript => "typescript",
+            Self::Python => "python",
+            Self::Rust => "rust",
+            Self::Go => "go",
+        }
+    }
+
+    /// The name people know.
+    pub fn title(self) -> &'static str {
+        match self {
+            Self::TypeScript => "TypeScript",
+            Self::Python => "Python",
+            Self::Rust => "Rust",
+            Self::Go => "Go",
+        }
+    }
+
+    /// The LSP `languageId` of `path`.
+    pub fn language_id(self, path: &Path) -> &'static str {
+        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        match (self, ext) {
+            (Self::TypeScript, "tsx") => "typescriptreact",
+            (Self::TypeScript, "js" | "mjs" | "cjs") => "javascript",
+            (Self::TypeScript, "jsx") => "javascriptreact",
+            (Self::TypeScript, _) => "typescript",
+            (Self::Python, _) => "python",
+            (Self::Rust, _) => "rust",
+            (Self::Go, _) => "go",
+        }
+    }
+
+    /// The candidate programs and their arguments, best first; the project's `node_modules/.bin`
+    /// is looked in only for the npm ones.
+    fn candidates(self) -> &'static [(&'static str, &'static [&'static str], bool)] {
+        match self {
+            Self::TypeScript => &[("typescript-language-server", &["--stdio"], true)],
+            Self::Python => &[
+                ("pyright-langserver", &["--stdio"], true),
+                ("basedpyright-langserver", &["--stdio"], true),
+            ],
+            Self::Rust => &[("rust-analyzer", &[], false)],
+            Self::Go => &[("gopls", &["serve"], false)],
+        }
+    }
+
+    /// The server's command for the project at `root`, or None when none is installed (or, for
+    /// rust-analyzer and gopls, when the root has no `Cargo.toml` or `go.mod`: they index a
+    /// workspace, and without one they only cost).
+    pub fn command(self, config: &CodeConfig, root: &Path) -> Option<Vec<String>> {
+        if let Some(argv) = config.servers.get(self.key()).filter(|a| !a.is_empty()) {
+            return Some(argv.clone());
+        }
+        let manifest = match self {
+            Self::Rust => Some("Cargo.toml"),
+            Self::Go => Some("go.mod"),
+            _ => None,
+        };
+        if manifest.is_some_and(|m| !root.join(m).is_file()) {
+            return None;
+        }
+        for (program, args, npm) in self.candidates() {
+            let local = root.join("node_modules/.bin").join(program);
+            let found = if *npm && config.project_servers && is_executable(&local) {
+                Some(local)
+            } else {
+                on_path(program)
+            };
+            if let Some(found) = found {
+                let mut argv = vec![found.to_string_lossy().into_owned()];
+                argv.extend(args.iter().map(|a| (*a).to_owned()));
+                return Some(argv);
+            }
+        }
+        None
+    }
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+fn on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|dir| dir.join(program)).find(|p| is_executable(p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_belong_to_languages_by_extension() {
+        assert_eq!(Language::of(Path::new("src/a.tsx")), Some(Language::TypeScript));
+        assert_eq!(Language::of(Path::new("a.py")), Some(Language::Python));
+        assert_eq!(Language::of(Path::new("README.md")), None);
+        assert_eq!(Language::TypeScript.language_id(Path::new("a.jsx")), "javascriptreact");
+    }
+
+    #[test]
+    fn the_users_command_wins_and_the_project_bin_comes_before_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = CodeConfig::default();
+        config.servers.insert("go".into(), vec!["/opt/gopls".into()]);
+        assert_eq!(Language::Go.command(&config, dir.path()), Some(vec!["/opt/gopls".into()]));
+        let bin = dir.path().join("node_modules/.bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let server = bin.join("typescript-language-server");
+        std::fs::write(&server, "#!/bin/sh\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&server, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let argv = Language::TypeScript.command(&config, dir.path()).unwrap();
+        assert_eq!(argv, vec![server.to_string_lossy().into_owned(), "--stdio".into()]);
+        let off = CodeConfig { project_servers: false, ..CodeConfig::default() };
+        let on_path = Language::TypeScript.command(&off, dir.path());
+        assert!(on_path.is_none_or(|a| !a[0].starts_with(&*dir.path().to_string_lossy())));
+        // rust-analyzer only in a Cargo workspace, whatever PATH holds.
+        assert_eq!(Language::Rust.command(&CodeConfig::default(), dir.path()), None);
+    }
+}

@@ -25,6 +25,12 @@ fn ref_of(text: &str, needle: &str) -> String {
     line[start..end].to_owned()
 }
 
+fn png_size(data: &[u8]) -> (u32, u32) {
+    assert_eq!(&data[..8], b"\x89PNG\r\n\x1a\n");
+    let width = u32::from_be_bytes(data[16..20].try_into().unwrap());
+    (width, u32::from_be_bytes(data[20..24].try_into().unwrap()))
+}
+
 fn server_log(env: &Env) -> String {
     std::fs::read_to_string(env.root().join("server.log")).unwrap_or_default()
 }
@@ -161,6 +167,18 @@ async fn the_agent_logs_in_adds_and_deletes_follows_a_link_and_finds_what_failed
         )
         .await;
     assert!(text.contains("outside the project"), "{text}");
+
+    // A phone's viewport, and a screenshot of one element as an image.
+    let mobile = act(&env, json!([{"action": "viewport", "preset": "mobile"}])).await;
+    assert!(mobile.contains("viewport 390×844 (mobile)"), "{mobile}");
+    let shot = env.call("preview_screenshot", json!({"ref": upload})).await;
+    let hands_core::Content::Image { data, .. } = &shot.content[0] else { panic!("{shot:?}") };
+    let (width, height) = png_size(data);
+    assert!(width > 0 && width < 390 * 3 && height < 200 * 3, "{width}×{height}");
+    act(&env, json!([{"action": "viewport", "preset": "desktop"}])).await;
+    let shot = env.call("preview_screenshot", json!({})).await;
+    let hands_core::Content::Image { data, .. } = &shot.content[0] else { panic!("{shot:?}") };
+    assert_eq!(png_size(data), (1280, 800));
 
     // Follow the link: a route change in the same document.
     let about = ref_of(&full, "link \"About\"");

@@ -42,127 +42,256 @@ impl Preset {
     }
 }
 
-/// One action on the page. Refs (`e12`) come from the latest preview_snapshot or action result.
+/// The kinds of action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// Click `ref` (`double` for a double click).
+    Click,
+    /// Move the mouse over `ref`.
+    Hover,
+    /// Type `text` into `ref` (or what has focus); `submit` presses Enter after.
+    Type,
+    /// Set several `fields` at once.
+    Fill,
+    /// Choose `values` (values or labels) in the select `ref`.
+    Select,
+    /// Check `ref` (`checked: false` unchecks).
+    Check,
+    /// Press `key` in `ref` (or where focus is).
+    Press,
+    /// Scroll `ref` into view, or the page by `dy` pixels.
+    Scroll,
+    /// Load `url` of the preview's origin.
+    Navigate,
+    /// Go back in history.
+    Back,
+    /// Go forward in history.
+    Forward,
+    /// Reload the page.
+    Reload,
+    /// Wait for `text`, `selector` or `network_idle` (`gone`, `timeout_ms`).
+    Wait,
+    /// Put project files `paths` into the file input `ref`.
+    Upload,
+    /// Set the viewport: `preset`, or `width` and `height`.
+    Viewport,
+}
+
+/// One action on the page, as the model writes it: `action` says which, the other fields are
+/// those the action takes. Refs (`e12`) come from the latest preview_snapshot or action result.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(tag = "action", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    /// click, hover, type, fill, select, check, press, scroll, navigate, back, forward, reload,
+    /// wait, upload or viewport.
+    pub action: Kind,
+    /// The element (click, hover, select, check, upload; optional for type, press, scroll).
+    #[serde(default, rename = "ref")]
+    pub target: Option<String>,
+    /// type: the text typed (added to what the field holds); wait: the text to wait for.
+    #[serde(default)]
+    pub text: Option<String>,
+    /// type: press Enter after the text.
+    #[serde(default)]
+    pub submit: Option<bool>,
+    /// click: a double click.
+    #[serde(default)]
+    pub double: Option<bool>,
+    /// fill: the fields, in order.
+    #[serde(default)]
+    pub fields: Option<Vec<Field>>,
+    /// select: values or labels (several for a multiple select).
+    #[serde(default)]
+    pub values: Option<Vec<String>>,
+    /// check: false unchecks (default true).
+    #[serde(default)]
+    pub checked: Option<bool>,
+    /// press: the key, with `+`-joined modifiers: `Enter`, `Tab`, `Escape`, `ArrowDown`,
+    /// `Control+a`, `a`.
+    #[serde(default)]
+    pub key: Option<String>,
+    /// scroll: pixels down (negative: up; default one screen).
+    #[serde(default)]
+    pub dy: Option<f64>,
+    /// navigate: a path such as `/about`, or a URL of the preview's origin.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// wait: a CSS selector an element matches.
+    #[serde(default)]
+    pub selector: Option<String>,
+    /// wait: no request in flight for 500 ms.
+    #[serde(default)]
+    pub network_idle: Option<bool>,
+    /// wait: until the text or selector is gone instead.
+    #[serde(default)]
+    pub gone: Option<bool>,
+    /// wait: longest wait in milliseconds (default 5000, at most 30000).
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// upload: paths relative to the project root.
+    #[serde(default)]
+    pub paths: Option<Vec<String>>,
+    /// viewport: mobile, tablet or desktop.
+    #[serde(default)]
+    pub preset: Option<Preset>,
+    /// viewport: width in CSS pixels.
+    #[serde(default)]
+    pub width: Option<u32>,
+    /// viewport: height in CSS pixels.
+    #[serde(default)]
+    pub height: Option<u32>,
+}
+
+impl Step {
+    /// The action, when the fields it needs are there (else what is missing).
+    pub fn action(&self) -> Result<Action, String> {
+        let kind = self.action;
+        let word = format!("{kind:?}").to_lowercase();
+        let need = |field: &str| format!("{word} needs `{field}`");
+        let target = || self.target.clone().ok_or_else(|| need("ref"));
+        Ok(match kind {
+            Kind::Click => {
+                Action::Click { target: target()?, double: self.double.unwrap_or(false) }
+            }
+            Kind::Hover => Action::Hover { target: target()? },
+            Kind::Type => Action::Type {
+                target: self.target.clone(),
+                text: self.text.clone().ok_or_else(|| need("text"))?,
+                submit: self.submit.unwrap_or(false),
+            },
+            Kind::Fill => {
+                Action::Fill { fields: self.fields.clone().ok_or_else(|| need("fields"))? }
+            }
+            Kind::Select => Action::Select {
+                target: target()?,
+                values: self.values.clone().ok_or_else(|| need("values"))?,
+            },
+            Kind::Check => Action::Check { target: target()?, checked: self.checked },
+            Kind::Press => Action::Press {
+                key: self.key.clone().ok_or_else(|| need("key"))?,
+                target: self.target.clone(),
+            },
+            Kind::Scroll => Action::Scroll { target: self.target.clone(), dy: self.dy },
+            Kind::Navigate => {
+                Action::Navigate { url: self.url.clone().ok_or_else(|| need("url"))? }
+            }
+            Kind::Back => Action::Back,
+            Kind::Forward => Action::Forward,
+            Kind::Reload => Action::Reload,
+            Kind::Wait => Action::Wait {
+                text: self.text.clone(),
+                selector: self.selector.clone(),
+                network_idle: self.network_idle.unwrap_or(false),
+                gone: self.gone.unwrap_or(false),
+                timeout_ms: self.timeout_ms,
+            },
+            Kind::Upload => Action::Upload {
+                target: target()?,
+                paths: self.paths.clone().ok_or_else(|| need("paths"))?,
+            },
+            Kind::Viewport => {
+                Action::Viewport { preset: self.preset, width: self.width, height: self.height }
+            }
+        })
+    }
+}
+
+/// One action, checked: what [`Step::action`] makes of a step.
+#[derive(Debug, Clone)]
 pub enum Action {
-    /// Click an element (a real mouse click at its centre, scrolled into view).
+    /// See [`Kind::Click`].
     Click {
         /// The element's ref.
-        #[serde(rename = "ref")]
         target: String,
         /// A double click.
-        #[serde(default)]
         double: bool,
     },
-    /// Move the mouse over an element.
+    /// See [`Kind::Hover`].
     Hover {
         /// The element's ref.
-        #[serde(rename = "ref")]
         target: String,
     },
-    /// Type text into an element (focused first) or into what has focus; `submit` presses Enter
-    /// after it.
+    /// See [`Kind::Type`].
     Type {
         /// The element's ref (default: what has focus).
-        #[serde(default, rename = "ref")]
         target: Option<String>,
-        /// The text typed (added to what the field holds).
+        /// The text.
         text: String,
-        /// Press Enter after the text.
-        #[serde(default)]
+        /// Press Enter after it.
         submit: bool,
     },
-    /// Set several fields at once: text fields are cleared and typed into, selects choose,
-    /// checkboxes take `true`/`false`.
+    /// See [`Kind::Fill`].
     Fill {
-        /// The fields, in order.
+        /// The fields.
         fields: Vec<Field>,
     },
-    /// Choose options of a select by value or label.
+    /// See [`Kind::Select`].
     Select {
         /// The select's ref.
-        #[serde(rename = "ref")]
         target: String,
-        /// Values or labels (one, or several for a multiple select).
+        /// Values or labels.
         values: Vec<String>,
     },
-    /// Check (or uncheck) a checkbox, radio button or switch; nothing happens when it is already so.
+    /// See [`Kind::Check`].
     Check {
         /// The element's ref.
-        #[serde(rename = "ref")]
         target: String,
-        /// `false` unchecks (default true).
-        #[serde(default)]
+        /// `false` unchecks.
         checked: Option<bool>,
     },
-    /// Press a key, in an element (focused first) or where focus is: `Enter`, `Tab`, `Escape`,
-    /// `ArrowDown`, `Control+a`, `a`.
+    /// See [`Kind::Press`].
     Press {
-        /// The key, with `+`-joined modifiers (Alt, Control, Meta, Shift).
+        /// The key.
         key: String,
         /// The element's ref (default: what has focus).
-        #[serde(default, rename = "ref")]
         target: Option<String>,
     },
-    /// Scroll an element into view, or the page by `dy` pixels (default one screen down; negative:
-    /// up).
+    /// See [`Kind::Scroll`].
     Scroll {
         /// The element's ref.
-        #[serde(default, rename = "ref")]
         target: Option<String>,
-        /// Pixels down (negative: up).
-        #[serde(default)]
+        /// Pixels down.
         dy: Option<f64>,
     },
-    /// Load a URL of the preview (a path such as `/about`, or a full URL of the same origin).
+    /// See [`Kind::Navigate`].
     Navigate {
         /// A path or URL of the preview's origin.
         url: String,
     },
-    /// Go back in the page's history.
+    /// See [`Kind::Back`].
     Back,
-    /// Go forward in the page's history.
+    /// See [`Kind::Forward`].
     Forward,
-    /// Reload the page.
+    /// See [`Kind::Reload`].
     Reload,
-    /// Wait until a text shows (or is `gone`), an element matches a CSS selector, or the network
-    /// has been idle for half a second.
+    /// See [`Kind::Wait`].
     Wait {
         /// Text the page shows.
-        #[serde(default)]
         text: Option<String>,
-        /// A CSS selector an element matches.
-        #[serde(default)]
+        /// A CSS selector.
         selector: Option<String>,
         /// No request in flight for 500 ms.
-        #[serde(default)]
         network_idle: bool,
-        /// Wait until the text or selector is gone instead.
-        #[serde(default)]
+        /// Wait until gone.
         gone: bool,
-        /// Longest wait, in milliseconds (default 5000, at most 30000).
-        #[serde(default)]
+        /// Longest wait.
         timeout_ms: Option<u64>,
     },
-    /// Put project files into a file input (`<input type=file>`).
+    /// See [`Kind::Upload`].
     Upload {
         /// The file input's ref.
-        #[serde(rename = "ref")]
         target: String,
         /// Paths relative to the project root.
         paths: Vec<String>,
     },
-    /// Set the viewport: a preset, or a width and height in CSS pixels.
+    /// See [`Kind::Viewport`].
     Viewport {
-        /// mobile, tablet or desktop.
-        #[serde(default)]
+        /// A preset.
         preset: Option<Preset>,
-        /// Width in CSS pixels.
-        #[serde(default)]
+        /// Width.
         width: Option<u32>,
-        /// Height in CSS pixels.
-        #[serde(default)]
+        /// Height.
         height: Option<u32>,
     },
 }
@@ -289,20 +418,23 @@ mod tests {
 
     #[test]
     fn actions_parse_from_their_json() {
-        let actions: Vec<Action> = serde_json::from_value(serde_json::json!([
+        let steps: Vec<Step> = serde_json::from_value(serde_json::json!([
             {"action": "click", "ref": "e3"},
             {"action": "fill", "fields": [{"ref": "e1", "value": "alice"}]},
             {"action": "back"},
             {"action": "wait", "text": "Welcome"}
         ]))
         .unwrap();
+        let actions: Vec<Action> = steps.iter().map(|s| s.action().unwrap()).collect();
         assert_eq!(
             actions.iter().map(Action::word).collect::<Vec<_>>(),
             ["click", "fill", "back", "wait"]
         );
         assert_eq!(actions[1].refs(), ["e1"]);
         let bad =
-            serde_json::from_value::<Action>(serde_json::json!({"action": "click", "reff": "e1"}));
+            serde_json::from_value::<Step>(serde_json::json!({"action": "click", "reff": "e1"}));
         assert!(bad.is_err());
+        let step: Step = serde_json::from_value(serde_json::json!({"action": "click"})).unwrap();
+        assert_eq!(step.action().unwrap_err(), "click needs `ref`");
     }
 }

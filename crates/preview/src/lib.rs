@@ -35,6 +35,7 @@ mod act;
 mod actions;
 mod approval;
 mod axtree;
+mod baseline;
 pub mod cdp;
 pub mod collector;
 mod config;

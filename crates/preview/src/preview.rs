@@ -143,7 +143,7 @@ pub struct Preview {
     /// The page's requests.
     pub(crate) network: crate::network::NetworkLog,
     /// The latest snapshot: the baseline of deltas and of refs.
-    pub(crate) outline: Mutex<Option<crate::snapshot::Baseline>>,
+    pub(crate) outline: Mutex<Option<crate::baseline::Baseline>>,
     /// The page's URL now and its main frame's id (route changes included).
     pub(crate) location: Mutex<(String, String)>,
     /// Where preview_network's and preview_console's last reads stopped.

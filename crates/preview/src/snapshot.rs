@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use serde_json::json;
 
 use crate::axtree::{Line, outline};
+use crate::baseline::Baseline;
 use crate::preview::Preview;
 
 /// The budget's rule: a token is taken as 4 bytes of text (English and code under the common
@@ -22,22 +23,6 @@ pub const BYTES_PER_TOKEN: usize = 4;
 pub const DEFAULT_TOKENS: usize = 3000;
 /// The smallest budget accepted, in tokens (room for the header and the cut line).
 pub const MIN_TOKENS: usize = 100;
-
-/// The previous snapshot of the session.
-#[derive(Debug, Clone, Default)]
-pub struct Baseline {
-    /// The page load (document) it was taken of.
-    pub load: u64,
-    /// Its number in the session.
-    pub number: u64,
-    /// Its lines.
-    pub lines: Vec<Line>,
-    /// Refs of earlier documents (refused as stale, with the reason).
-    pub stale: std::collections::HashSet<u64>,
-}
-
-/// Refs of earlier documents remembered at most.
-const MAX_STALE: usize = 50_000;
 
 /// What narrows a snapshot.
 #[derive(Debug, Clone, Default)]
@@ -191,15 +176,9 @@ impl Preview {
     /// Keep `lines` as the new baseline and on disk; returns the old baseline and the path.
     pub(crate) fn rebase(&self, lines: &[Line], load: u64) -> (Option<Baseline>, Option<String>) {
         let mut slot = self.outline.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let number = slot.as_ref().map_or(1, |b| b.number + 1);
-        let mut stale = slot.as_ref().map(|b| b.stale.clone()).unwrap_or_default();
-        if let Some(old) = slot.as_ref().filter(|b| b.load != load) {
-            if stale.len() > MAX_STALE {
-                stale.clear();
-            }
-            stale.extend(old.lines.iter().filter_map(|l| l.node));
-        }
-        let old = slot.replace(Baseline { load, number, lines: lines.to_vec(), stale });
+        let next = Baseline::after(slot.as_ref(), lines, load);
+        let number = next.number;
+        let old = slot.replace(next);
         drop(slot);
         let whole: String = lines.iter().map(|l| l.indented() + "\n").collect();
         let path = hands_core::middleware::truncate::outputs_dir(&self.root)

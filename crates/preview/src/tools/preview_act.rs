@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::act::ActReport;
-use crate::actions::Action;
+use crate::actions::{Action, Step};
 use crate::preview::Preview;
 use crate::snapshot::{BYTES_PER_TOKEN, DEFAULT_TOKENS, MIN_TOKENS, within};
 
@@ -19,7 +19,7 @@ use crate::snapshot::{BYTES_PER_TOKEN, DEFAULT_TOKENS, MIN_TOKENS, within};
 #[serde(deny_unknown_fields)]
 pub struct ActArgs {
     /// The actions, run in order; the first that fails stops the rest.
-    pub actions: Vec<Action>,
+    pub actions: Vec<Step>,
     /// Budget of the answer in tokens (4 bytes each; default 3000).
     #[serde(default)]
     pub max_tokens: Option<usize>,
@@ -63,7 +63,16 @@ impl Tool for PreviewAct {
         if args.actions.is_empty() {
             return Err(ToolError::model("actions is empty: give at least one action."));
         }
-        let report = preview.act(&args.actions).await.map_err(ToolError::model)?;
+        let actions: Vec<Action> = args
+            .actions
+            .iter()
+            .enumerate()
+            .map(|(i, step)| {
+                step.action().map_err(|e| format!("actions[{i}]: {e}; nothing was run."))
+            })
+            .collect::<Result<_, _>>()
+            .map_err(ToolError::model)?;
+        let report = preview.act(&actions).await.map_err(ToolError::model)?;
         let max = args.max_tokens.unwrap_or(DEFAULT_TOKENS).max(MIN_TOKENS) * BYTES_PER_TOKEN;
         let text = render(&report, max);
         Ok(ToolOutput { is_error: report.failed.is_some(), ..ToolOutput::text(text) })

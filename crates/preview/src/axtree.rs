@@ -212,7 +212,29 @@ pub fn outline(tree: &Value) -> Vec<Line> {
             }
         }
     }
-    lines
+    merge_text(lines)
+}
+
+/// A nameless line's first text child joins it (`listitem "Milk"`, `paragraph "Hello"`): one line
+/// instead of two, nothing lost.
+fn merge_text(lines: Vec<Line>) -> Vec<Line> {
+    let mut out: Vec<Line> = Vec::with_capacity(lines.len());
+    for line in lines {
+        let joins = line.role == "text"
+            && out.last().is_some_and(|parent| {
+                parent.depth + 1 == line.depth
+                    && parent.role != "text"
+                    && parent.text == parent.role
+            });
+        match out.last_mut() {
+            Some(parent) if joins => {
+                parent.text.push(' ');
+                parent.text.push_str(&line.text);
+            }
+            _ => out.push(line),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -256,8 +278,7 @@ mod tests {
                 "textbox \"User\" [e14] value=\"alice\"",
                 "button \"Go\" [e15]",
                 "checkbox \"Remember me\" [e16] checked focused",
-                "paragraph",
-                "  \"Hello \\\"you\\\"\"",
+                "paragraph \"Hello \\\"you\\\"\"",
             ]
         );
         assert_eq!(outline(&tree)[1].ref_name().as_deref(), Some("e14"));

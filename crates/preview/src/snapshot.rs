@@ -127,31 +127,74 @@ pub fn within(lines: &[String], max_bytes: usize, whole: &str) -> String {
 }
 
 /// What changed from `old` to `new`: `+` added lines, `-` removed ones, `~` lines of the same
-/// ref whose text changed. Lines with a ref are matched by it, others by their text.
+/// ref whose text changed. Lines with a ref are matched by it, others by their text. An element
+/// re-created with the same content (a list re-rendered) is no change but a new ref: such pairs
+/// are listed on one last line, `= new refs, same content: e12→e40 …`.
 pub fn delta(old: &[Line], new: &[Line]) -> Vec<String> {
     let key = |l: &Line| match l.node {
         Some(n) => format!("#{n}"),
         None => format!("{}\u{1}{}", l.depth, l.text),
     };
-    let mut before: HashMap<String, Vec<&Line>> = HashMap::new();
-    for line in old {
-        before.entry(key(line)).or_default().push(line);
+    let mut before: HashMap<String, Vec<usize>> = HashMap::new();
+    for (i, line) in old.iter().enumerate() {
+        before.entry(key(line)).or_default().push(i);
     }
-    let mut out = Vec::new();
+    let mut changed = Vec::new();
+    let mut added: Vec<&Line> = Vec::new();
     for line in new {
-        let k = key(line);
-        match before.get_mut(&k).and_then(Vec::pop) {
-            Some(was) if was.text == line.text => {}
-            Some(_) => out.push(format!("~ {}", line.indented())),
+        match before.get_mut(&key(line)).and_then(Vec::pop) {
+            Some(i) if old[i].text == line.text => {}
+            Some(_) => changed.push(format!("~ {}", line.indented())),
+            None => added.push(line),
+        }
+    }
+    let mut removed: Vec<usize> = before.into_values().flatten().collect();
+    removed.sort_unstable();
+    // Pair re-created elements: same depth, same text but for the ref.
+    let mut gone: HashMap<(usize, String), Vec<usize>> = HashMap::new();
+    for &i in removed.iter().rev() {
+        if old[i].node.is_some() {
+            gone.entry((old[i].depth, without_ref(&old[i].text))).or_default().push(i);
+        }
+    }
+    let mut renamed = Vec::new();
+    let mut paired = std::collections::HashSet::new();
+    let mut out = changed;
+    for line in added {
+        let twin =
+            line.node.and_then(|_| gone.get_mut(&(line.depth, without_ref(&line.text)))?.pop());
+        match twin {
+            Some(i) => {
+                paired.insert(i);
+                renamed.push(format!(
+                    "{}→{}",
+                    old[i].ref_name().unwrap_or_default(),
+                    line.ref_name().unwrap_or_default()
+                ));
+            }
             None => out.push(format!("+ {}", line.indented())),
         }
     }
-    let mut removed: Vec<&Line> = before.into_values().flatten().collect();
-    let order: HashMap<*const Line, usize> =
-        old.iter().enumerate().map(|(i, l)| (l as *const Line, i)).collect();
-    removed.sort_by_key(|l| order.get(&(*l as *const Line)).copied().unwrap_or(0));
-    out.extend(removed.into_iter().map(|l| format!("- {}", l.indented())));
+    out.extend(
+        removed
+            .iter()
+            .filter(|i| !paired.contains(*i))
+            .map(|&i| format!("- {}", old[i].indented())),
+    );
+    if !renamed.is_empty() {
+        out.push(format!("= new refs, same content: {}", renamed.join(" ")));
+    }
     out
+}
+
+/// A line's text without its ` [e12]`.
+fn without_ref(text: &str) -> String {
+    match (text.find(" [e"), text.find(']')) {
+        (Some(start), Some(end)) if end > start => {
+            format!("{}{}", &text[..start], &text[end + 1..])
+        }
+        _ => text.to_owned(),
+    }
 }
 
 /// A snapshot as shown.
@@ -294,6 +337,10 @@ mod tests {
             ["~   textbox \"User\" [e2] value=\"alice\"", "+     \"Eggs\"", "-     \"Milk\"",]
         );
         assert!(delta(&old, &old).is_empty());
+        // A re-rendered element: same content, a new ref.
+        let mut again = page();
+        again[2] = line(1, "button", "button \"Log in\" [e9]", Some(9));
+        assert_eq!(delta(&old, &again), ["= new refs, same content: e3→e9"]);
     }
 
     #[test]

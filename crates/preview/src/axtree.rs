@@ -96,13 +96,14 @@ fn ax_value(node: &Value, field: &str) -> String {
 }
 
 /// The states shown after a line, in a fixed order.
-fn states(node: &Value) -> Vec<String> {
+fn states(node: &Value, role: &str) -> Vec<String> {
     let mut out = Vec::new();
     let Some(properties) = node["properties"].as_array() else { return out };
     let prop = |name: &str| {
         properties.iter().find(|p| p["name"] == name).map(|p| p["value"]["value"].clone())
     };
-    if let Some(level) = prop("level").and_then(|v| v.as_u64()) {
+    // A level says something of headings; of list items and tree items it repeats the nesting.
+    if let Some(level) = prop("level").and_then(|v| v.as_u64()).filter(|_| role == "heading") {
         out.push(format!("level={level}"));
     }
     match prop("checked").as_ref().and_then(Value::as_str) {
@@ -166,7 +167,8 @@ pub fn outline(tree: &Value) -> Vec<Line> {
             || role == "RootWebArea"
             || role == "InlineTextBox"
             || (LIFTED.contains(&role.as_str()) && name.trim().is_empty());
-        if role == "InlineTextBox" {
+        if role == "InlineTextBox" || role == "ListMarker" {
+            // Text boxes repeat their text; a list's bullets and numbers say nothing.
             continue;
         }
         if !skip {
@@ -191,7 +193,7 @@ pub fn outline(tree: &Value) -> Vec<Line> {
             if !value.is_empty() && value != name {
                 text.push_str(&format!(" value={}", quoted(&value)));
             }
-            for state in states(node) {
+            for state in states(node, &role) {
                 text.push(' ');
                 text.push_str(&state);
             }

@@ -302,9 +302,6 @@ impl Preview {
         for method in ["Page.enable", "Runtime.enable", "Log.enable", "Network.enable"] {
             cdp.call(method, json!({}), Some(&page)).await.map_err(cdp_failed)?;
         }
-        // The accessibility tree is kept up to date from now on, so that a snapshot reads it
-        // rather than building it anew each time (see axtree.rs); a failure only slows snapshots.
-        let _ = cdp.call("Accessibility.enable", json!({}), Some(&page)).await;
         // Page crashes; older Chromiums lack the domain on page targets, which is no reason to fail.
         let _ = cdp.call("Inspector.enable", json!({}), Some(&page)).await;
         // The viewport is exactly the configured size (the window's own frame would take some).

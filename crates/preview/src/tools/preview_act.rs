@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 
 use hands_core::{Annotations, Context, Tool, ToolError, ToolOutput};
-use hands_core::{Family, Modes, Policy};
+use hands_core::{Family, Label, Modes, Policy};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -46,7 +46,16 @@ impl Tool for PreviewAct {
     }
 
     fn policy(&self) -> Policy {
-        Policy::from_annotations(self.annotations()).modes(Modes::BUILD).family(Family::Preview)
+        // `hands run` shows one line per action under the call's line.
+        let steps = Label::Steps {
+            key: "actions",
+            word: "action",
+            details: &["ref", "url", "key", "text", "selector"],
+        };
+        Policy::from_annotations(self.annotations())
+            .modes(Modes::BUILD)
+            .family(Family::Preview)
+            .label(steps)
     }
 
     fn needs_approval(&self) -> bool {

@@ -75,6 +75,17 @@ pub enum Label {
         /// The item's noun, singular (`item`); the plural adds an `s`.
         noun: &'static str,
     },
+    /// One line per item of the array argument `key`: its string field `word`, then the first of
+    /// its string fields `details` it has (`click e3`, `navigate /about`). Front ends show the
+    /// call's line with the count and each item under it.
+    Steps {
+        /// The array argument.
+        key: &'static str,
+        /// The field naming what each item does.
+        word: &'static str,
+        /// The fields that say what it applies to, in order of preference.
+        details: &'static [&'static str],
+    },
 }
 
 impl Label {
@@ -91,6 +102,18 @@ impl Label {
                 Some(p) => format!("{w} in {p}"),
                 None => w,
             }),
+            Self::Steps { key, word, details } => {
+                args.get(key).and_then(Value::as_array).map(|items| {
+                    let line = |item: &Value| {
+                        let what = item.get(word).and_then(Value::as_str).unwrap_or("?");
+                        match details.iter().find_map(|d| item.get(*d).and_then(Value::as_str)) {
+                            Some(detail) => format!("{what} {detail}"),
+                            None => what.to_owned(),
+                        }
+                    };
+                    items.iter().map(line).collect::<Vec<_>>().join("\n")
+                })
+            }
             Self::Count { key, noun } => {
                 args.get(key).and_then(Value::as_array).map(|list| match list.len() {
                     1 => format!("1 {noun}"),
@@ -306,5 +329,14 @@ mod tests {
         assert_eq!(Label::Nothing.text(&args).as_deref(), Some(""));
         assert_eq!(Label::Arguments.text(&args), None);
         assert_eq!(Label::Key { key: "command" }.text(&args), None);
+    }
+
+    #[test]
+    fn steps_are_one_line_each() {
+        let args = serde_json::json!({"actions": [
+            {"action": "click", "ref": "e3"}, {"action": "navigate", "url": "/about"}, {"action": "back"}
+        ]});
+        let label = Label::Steps { key: "actions", word: "action", details: &["ref", "url"] };
+        assert_eq!(label.text(&args).as_deref(), Some("click e3\nnavigate /about\nback"));
     }
 }

@@ -54,9 +54,13 @@ fn handle(
     let p = &event.params;
     match event.method.as_str() {
         "Runtime.exceptionThrown" => exception(preview, &p["exceptionDetails"]),
-        "Runtime.consoleAPICalled" => console(preview, p),
+        "Runtime.consoleAPICalled" => {
+            console_message(preview, p);
+            console(preview, p);
+        }
         "Log.entryAdded" => log_entry(preview, &p["entry"]),
         "Network.requestWillBeSent" => {
+            preview.network.sent(p, preview.errors.current_load());
             if requests.len() < MAX_REQUESTS
                 && let Some(id) = p["requestId"].as_str()
             {
@@ -66,6 +70,7 @@ fn handle(
             }
         }
         "Network.responseReceived" => {
+            preview.network.response(p);
             let status = p["response"]["status"].as_u64().unwrap_or(0);
             let url = p["response"]["url"].as_str().unwrap_or("");
             if status >= 400 && !is_implicit_favicon(url, p) {
@@ -89,11 +94,13 @@ fn handle(
             }
         }
         "Network.loadingFinished" => {
+            preview.network.finished(p);
             if let Some(id) = p["requestId"].as_str() {
                 requests.remove(id);
             }
         }
         "Network.loadingFailed" => {
+            preview.network.failed(p);
             let request = p["requestId"].as_str().and_then(|id| requests.remove(id));
             // A navigation away or an aborted fetch is not the app's error.
             if p["canceled"].as_bool() == Some(true) {
@@ -118,8 +125,20 @@ fn handle(
             if frame.get("parentId").is_none() {
                 let url = frame["url"].as_str().unwrap_or("");
                 requests.clear();
+                preview.network.navigated();
+                *preview.location.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+                    (url.to_owned(), frame["id"].as_str().unwrap_or("").to_owned());
                 preview.errors.page_load(url);
                 preview.mapper.clear();
+            }
+        }
+        "Page.navigatedWithinDocument" => {
+            let mut location =
+                preview.location.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if p["frameId"].as_str() == Some(location.1.as_str())
+                && let Some(url) = p["url"].as_str()
+            {
+                location.0 = url.to_owned();
             }
         }
         "Page.loadEventFired" => {
@@ -239,6 +258,17 @@ fn console(preview: &Preview, p: &Value) {
     let stack = frames(&p["stackTrace"]);
     let location = stack.first().map(Frame::location);
     preview.errors.record(kind, Occurrence { message, location, stack });
+}
+
+/// Every console call, for the console log (the collector keeps the errors and warnings).
+fn console_message(preview: &Preview, p: &Value) {
+    let level = p["type"].as_str().unwrap_or("log");
+    let args: Vec<String> = p["args"]
+        .as_array()
+        .map(|args| args.iter().map(render_remote).collect())
+        .unwrap_or_default();
+    let location = frames(&p["stackTrace"]).first().map(Frame::location);
+    preview.console.record(level, &args.join(" "), location, preview.errors.current_load());
 }
 
 fn log_entry(preview: &Preview, entry: &Value) {

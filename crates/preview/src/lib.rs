@@ -1,10 +1,14 @@
 //! The preview of hands: build and serve the web app, load it in headless Chromium, and tell the
 //! agent what it throws.
 //!
-//! [`register`] offers five tools while the project has a preview (configured under `[preview]`, or
+//! [`register`] offers nine tools while the project has a preview (configured under `[preview]`, or
 //! detected: Vite, Bun with `compile.ts`, a static `index.html`; a project that gains one
 //! mid-session gets them on the next call): `preview_open`,
-//! `preview_status`, `preview_close`, `read_runtime_errors` and `preview_screenshot`. The server
+//! `preview_status`, `preview_close`, `read_runtime_errors`, `preview_screenshot`, and the tools
+//! that use the app like a person: `preview_snapshot` (the page as an outline with refs, within a
+//! budget, deltas after the first), `preview_act` (click, type, fill … with what each caused),
+//! `preview_network` and `preview_console`. The page reaches only its own origin directly; other
+//! requests go through a loopback proxy that applies the egress guard's rule. The server
 //! and the browser are supervised processes of the session (hands-exec's `Supervisor`: their own
 //! process groups, markers, stopped with the session); the browser is driven over the Chrome
 //! DevTools Protocol by a small client of our own ([`cdp`]), whose events feed the session's
@@ -27,19 +31,28 @@
 //! # }
 //! ```
 
+mod act;
+mod actions;
 mod approval;
+mod axtree;
+mod baseline;
 pub mod cdp;
 pub mod collector;
 mod config;
 mod confine;
+mod console;
 pub mod detect;
 mod devtools;
 pub mod discovery;
+mod egress;
 mod events;
+mod input;
 mod launch;
 mod lifecycle;
+mod network;
 mod preview;
 mod service;
+mod snapshot;
 pub mod source;
 pub mod sourcemap;
 mod static_server;
@@ -65,8 +78,9 @@ pub use preview::{CloseReport, Preview, PreviewStatus, Settings, Stage};
 pub use service::{PreviewReader, Screenshot};
 pub use static_server::StaticServer;
 pub use tools::{
-    PreviewClose, PreviewOpen, PreviewScreenshot, PreviewStatusTool, ReadRuntimeErrors,
-    RuntimeErrorsArgs, RuntimeErrorsResult, ScreenshotArgs,
+    ActArgs, ConsoleArgs, NetworkArgs, PreviewAct, PreviewClose, PreviewConsole, PreviewNetwork,
+    PreviewOpen, PreviewScreenshot, PreviewSnapshot, PreviewStatusTool, ReadRuntimeErrors,
+    RuntimeErrorsArgs, RuntimeErrorsResult, ScreenshotArgs, SnapshotArgs,
 };
 
 /// The names of the preview tools.
@@ -76,6 +90,10 @@ pub const TOOLS: &[&str] = &[
     "preview_close",
     "read_runtime_errors",
     "preview_screenshot",
+    "preview_snapshot",
+    "preview_act",
+    "preview_network",
+    "preview_console",
 ];
 
 /// Register the preview tools as a live source: offered while the project at `root` has a

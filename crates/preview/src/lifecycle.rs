@@ -19,6 +19,8 @@ use tokio_util::sync::CancellationToken;
 use crate::cdp::{Cdp, CdpError, Event};
 use crate::collector::{ErrorKind, Occurrence};
 use crate::detect::{self, Plan};
+use crate::egress::{self, Egress};
+use crate::launch::BrowserOptions;
 use crate::launch::{self, Launch, LaunchError, describe, with_env};
 use crate::preview::{Preview, Running, ServerHandle, Stage, State};
 use crate::steps::{self, StepError};
@@ -156,13 +158,32 @@ impl Preview {
         }
 
         self.set_stage(Stage::LaunchingBrowser);
-        let browser = launch::start_browser(
+        // Every request of the page but those to the preview's origin goes through the egress
+        // proxy (see egress.rs).
+        let egress = Egress::start(hands_net::NetConfig::default()).await.map_err(|err| {
+            LaunchError::Failed(format!("Cannot start the preview's egress proxy: {err}."))
+        })?;
+        let origin = url::Url::parse(&url).map_err(|err| {
+            LaunchError::Failed(format!("The preview URL {url} is not valid: {err}."))
+        })?;
+        let flags = egress::flags(egress.addr, &origin);
+        let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+        let options = BrowserOptions {
+            offline: false,
+            flags: &flags,
+            preferences: Some(egress::PREFERENCES),
+        };
+        let (browser, _) = launch::start_browser_with(
             launch,
             &config.chromium,
             &config.window_size,
             Duration::from_millis(config.browser_timeout_ms),
+            options,
         )
         .await?;
+        if let Some(running) = self.running().as_mut() {
+            running.egress = Some(egress);
+        }
         let launch::Browser { proc, profile, cdp, events } = browser;
         self.monitor(Arc::clone(&proc), "Chromium", stop.clone());
         let endpoint = devtools::serve(&cdp).await;

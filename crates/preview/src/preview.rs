@@ -86,6 +86,8 @@ pub(crate) struct Running {
     pub devtools: Option<crate::devtools::Endpoint>,
     /// The page's flat session id.
     pub page: Option<String>,
+    /// The proxy every request of the page but those to its origin goes through.
+    pub egress: Option<crate::egress::Egress>,
     /// Fired at teardown: ends the event loop, the monitors and the watcher.
     pub stop: CancellationToken,
 }
@@ -101,6 +103,7 @@ impl Running {
             cdp: None,
             devtools: None,
             page: None,
+            egress: None,
             stop: CancellationToken::new(),
         }
     }
@@ -135,6 +138,17 @@ pub struct Preview {
     running: Mutex<Option<Running>>,
     /// What the page throws.
     pub errors: Collector,
+    /// Every console message of the page.
+    pub(crate) console: crate::console::ConsoleLog,
+    /// The page's requests.
+    pub(crate) network: crate::network::NetworkLog,
+    /// The latest snapshot: the baseline of deltas and of refs.
+    pub(crate) outline: Mutex<Option<crate::baseline::Baseline>>,
+    /// The page's URL now and its main frame's id (route changes included).
+    pub(crate) location: Mutex<(String, String)>,
+    /// Where preview_network's and preview_console's last reads stopped.
+    pub(crate) network_read: std::sync::atomic::AtomicU64,
+    pub(crate) console_read: std::sync::atomic::AtomicU64,
     pub(crate) mapper: Mapper,
     /// The number of the last page load whose `load` event fired.
     pub(crate) loaded: watch::Sender<u64>,
@@ -167,6 +181,12 @@ impl Preview {
                 state: Mutex::new(State::default()),
                 running: Mutex::new(None),
                 errors: Collector::new(settings.preview.max_errors),
+                console: crate::console::ConsoleLog::default(),
+                network: crate::network::NetworkLog::default(),
+                outline: Mutex::new(None),
+                location: Mutex::new((String::new(), String::new())),
+                network_read: Default::default(),
+                console_read: Default::default(),
                 mapper: Mapper::default(),
                 loaded: watch::Sender::new(0),
                 discovery_written: Mutex::new(None),
@@ -227,6 +247,20 @@ impl Preview {
         let running = running.as_ref()?;
         let cdp = running.cdp.clone().filter(|c| !c.is_closed())?;
         Some((cdp, running.page.clone()?))
+    }
+
+    /// The page's URL now (after route changes too).
+    pub fn location(&self) -> String {
+        self.location.lock().unwrap_or_else(PoisonError::into_inner).0.clone()
+    }
+
+    /// What the egress proxy refused so far.
+    pub(crate) fn refused(&self) -> Vec<crate::egress::Refusal> {
+        self.running()
+            .as_ref()
+            .and_then(|r| r.egress.as_ref())
+            .map(|e| e.refused())
+            .unwrap_or_default()
     }
 
     /// The status now.

@@ -58,6 +58,56 @@ impl Preview {
     }
 }
 
+impl Preview {
+    /// A PNG of one element (`node`, a backendDOMNodeId), scrolled into view.
+    pub(crate) async fn element_screenshot(&self, node: u64) -> Result<Screenshot, PreviewError> {
+        let (cdp, session) = self.page().ok_or_else(|| PreviewError::NotOpen(NOT_OPEN.into()))?;
+        let failed =
+            |e: crate::cdp::CdpError| PreviewError::Failed(format!("The screenshot failed: {e}."));
+        let _ = cdp
+            .call("DOM.scrollIntoViewIfNeeded", json!({"backendNodeId": node}), Some(&session))
+            .await;
+        let model = cdp
+            .call("DOM.getBoxModel", json!({"backendNodeId": node}), Some(&session))
+            .await
+            .map_err(failed)?;
+        let border: Vec<f64> = model["model"]["border"]
+            .as_array()
+            .map(|q| q.iter().filter_map(serde_json::Value::as_f64).collect())
+            .unwrap_or_default();
+        if border.len() != 8 {
+            return Err(PreviewError::Failed(
+                "The element has no box on the page (hidden?).".into(),
+            ));
+        }
+        let xs = [border[0], border[2], border[4], border[6]];
+        let ys = [border[1], border[3], border[5], border[7]];
+        let (x, y) = (
+            xs.iter().copied().fold(f64::MAX, f64::min),
+            ys.iter().copied().fold(f64::MAX, f64::min),
+        );
+        let width = xs.iter().copied().fold(f64::MIN, f64::max) - x;
+        let height = (ys.iter().copied().fold(f64::MIN, f64::max) - y).min(MAX_HEIGHT);
+        // The box model is relative to the viewport; the clip is relative to the page.
+        let metrics =
+            cdp.call("Page.getLayoutMetrics", json!({}), Some(&session)).await.map_err(failed)?;
+        let (sx, sy) = (
+            metrics["cssVisualViewport"]["pageX"].as_f64().unwrap_or(0.0),
+            metrics["cssVisualViewport"]["pageY"].as_f64().unwrap_or(0.0),
+        );
+        let params = json!({"format": "png", "captureBeyondViewport": true,
+            "clip": {"x": x + sx, "y": y + sy, "width": width.max(1.0), "height": height.max(1.0), "scale": 1}});
+        let shot =
+            cdp.call("Page.captureScreenshot", params, Some(&session)).await.map_err(failed)?;
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(shot["data"].as_str().unwrap_or(""))
+            .map_err(|e| {
+                PreviewError::Failed(format!("Chromium sent a screenshot that is not base64: {e}."))
+            })?;
+        Ok(Screenshot { png, size: format!(", element {width:.0}×{height:.0}") })
+    }
+}
+
 /// See the module docs.
 #[derive(Debug, Clone)]
 pub struct PreviewReader {

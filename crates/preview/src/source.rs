@@ -12,8 +12,8 @@ use hands_core::{DynTool, Refresh, ToolSource, erase};
 use hands_exec::ExecConfig;
 
 use crate::{
-    PreviewClose, PreviewConfig, PreviewOpen, PreviewScreenshot, PreviewStatusTool,
-    ReadRuntimeErrors, Settings, detect,
+    PreviewAct, PreviewClose, PreviewConfig, PreviewConsole, PreviewNetwork, PreviewOpen,
+    PreviewScreenshot, PreviewSnapshot, PreviewStatusTool, ReadRuntimeErrors, Settings, detect,
 };
 
 /// Listings look at the disk at most this often.
@@ -39,6 +39,10 @@ impl PreviewSource {
             erase(PreviewClose),
             erase(ReadRuntimeErrors::new(settings)),
             erase(PreviewScreenshot),
+            erase(PreviewSnapshot),
+            erase(PreviewAct),
+            erase(PreviewNetwork),
+            erase(PreviewConsole),
         ];
         let present = detect::has_preview(root, config);
         if !present {

@@ -1,4 +1,5 @@
-//! preview_screenshot: a PNG of the page (`Page.captureScreenshot`), as image content.
+//! preview_screenshot: a PNG of the page or of one element (`Page.captureScreenshot`), as image
+//! content.
 
 use std::borrow::Cow;
 
@@ -17,6 +18,9 @@ pub struct ScreenshotArgs {
     /// Capture the whole scrollable page instead of the window (default false).
     #[serde(default)]
     pub full_page: Option<bool>,
+    /// Capture only this element (a ref from preview_snapshot, e.g. `e12`).
+    #[serde(default, rename = "ref")]
+    pub target: Option<String>,
 }
 
 /// What the model reads when no page is open.
@@ -56,11 +60,17 @@ impl Tool for PreviewScreenshot {
         let Some(preview) = Preview::existing(ctx.session()) else {
             return Err(ToolError::model(NOT_OPEN));
         };
-        let shot =
-            preview.screenshot(args.full_page.unwrap_or(false)).await.map_err(|e| match e {
-                PreviewError::NotOpen(_) => ToolError::model(NOT_OPEN),
-                PreviewError::Failed(message) => ToolError::model(message),
-            })?;
+        let shot = match &args.target {
+            Some(target) => {
+                let node = preview.node_of(target).map_err(ToolError::model)?;
+                preview.element_screenshot(node).await
+            }
+            None => preview.screenshot(args.full_page.unwrap_or(false)).await,
+        };
+        let shot = shot.map_err(|e| match e {
+            PreviewError::NotOpen(_) => ToolError::model(NOT_OPEN),
+            PreviewError::Failed(message) => ToolError::model(message),
+        })?;
         let url = preview.status().preview_url.unwrap_or_default();
         Ok(ToolOutput::image(shot.png, "image/png")
             .with_text(format!("Screenshot of {url}{}.", shot.size)))

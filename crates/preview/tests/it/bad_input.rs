@@ -103,7 +103,7 @@ async fn without_a_preview_the_tools_are_not_offered() {
             .iter()
             .filter(|s| s.name.starts_with("preview_"))
             .count(),
-        4
+        8
     );
 }
 

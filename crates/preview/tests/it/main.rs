@@ -6,6 +6,7 @@
 mod bad_input;
 mod bun;
 mod common;
+mod interact;
 mod lifecycle;
 mod specs;
 mod static_site;

@@ -1,0 +1,223 @@
+//! What the preview's page may reach: its own origin directly, everything else through a small
+//! loopback proxy of hands that applies the egress guard's rule.
+//!
+//! Chromium is started with `--proxy-server` pointing here and a bypass list of the preview's
+//! origin only (`<-loopback>` removes Chromium's implicit bypass of loopback addresses, so
+//! `127.0.0.2` or another loopback port goes through the proxy too). WebSockets go through a
+//! proxy as `CONNECT` tunnels, and WebRTC is held to proxied UDP, which an HTTP proxy does not
+//! carry ([`flags`]). The proxy answers `CONNECT host:port` (https, wss) by resolving the name,
+//! checking every address with hands-net's [`check_addr`] (loopback, private, link-local … are
+//! refused) and tunnelling to the first allowed one; a plain-http request (`GET http://…`) is
+//! refused without a connection (a proxied keep-alive connection may carry requests for several
+//! hosts, which a tunnel cannot check one by one). Every refusal is kept for preview_network.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use hands_net::{NetConfig, check_addr};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::sync::CancellationToken;
+
+/// Largest request head read from the browser.
+const MAX_HEAD: usize = 16 * 1024;
+/// Refusals kept.
+const MAX_REFUSED: usize = 500;
+
+/// A request the proxy refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// `host:port` or the URL asked for.
+    pub target: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// The running proxy; stops when dropped.
+#[derive(Debug)]
+pub struct Egress {
+    /// Where it listens (127.0.0.1).
+    pub addr: SocketAddr,
+    refused: Arc<Mutex<Vec<Refusal>>>,
+    stop: CancellationToken,
+}
+
+impl Drop for Egress {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+impl Egress {
+    /// Listen on a free loopback port.
+    pub async fn start(config: NetConfig) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let addr = listener.local_addr()?;
+        let refused: Arc<Mutex<Vec<Refusal>>> = Arc::default();
+        let stop = CancellationToken::new();
+        let (kept, stopped, config) = (Arc::clone(&refused), stop.clone(), Arc::new(config));
+        tokio::spawn(async move {
+            loop {
+                let stream = tokio::select! {
+                    accepted = listener.accept() => match accepted {
+                        Ok((stream, _)) => stream,
+                        Err(_) => continue,
+                    },
+                    () = stopped.cancelled() => break,
+                };
+                let (kept, config, stopped) =
+                    (Arc::clone(&kept), Arc::clone(&config), stopped.clone());
+                tokio::spawn(async move {
+                    tokio::select! {
+                        () = serve(stream, &config, &kept) => {}
+                        () = stopped.cancelled() => {}
+                    }
+                });
+            }
+        });
+        Ok(Self { addr, refused, stop })
+    }
+
+    /// The refusals so far, oldest first.
+    pub fn refused(&self) -> Vec<Refusal> {
+        self.refused.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+}
+
+/// The Chromium flags that send every request but those to `origin` (`http://host:port`)
+/// through the proxy at `proxy`, and keep WebRTC off direct UDP.
+pub fn flags(proxy: SocketAddr, origin: &url::Url) -> Vec<String> {
+    let host = origin.host_str().unwrap_or("127.0.0.1");
+    let port = origin.port_or_known_default().unwrap_or(80);
+    let mut bypass = vec!["<-loopback>".to_owned(), format!("{host}:{port}")];
+    // The same server under its other loopback names (a page at localhost that asks 127.0.0.1).
+    for alias in ["127.0.0.1", "localhost", "[::1]"] {
+        if alias != host && matches!(host, "127.0.0.1" | "localhost" | "[::1]") {
+            bypass.push(format!("{alias}:{port}"));
+        }
+    }
+    vec![
+        format!("--proxy-server=http://{proxy}"),
+        format!("--proxy-bypass-list={}", bypass.join(";")),
+        "--force-webrtc-ip-handling-policy=disable_non_proxied_udp".to_owned(),
+        "--webrtc-ip-handling-policy=disable_non_proxied_udp".to_owned(),
+    ]
+}
+
+/// The fresh profile's preferences: WebRTC sends nothing over UDP that is not proxied (an HTTP
+/// proxy carries none), so STUN, TURN over UDP and host candidates reach no socket.
+pub const PREFERENCES: &str = r#"{"webrtc": {"ip_handling_policy": "disable_non_proxied_udp",
+  "multiple_routes_enabled": false, "nonproxied_udp_enabled": false}}"#;
+
+fn keep(refused: &Mutex<Vec<Refusal>>, target: &str, reason: String) {
+    let mut refused = refused.lock().unwrap_or_else(PoisonError::into_inner);
+    if refused.len() >= MAX_REFUSED {
+        refused.remove(0);
+    }
+    refused.push(Refusal { target: target.to_owned(), reason });
+}
+
+/// One proxy connection: read the head, tunnel or refuse.
+async fn serve(mut stream: TcpStream, config: &NetConfig, refused: &Mutex<Vec<Refusal>>) {
+    let mut head = Vec::with_capacity(1024);
+    let mut buf = [0u8; 2048];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        match stream.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+        }
+        if head.len() > MAX_HEAD {
+            return;
+        }
+    }
+    let text = String::from_utf8_lossy(&head);
+    let mut words = text.lines().next().unwrap_or("").split_whitespace();
+    let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+    if method != "CONNECT" {
+        let reason = "a plain-http request outside the preview's origin (hands refuses it)";
+        keep(refused, target, reason.to_owned());
+        let _ = stream.write_all(&refusal(reason)).await;
+        return;
+    }
+    match tunnel_to(target, config).await {
+        Ok(mut upstream) => {
+            if stream.write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n").await.is_ok() {
+                let _ = tokio::io::copy_bidirectional(&mut stream, &mut upstream).await;
+            }
+        }
+        Err(reason) => {
+            keep(refused, target, reason.clone());
+            let _ = stream.write_all(&refusal(&reason)).await;
+        }
+    }
+}
+
+/// Connect to `host:port` when the guard's rule allows one of its addresses.
+async fn tunnel_to(target: &str, config: &NetConfig) -> Result<TcpStream, String> {
+    let (host, port) = target
+        .rsplit_once(':')
+        .and_then(|(h, p)| Some((h.trim_matches(['[', ']']), p.parse::<u16>().ok()?)))
+        .ok_or_else(|| format!("{target:?} is not host:port"))?;
+    let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
+        .await
+        .map_err(|err| format!("{host} could not be resolved ({err})"))?
+        .collect();
+    let mut last = format!("{host} has no address");
+    for addr in addrs {
+        match check_addr(host, addr.ip(), config) {
+            Ok(()) => match TcpStream::connect(addr).await {
+                Ok(stream) => return Ok(stream),
+                Err(err) => last = format!("{addr}: {err}"),
+            },
+            Err(err) => last = err.to_string(),
+        }
+    }
+    Err(last)
+}
+
+fn refusal(reason: &str) -> Vec<u8> {
+    let body = format!("hands refused this request from the preview: {reason}\n");
+    format!(
+        "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: \
+         close\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_origin_bypasses_the_proxy() {
+        let proxy: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        let flags = flags(proxy, &url::Url::parse("http://127.0.0.1:5173/").unwrap());
+        assert_eq!(flags[0], "--proxy-server=http://127.0.0.1:9");
+        assert_eq!(
+            flags[1],
+            "--proxy-bypass-list=<-loopback>;127.0.0.1:5173;localhost:5173;[::1]:5173"
+        );
+    }
+
+    #[tokio::test]
+    async fn loopback_tunnels_and_plain_http_are_refused_without_a_connection() {
+        let target = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
+        let port = target.local_addr().unwrap().port();
+        let egress = Egress::start(NetConfig::default()).await.unwrap();
+        for head in [
+            format!("CONNECT 127.0.0.1:{port} HTTP/1.1\r\nHost: x\r\n\r\n"),
+            format!("GET http://127.0.0.1:{port}/ HTTP/1.1\r\nHost: x\r\n\r\n"),
+        ] {
+            let mut browser = TcpStream::connect(egress.addr).await.unwrap();
+            browser.write_all(head.as_bytes()).await.unwrap();
+            let mut answer = String::new();
+            browser.read_to_string(&mut answer).await.unwrap();
+            assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+        }
+        assert_eq!(egress.refused().len(), 2);
+        let accepted =
+            tokio::time::timeout(std::time::Duration::from_millis(50), target.accept()).await;
+        assert!(accepted.is_err(), "the proxy connected to the refused target");
+    }
+}

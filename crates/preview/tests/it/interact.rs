@@ -1,0 +1,278 @@
+//! Using the app in the preview (issue 32): a fixture app with a login, a list, a route change, a
+//! failing request, a console error and an upload, driven through preview_snapshot, preview_act,
+//! preview_network and preview_console, and checked on the app's side (its server's log) and in
+//! what the tools answered; snapshot budgets on a 5,000-node page; stale refs; and a page whose
+//! requests outside its origin are refused without a connection.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::common;
+
+use std::io::Read as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use common::{Env, require_for};
+use serde_json::{Value, json};
+
+/// The ref on the first line of `text` that contains `needle`.
+fn ref_of(text: &str, needle: &str) -> String {
+    let line = text
+        .lines()
+        .find(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("no line with {needle:?} in:\n{text}"));
+    let start = line.find("[e").unwrap_or_else(|| panic!("no ref on {line:?} in:\n{text}")) + 1;
+    let end = start + line[start..].find(']').unwrap();
+    line[start..end].to_owned()
+}
+
+fn png_size(data: &[u8]) -> (u32, u32) {
+    assert_eq!(&data[..8], b"\x89PNG\r\n\x1a\n");
+    let width = u32::from_be_bytes(data[16..20].try_into().unwrap());
+    (width, u32::from_be_bytes(data[20..24].try_into().unwrap()))
+}
+
+fn server_log(env: &Env) -> String {
+    std::fs::read_to_string(env.root().join("server.log")).unwrap_or_default()
+}
+
+async fn act(env: &Env, actions: Value) -> String {
+    let (text, _) = env.ok("preview_act", json!({"actions": actions})).await;
+    text
+}
+
+fn interact_env() -> Env {
+    Env::fixture("interact-app", |c| c.serve = "python3 server.py {port}".into())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_logs_in_adds_and_deletes_follows_a_link_and_finds_what_failed() {
+    if !require_for("interact-app") {
+        return;
+    }
+    let env = interact_env();
+    env.open().await;
+    let (first, _) = env.ok("preview_snapshot", json!({})).await;
+    assert!(first.starts_with("Snapshot 1 of http://127.0.0.1:"), "{first}");
+    assert!(first.contains("heading \"Interact fixture\" level=1"), "{first}");
+    let path = first.split("whole: ").nth(1).unwrap().split(')').next().unwrap();
+    assert!(env.root().join(path).is_file(), "the whole snapshot is kept at {path}");
+    let (user, password) =
+        (ref_of(&first, "textbox \"User\""), ref_of(&first, "textbox \"Password\""));
+    let (color, remember) =
+        (ref_of(&first, "combobox \"Color\""), ref_of(&first, "checkbox \"Remember me\""));
+    let login = ref_of(&first, "button \"Log in\"");
+
+    // Log in: several fields in one call, a select, a checkbox, a click, a wait.
+    let done = act(
+        &env,
+        json!([
+            {"action": "fill", "fields": [{"ref": user, "value": "alice"}, {"ref": password, "value": "wonderland"}]},
+            {"action": "select", "ref": color, "values": ["Green"]},
+            {"action": "check", "ref": remember},
+            {"action": "click", "ref": login},
+            {"action": "wait", "text": "Welcome, alice"}
+        ]),
+    )
+    .await;
+    assert!(done.contains("heading \"Welcome, alice\""), "the delta shows the welcome:\n{done}");
+    assert!(!done.contains("heading \"Interact fixture\""), "only what changed:\n{done}");
+    assert!(
+        server_log(&env).contains("login alice ok color=g remember=True"),
+        "{}",
+        server_log(&env)
+    );
+
+    // A snapshot with nothing new is one line; the full one is far larger.
+    let (same, _) = env.ok("preview_snapshot", json!({})).await;
+    assert!(same.contains("No change since snapshot"), "{same}");
+    let (full, _) = env.ok("preview_snapshot", json!({"full": true})).await;
+    let new_item = ref_of(&full, "textbox \"New item\"");
+
+    // Add an item (typing, Enter submits), then delete it by the ref the delta gave.
+    let added = act(
+        &env,
+        json!([
+            {"action": "type", "ref": new_item, "text": "Buy milk", "submit": true},
+            {"action": "wait", "text": "Buy milk"}
+        ]),
+    )
+    .await;
+    assert!(
+        added.len() < full.len(),
+        "the delta ({} B) is smaller than the full snapshot ({} B)",
+        added.len(),
+        full.len()
+    );
+    assert!(server_log(&env).contains("add 1 Buy milk"), "{}", server_log(&env));
+    let delete = ref_of(&added, "button \"Delete Buy milk\"");
+    let deleted = act(
+        &env,
+        json!([{"action": "click", "ref": delete}, {"action": "wait", "text": "Buy milk", "gone": true}]),
+    )
+    .await;
+    assert!(deleted.contains("- "), "{deleted}");
+    assert!(server_log(&env).contains("delete 1"), "{}", server_log(&env));
+
+    // The failing request and the console error, in the action's answer and in the logs.
+    let report = ref_of(&full, "button \"Load report\"");
+    let broken = ref_of(&full, "button \"Break\"");
+    let caused = act(
+        &env,
+        json!([{"action": "click", "ref": report}, {"action": "click", "ref": broken}, {"action": "wait", "network_idle": true}]),
+    )
+    .await;
+    assert!(caused.contains("GET /api/report → 500"), "{caused}");
+    assert!(caused.contains("[error] boom: the Break button"), "{caused}");
+    assert!(server_log(&env).contains("report 500"));
+    let (network, _) = env.ok("preview_network", json!({"since": 0, "status": "failed"})).await;
+    assert!(network.contains("GET /api/report → 500 (Fetch"), "{network}");
+    assert!(!network.contains("/api/items"), "filtered: {network}");
+    let (posts, _) =
+        env.ok("preview_network", json!({"since": 0, "method": "POST", "url": "/api/items"})).await;
+    let seq: u64 = posts
+        .lines()
+        .nth(1)
+        .unwrap()
+        .trim_start_matches('#')
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let (body, _) = env.ok("preview_network", json!({"body": seq})).await;
+    assert!(body.contains("Request body:\n{\"text\":\"Buy milk\"}"), "{body}");
+    assert!(body.contains("Response body:\n{\"id\": 1"), "{body}");
+    let (console, _) = env.ok("preview_console", json!({"since": 0, "levels": ["error"]})).await;
+    assert!(console.contains("[error] boom: the Break button"), "{console}");
+    assert!(!console.contains("report status"), "levels filter: {console}");
+
+    // Upload a project file into the file input.
+    let file = ref_of(&full, "button \"Attachment\"");
+    let upload = ref_of(&full, "button \"Upload\"");
+    let uploaded = act(
+        &env,
+        json!([
+            {"action": "upload", "ref": file, "paths": ["notes.txt"]},
+            {"action": "click", "ref": upload},
+            {"action": "wait", "text": "Uploaded notes.txt"}
+        ]),
+    )
+    .await;
+    assert!(uploaded.contains("Uploaded notes.txt (27 bytes)"), "{uploaded}");
+    assert!(server_log(&env).contains("upload notes.txt 27 bytes"), "{}", server_log(&env));
+    let (text, _) = env
+        .err(
+            "preview_act",
+            json!({"actions": [{"action": "upload", "ref": file, "paths": ["/etc/passwd"]}]}),
+        )
+        .await;
+    assert!(text.contains("outside the project"), "{text}");
+
+    // A phone's viewport, and a screenshot of one element as an image.
+    let mobile = act(&env, json!([{"action": "viewport", "preset": "mobile"}])).await;
+    assert!(mobile.contains("viewport 390×844 (mobile)"), "{mobile}");
+    let shot = env.call("preview_screenshot", json!({"ref": upload})).await;
+    let hands_core::Content::Image { data, .. } = &shot.content[0] else { panic!("{shot:?}") };
+    let (width, height) = png_size(data);
+    assert!(width > 0 && width < 390 * 3 && height < 200 * 3, "{width}×{height}");
+    act(&env, json!([{"action": "viewport", "preset": "desktop"}])).await;
+    let shot = env.call("preview_screenshot", json!({})).await;
+    let hands_core::Content::Image { data, .. } = &shot.content[0] else { panic!("{shot:?}") };
+    assert_eq!(png_size(data), (1280, 800));
+
+    // Follow the link: a route change in the same document.
+    let about = ref_of(&full, "link \"About\"");
+    let main = ref_of(&full, "main [");
+    let followed = act(&env, json!([{"action": "click", "ref": about}])).await;
+    assert!(followed.contains("/about (same document"), "{followed}");
+    assert!(followed.contains("heading \"About this app\""), "{followed}");
+
+    // A new document: the old refs are refused, and so is another origin.
+    let moved = act(&env, json!([{"action": "navigate", "url": "/list"}])).await;
+    assert!(moved.contains("a new document"), "{moved}");
+    let (stale, _) =
+        env.err("preview_act", json!({"actions": [{"action": "hover", "ref": main}]})).await;
+    assert!(stale.contains("stale") && stale.contains("preview_snapshot"), "{stale}");
+    for elsewhere in ["http://127.0.0.2:8000/", "file:///etc/passwd"] {
+        let (text, _) = env
+            .err("preview_act", json!({"actions": [{"action": "navigate", "url": elsewhere}]}))
+            .await;
+        assert!(text.contains("not on the preview's origin"), "{text}");
+    }
+    env.session.close().await;
+    assert!(env.nothing_left().await, "left running: {:?}", env.marked());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_of_a_5000_node_page_stays_within_its_budget() {
+    if !require_for("static-site") {
+        return;
+    }
+    let rows: String =
+        (0..2500).map(|i| format!("<li>Row number {i} <button>Edit {i}</button></li>")).collect();
+    let page = format!("<!doctype html><title>Big</title><h1>Big</h1><ul>{rows}</ul>");
+    let env = Env::with_files(&[("index.html", &page)], |_| {});
+    env.open().await;
+    let (text, _) = env.ok("preview_snapshot", json!({"max_tokens": 1000})).await;
+    assert!(text.len() <= 4000, "{} bytes over a budget of 1000 tokens", text.len());
+    assert!(text.contains("more lines cut to stay within the budget"), "{text}");
+    let path = text.split("whole: ").nth(1).unwrap().split(')').next().unwrap();
+    let whole = std::fs::read_to_string(env.root().join(path)).unwrap();
+    assert!(whole.lines().count() >= 5000, "{} lines kept", whole.lines().count());
+    let head: Vec<&str> = whole.lines().take(12).collect();
+    assert!(
+        whole.contains("  listitem \"Row number 7\"\n"),
+        "a row's text joins its line:\n{}",
+        head.join("\n")
+    );
+    let (default, _) = env.ok("preview_snapshot", json!({"full": true})).await;
+    assert!(default.len() <= 3000 * 4, "{} bytes over the default budget", default.len());
+    let (narrow, _) = env.ok("preview_snapshot", json!({"query": "Edit 2499"})).await;
+    assert!(narrow.contains("button \"Edit 2499\""), "{narrow}");
+    assert!(narrow.lines().count() < 10, "{narrow}");
+    env.session.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_outside_the_origin_are_refused_without_a_connection() {
+    if !require_for("interact-app") {
+        return;
+    }
+    let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            counted.fetch_add(1, Ordering::SeqCst);
+            if let Ok(mut stream) = stream {
+                let _ = stream.read(&mut [0; 64]);
+            }
+        }
+    });
+    let env = Env::fixture("interact-app", |c| {
+        c.serve = "python3 server.py {port}".into();
+        c.url = format!("http://127.0.0.1:{{port}}/guarded.html?port={port}");
+    });
+    env.open().await;
+    let done = act(
+        &env,
+        json!([{"action": "wait", "selector": "#results li:nth-child(4)", "timeout_ms": 20000}]),
+    )
+    .await;
+    assert!(done.contains("shown"), "{done}");
+    let (results, _) = env.ok("preview_snapshot", json!({"query": ": "})).await;
+    for what in [
+        "fetch 127.0.0.2: refused",
+        "fetch 127.0.0.1: refused",
+        "file: refused",
+        "websocket: refused",
+    ] {
+        assert!(results.contains(what), "{what} missing:\n{results}");
+    }
+    assert_eq!(seen.load(Ordering::SeqCst), 0, "the page reached the listener");
+    let (network, _) = env.ok("preview_network", json!({"since": 0})).await;
+    assert!(network.contains("Refused by the egress rule"), "{network}");
+    assert!(network.contains(&format!("127.0.0.1:{port}")), "{network}");
+    env.session.close().await;
+}

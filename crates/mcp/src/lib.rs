@@ -2,9 +2,12 @@
 //! HTTP, the client that brings other MCP servers' tools in as hands tools, and the sandbox
 //! proxies (bwrap, remote) that run tools in an inner hands and recover when it is gone.
 
+mod approve;
 mod ask;
 mod gone;
 mod http;
+mod progress;
+mod rounds;
 mod secret_page;
 mod server;
 mod stdio;

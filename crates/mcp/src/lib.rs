@@ -11,6 +11,7 @@ mod rounds;
 mod secret_page;
 mod server;
 mod stdio;
+mod tasks;
 
 pub use http::{HttpError, ServerConfig, guarded, router};
 pub use secret_page::{PAGE_PREFIX as SECRET_PAGE_PREFIX, SecretPages};

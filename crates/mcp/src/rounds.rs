@@ -45,6 +45,19 @@ pub(crate) struct Ask {
     answer: oneshot::Sender<Value>,
 }
 
+impl Ask {
+    /// The elicitation asked.
+    pub(crate) fn params(&self) -> ElicitRequestParams {
+        self.params.clone()
+    }
+
+    /// Give the call the client's answer (an elicitation result as JSON).
+    pub(crate) fn answer(self, value: Value) {
+        // The call may be gone meanwhile; then nobody waits for the answer.
+        let _ = self.answer.send(value);
+    }
+}
+
 /// How the user is asked: within the current call's rounds when it runs in rounds (2026-07-28),
 /// else by a server-initiated elicitation to `peer` (2025-11-25 and older).
 #[derive(Clone)]

@@ -16,10 +16,11 @@ use hands_core::{
     CallOptions, CancellationToken, DispatchError, Mode, Registry, Session, ToolCall, ToolSpec,
 };
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-    ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
+    GetTaskParams, GetTaskResult, Implementation, InitializeRequestParams, InitializeResult,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+    UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
@@ -56,6 +57,8 @@ pub struct ServerFactory {
     stateless: std::sync::OnceLock<Session>,
     /// How often a long call tells a client that gave a progress token that it is alive.
     heartbeat: Duration,
+    /// Calls run as tasks (the Tasks extension), polled with `tasks/get`.
+    tasks: rmcp::task_manager::TaskManager,
 }
 
 /// Called at each connection's `initialize` with its session, the client and the client's
@@ -84,6 +87,7 @@ impl ServerFactory {
             parked: Arc::default(),
             stateless: std::sync::OnceLock::new(),
             heartbeat: crate::progress::heartbeat_from_env(),
+            tasks: rmcp::task_manager::TaskManager::new(),
         })
     }
 
@@ -223,7 +227,11 @@ impl Drop for McpServer {
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
-            ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build(),
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .enable_tasks()
+                .build(),
         )
         .with_server_info(Implementation::new("hands", env!("CARGO_PKG_VERSION")))
         .with_instructions(INSTRUCTIONS)
@@ -388,16 +396,24 @@ impl ServerHandler for McpServer {
             };
         }
         let call = ToolCall::new(["mcp-", &session.next_call_id()].concat(), request.name, args);
-        if asks_in_rounds(&context) {
+        let call = registry.prepare(&session, call);
+        let rounds = asks_in_rounds(&context);
+        if rounds {
             self.install_round_askers(&session, &context);
+        }
+        let tasks = context.client_capabilities().is_some_and(|caps| caps.supports_tasks());
+        if tasks && call.policy().outlasts {
+            let registry = Arc::clone(&self.factory.registry);
+            let task = crate::tasks::start(&self.factory.tasks, registry, session, call);
+            return Ok(CallToolResponse::Task(task));
+        }
+        if rounds {
             // The call's own token: it outlives the request that started it.
             let cancel = CancellationToken::new();
             let options = CallOptions { progress: sink, cancel: Some(cancel.clone()) };
             let registry = Arc::clone(&self.factory.registry);
-            let running = Running::start(
-                async move { registry.dispatch_with(&session, call, options).await },
-                cancel,
-            );
+            let running =
+                Running::start(async move { registry.run(&session, call, options).await }, cancel);
             drop(forwarder);
             return self.drive(running, binding, &context).await;
         }
@@ -406,7 +422,7 @@ impl ServerHandler for McpServer {
         let options = CallOptions { progress: sink, cancel: Some(cancel) };
         // A model reads notices as text: `[notice] …` blocks after the result's own.
         let result = registry
-            .dispatch_with(&session, call, options)
+            .run(&session, call, options)
             .await
             .map(hands_core::ToolOutput::notices_as_text);
         if let Some(forwarder) = forwarder {
@@ -433,6 +449,30 @@ impl ServerHandler for McpServer {
                 .await;
         }
         response(result)
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.factory.tasks.get_task(&request.task_id).map(GetTaskResult::new)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.factory.tasks.update_task(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.factory.tasks.cancel_task(&request.task_id)
     }
 }
 
@@ -565,7 +605,7 @@ fn object_schema(schema: &Value) -> Value {
 
 /// A tool's output as MCP's result, field by field: no trip through a JSON value and back (which
 /// allocated the whole result twice and re-parsed it on every call).
-fn to_call_tool_result(output: hands_core::ToolOutput) -> CallToolResult {
+pub(crate) fn to_call_tool_result(output: hands_core::ToolOutput) -> CallToolResult {
     use base64::Engine as _;
     use hands_core::Content;
     let content = output

@@ -113,6 +113,11 @@ impl Observer for Progress<'_> {
 impl Tool for SpawnSubagent {
     type Args = SpawnArgs;
 
+    /// It waits for work that can take minutes.
+    fn outlasts(&self, _args: &Self::Args) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "spawn_subagent"
     }

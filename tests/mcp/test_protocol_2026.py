@@ -267,3 +267,68 @@ async def test_a_long_call_sends_progress_with_the_clients_token(hands: Path, ro
     values = [p for p, _, _ in seen]
     assert values == sorted(values) and len(set(values)) == len(values), values
     assert any(m and "still running" in m for _, _, m in seen), seen
+
+
+# --- sub-agents: the configured model before the client's sampling ------------------------------
+
+
+@pytest.fixture
+def scripted_model(tmp_path: Path):
+    """tests/agent/scripted_model.py (Anthropic's wire format) answering every request with one
+    text; yields the `-c` flags that make it hands' `[model]`."""
+    import subprocess
+    import sys
+    import time as _time
+
+    from conftest import REPO, stop_process
+
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"text": "The configured model says 7."}] * 4))
+    port_file = tmp_path / "model-port"
+    proc = subprocess.Popen(
+        [sys.executable, str(REPO / "tests/agent/scripted_model.py"), "--format", "anthropic", "--port", "0",
+         "--script", str(script), "--port-file", str(port_file), "--log", str(tmp_path / "model.jsonl")],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = _time.monotonic() + 30
+    while not (port_file.exists() and port_file.read_text().strip()) and _time.monotonic() < deadline:
+        assert proc.poll() is None, "scripted_model.py exited"
+        _time.sleep(0.02)
+    port = port_file.read_text().strip()
+    yield [
+        "-c", "model.provider=anthropic", "-c", "model.model=claude-sonnet-4-5",
+        "-c", f"model.base_url=http://127.0.0.1:{port}", "-c", "model.api_key_env=HANDS_TEST_MODEL_KEY",
+    ]
+    stop_process(proc)
+
+
+@pytest.mark.parametrize("mode", ["legacy", V])
+async def test_spawn_subagent_prefers_the_configured_model(hands: Path, root: Path, scripted_model, mode: str):
+    """A model is configured and the (legacy) client offers sampling too: the sub-agent runs on the
+    configured model, the client is never asked to sample, and the result says which model it
+    was. A 2026-07-28 client (no initialize, so no sampling) gets spawn_subagent the same way."""
+    from mcp import Client, StdioServerParameters, types
+
+    sampled: list = []
+
+    async def sample(context, params):
+        sampled.append(params)
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="sampled"), model="s", stop_reason="endTurn"
+        )
+
+    params = StdioServerParameters(
+        command=str(hands),
+        args=["mcp", "--root", str(root), *scripted_model],
+        env={"RUST_BACKTRACE": "1", "HANDS_TEST_MODEL_KEY": "k"},
+        cwd=str(root),
+    )
+    async with Client(params, mode=mode, sampling_callback=sample) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert "spawn_subagent" in names, names
+        result = await client.call_tool("spawn_subagent", {"prompt": "What does it say?"})
+    text = text_of(result)
+    assert not result.is_error, text
+    assert "The configured model says 7." in text, text
+    assert "[sub-agent model: the one configured for hands]" in text, text
+    assert not sampled, "the client was asked to sample although a model is configured"

@@ -6,6 +6,7 @@ mod approve;
 mod ask;
 mod gone;
 mod http;
+mod output;
 mod progress;
 mod rounds;
 mod secret_page;

@@ -16,11 +16,10 @@ use hands_core::{
     CallOptions, CancellationToken, DispatchError, Mode, Registry, Session, ToolCall, ToolSpec,
 };
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
-    GetTaskParams, GetTaskResult, Implementation, InitializeRequestParams, InitializeResult,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
-    UpdateTaskParams,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, GetTaskResult,
+    Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ServerCapabilities, ServerConfig, Tool, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
@@ -274,6 +273,7 @@ impl ServerHandler for McpServer {
         context.peer.set_peer_info(request.clone());
         let hook = self.factory.hook.lock().unwrap_or_else(PoisonError::into_inner).clone();
         if let Some(hook) = hook {
+            self.session.extension::<Hooked>().0.store(true, Ordering::Relaxed);
             hook(&self.session, &context.peer, &request);
         }
         self.watch_mode(context.peer.clone());
@@ -286,6 +286,7 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let session = self.session_for(&context);
+        self.hook_once(&session, &context);
         let converted = self.factory.tools();
         let all = converted.get(session.mode());
         let shown: Vec<Tool>;
@@ -345,6 +346,7 @@ impl ServerHandler for McpServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let registry = &self.factory.registry;
         let session = self.session_for(&context);
+        self.hook_once(&session, &context);
         // Unknown now: the sources look again (list) before the answer is no.
         if !registry.contains(&request.name)
             && let offered = registry.list(session.mode())
@@ -481,7 +483,7 @@ fn response(
     result: Result<hands_core::ToolOutput, DispatchError>,
 ) -> Result<CallToolResponse, ErrorData> {
     match result {
-        Ok(output) => Ok(CallToolResponse::Complete(to_call_tool_result(output))),
+        Ok(output) => Ok(CallToolResponse::Complete(crate::output::to_call_tool_result(output))),
         Err(DispatchError::Fatal(message)) => Err(ErrorData::internal_error(message, None)),
     }
 }
@@ -495,7 +497,30 @@ fn asks_in_rounds(context: &RequestContext<RoleServer>) -> bool {
     modern && context.client_capabilities().is_some_and(|caps| caps.elicitation.is_some())
 }
 
+/// Set on a session once the session hook ran for it.
+#[derive(Default)]
+struct Hooked(std::sync::atomic::AtomicBool);
+
 impl McpServer {
+    /// Run the session hook for a session that began without `initialize` (2026-07-28), once,
+    /// with the request's `_meta` as what `initialize` would have said.
+    fn hook_once(&self, session: &Session, context: &RequestContext<RoleServer>) {
+        let modern = context
+            .protocol_version()
+            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        if !modern || session.extension::<Hooked>().0.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let hook = self.factory.hook.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let Some(hook) = hook else { return };
+        let capabilities = context.client_capabilities().unwrap_or_default();
+        let client = context.client_info().unwrap_or_else(|| Implementation::new("unknown", "0"));
+        let protocol = context.protocol_version().unwrap_or_default();
+        let params =
+            InitializeRequestParams::new(capabilities, client).with_protocol_version(protocol);
+        hook(session, &context.peer, &params);
+    }
+
     /// The session a request belongs to: this connection's, or over HTTP without an MCP session
     /// (2026-07-28), the one the server keeps for such requests.
     fn session_for(&self, context: &RequestContext<RoleServer>) -> Session {
@@ -601,28 +626,4 @@ fn object_schema(schema: &Value) -> Value {
         Value::Object(map) if map.get("type").is_none_or(|t| t == "object") => schema.clone(),
         _ => json!({"type": "object"}),
     }
-}
-
-/// A tool's output as MCP's result, field by field: no trip through a JSON value and back (which
-/// allocated the whole result twice and re-parsed it on every call).
-pub(crate) fn to_call_tool_result(output: hands_core::ToolOutput) -> CallToolResult {
-    use base64::Engine as _;
-    use hands_core::Content;
-    let content = output
-        .content
-        .into_iter()
-        .map(|block| match block {
-            Content::Text { text } => ContentBlock::text(text),
-            Content::Image { data, mime_type } => ContentBlock::image(
-                base64::engine::general_purpose::STANDARD.encode(data),
-                mime_type,
-            ),
-        })
-        .collect();
-    let mut result = match output.is_error {
-        true => CallToolResult::error(content),
-        false => CallToolResult::success(content),
-    };
-    result.structured_content = output.structured;
-    result
 }

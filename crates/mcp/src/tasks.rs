@@ -65,7 +65,7 @@ pub(crate) fn start(
                 return Err(TaskExit::Cancelled);
             }
             match result {
-                Ok(output) => Ok(crate::server::to_call_tool_result(output.notices_as_text())),
+                Ok(output) => Ok(crate::output::to_call_tool_result(output.notices_as_text())),
                 Err(DispatchError::Fatal(message)) => {
                     Err(TaskExit::Error(ErrorData::internal_error(message, None)))
                 }

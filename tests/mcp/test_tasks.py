@@ -31,16 +31,17 @@ META = {
 class Raw:
     """`hands mcp` with newline-delimited JSON-RPC on its stdin/stdout."""
 
-    def __init__(self, hands: Path, root: Path, marker: str):
+    def __init__(self, hands: Path, root: Path, marker: str, *extra: str, meta: dict = META):
         env = dict(os.environ, HANDS_TEST_TOKEN=marker, RUST_BACKTRACE="1")
+        self.meta = meta
         self.proc = subprocess.Popen(
-            [str(hands), "mcp", "--root", str(root)],
+            [str(hands), "mcp", "--root", str(root), *extra],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=root,
         )
 
     def request(self, method: str, params: dict) -> dict:
         rid = uuid.uuid4().hex
-        message = {"jsonrpc": "2.0", "id": rid, "method": method, "params": dict(params, _meta=META)}
+        message = {"jsonrpc": "2.0", "id": rid, "method": method, "params": dict(params, _meta=self.meta)}
         self.proc.stdin.write((json.dumps(message) + "\n").encode())
         self.proc.stdin.flush()
         for _ in range(10_000):
@@ -128,3 +129,27 @@ def test_a_quick_call_is_answered_directly(raw, root: Path):
     result = raw.request("tools/call", {"name": "read_file", "arguments": {"path": "hello.txt"}})
     assert result["resultType"] == "complete", result
     assert "hello world" in json.dumps(result)
+
+
+def test_an_approval_inside_a_task_is_answered_with_tasks_update(hands: Path, root: Path):
+    """Under approval = "ask" a long bash (a timeout over 60 s) is a task whose question is its
+    `input_required` state; `tasks/update` with a boolean yes runs it, once."""
+    caps = dict(META["io.modelcontextprotocol/clientCapabilities"], elicitation={"form": {}})
+    meta = dict(META, **{"io.modelcontextprotocol/clientCapabilities": caps})
+    raw = Raw(hands, root, uuid.uuid4().hex, "-c", "approval=ask", meta=meta)
+    try:
+        call = {"name": "bash", "arguments": {"command": "echo task >> ran.txt", "timeout": 120000}}
+        created = raw.request("tools/call", call)
+        assert created["resultType"] == "task", created
+        asking = raw.poll(created["taskId"], {"input_required", "completed", "failed", "cancelled"})
+        assert asking["status"] == "input_required", asking
+        (key, request), = asking["inputRequests"].items()
+        assert "echo task" in request["params"]["message"], request
+        assert not (root / "ran.txt").exists()
+        raw.request("tasks/update", {"taskId": created["taskId"],
+                                     "inputResponses": {key: {"action": "accept", "content": {"approve": True}}}})
+        done = raw.poll(created["taskId"], {"completed", "failed", "cancelled"})
+        assert done["status"] == "completed" and not done["result"].get("isError"), done
+    finally:
+        raw.close()
+    assert (root / "ran.txt").read_text() == "task\n"

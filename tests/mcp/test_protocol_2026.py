@@ -161,7 +161,7 @@ def meta(elicitation: bool = True) -> dict:
     }
 
 
-def post(srv, method: str, params: dict, name: str | None = None) -> dict:
+def post(srv, method: str, params: dict, name: str | None = None, status: int = 200) -> dict:
     headers = {
         "Authorization": f"Bearer {srv.bearer}",
         "Accept": "application/json, text/event-stream",
@@ -180,7 +180,7 @@ def post(srv, method: str, params: dict, name: str | None = None) -> dict:
         got = {k.lower(): v for k, v in response.getheaders()}
     finally:
         conn.close()
-    assert response.status == 200, (response.status, text)
+    assert response.status == status, (response.status, text)
     assert "mcp-session-id" not in got, got
     if got.get("content-type", "").startswith("text/event-stream"):
         messages = [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:") and line[5:].strip()]

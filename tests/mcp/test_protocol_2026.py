@@ -332,3 +332,30 @@ async def test_spawn_subagent_prefers_the_configured_model(hands: Path, root: Pa
     assert "The configured model says 7." in text, text
     assert "[sub-agent model: the one configured for hands]" in text, text
     assert not sampled, "the client was asked to sample although a model is configured"
+
+
+def test_http_a_task_without_a_session(hands: Path, root: Path, tmp_path: Path):
+    """Over `hands serve` with no session: spawn_process of a daemon is a task, and `tasks/get`
+    in later requests (each its own, stateless) polls it to completion."""
+    import time as _time
+
+    srv = start_serve(hands, root, tmp_path / "serve.log")
+    try:
+        caps = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+        m = dict(meta(elicitation=False), **{"io.modelcontextprotocol/clientCapabilities": caps})
+        args = {"command": "while [ ! -e go ]; do sleep 0.05; done; echo READY; exec sleep 1000",
+                "type": "daemon", "ready_pattern": "READY"}
+        created = post(srv, "tools/call", {"name": "spawn_process", "arguments": args, "_meta": m}, name="spawn_process")["result"]
+        assert created["resultType"] == "task", created
+        (root / "go").write_text("")
+        deadline = _time.monotonic() + 120
+        task = created
+        while task["status"] not in ("completed", "failed", "cancelled") and _time.monotonic() < deadline:
+            _time.sleep(0.1)
+            task = post(srv, "tasks/get", {"taskId": created["taskId"], "_meta": m}, name=created["taskId"])["result"]
+        assert task["status"] == "completed", task
+        assert "ready" in json.dumps(task["result"]).lower(), task
+    finally:
+        crashed = not srv.alive()
+        stop_process(srv.proc)
+        assert not crashed, srv.stderr()

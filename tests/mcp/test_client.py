@@ -356,6 +356,7 @@ async def test_spawn_subagent_uses_the_clients_sampling(connect, transport):
         assert "spawn_subagent" in names, names
         result = await call_ok(conn.session, "spawn_subagent", {"prompt": "What is the answer?"})
         assert "42" in text_of(result), text_of(result)
+        assert "[sub-agent model: the MCP client's, through sampling]" in text_of(result), text_of(result)
         assert asked, "the client was never asked to sample"
         first = asked[0]
         assert "What is the answer?" in str(first.messages), first.messages

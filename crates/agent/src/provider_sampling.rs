@@ -66,6 +66,7 @@ pub fn install(
         provider: Arc::new(SamplingProvider::new(peer.clone(), DEFAULT_CONTEXT_WINDOW)),
         registry,
         limits,
+        source: crate::subagent::ModelSource::ClientSampling,
     }
     .install(session);
     true

@@ -119,8 +119,9 @@ fn open_browser(url: &str) {
     }
 }
 
-/// What spawn_subagent runs on for an MCP connection: the client's sampling when it offers it,
-/// else the configured model; with neither, the tool is hidden from that connection.
+/// What spawn_subagent runs on for an MCP connection: the configured model when there is one,
+/// else the client's sampling when it offers it; with neither, the tool is hidden from that
+/// connection. The result says which.
 pub struct Subagent {
     /// The configured model, if any.
     pub provider: Option<Arc<dyn Provider>>,
@@ -132,31 +133,35 @@ impl Subagent {
     /// Install the choice on each connection of `factory` as it initializes.
     fn hook(self, factory: &ServerFactory, registry: Arc<Registry>) {
         let Self { provider, limits } = self;
-        factory.set_session_hook(Arc::new(move |session, peer, _request| {
-            let sampling = hands_agent::provider_sampling::install(
-                session,
-                peer,
-                Arc::clone(&registry),
-                limits,
-            );
-            if sampling {
-                return;
-            }
-            match &provider {
-                Some(provider) => hands_agent::subagent::SubagentEnv {
+        factory.set_session_hook(Arc::new(move |session, peer, request| {
+            // The configured model first: sampling is deprecated (SEP-2577) and a 2026-07-28
+            // client has none; the client's sampling only when hands has no model of its own.
+            if let Some(provider) = &provider {
+                hands_agent::subagent::SubagentEnv {
                     provider: Arc::clone(provider),
                     registry: Arc::clone(&registry),
                     limits,
+                    source: hands_agent::subagent::ModelSource::Configured,
                 }
-                .install(session),
+                .install(session);
+                return;
+            }
+            // A 2026-07-28 client gets no server-initiated request, so no sampling either.
+            let modern = request.protocol_version.as_str() >= "2026-07-28";
+            let sampling = !modern
+                && hands_agent::provider_sampling::install(
+                    session,
+                    peer,
+                    Arc::clone(&registry),
+                    limits,
+                );
+            if !sampling {
                 // No model on this side and none through the client: the tools that need one
                 // are not this connection's.
-                None => {
-                    let specs = registry.list(hands_core::Mode::Build);
-                    for spec in specs.into_iter().chain(registry.list(hands_core::Mode::Plan)) {
-                        if spec.policy.needs_model {
-                            session.hide_tool(&spec.name);
-                        }
+                let specs = registry.list(hands_core::Mode::Build);
+                for spec in specs.into_iter().chain(registry.list(hands_core::Mode::Plan)) {
+                    if spec.policy.needs_model {
+                        session.hide_tool(&spec.name);
                     }
                 }
             }

@@ -110,6 +110,11 @@ impl CloneSite {
 impl Tool for CloneSite {
     type Args = CloneArgs;
 
+    /// It waits for work that can take minutes.
+    fn outlasts(&self, _args: &Self::Args) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "clone_site"
     }

@@ -57,7 +57,7 @@ impl Tool for SupabaseSetup {
     /// "ask"`, shown what [`review`](Tool::review) computed it will do.
     fn call_policy(&self, args: &SupabaseSetupArgs) -> CallPolicy {
         let status = args.action == Action::Status;
-        CallPolicy { needs_approval: !status, mutates: !status, cacheable: false }
+        CallPolicy { needs_approval: !status, mutates: !status, cacheable: false, outlasts: false }
     }
 
     async fn review(&self, ctx: &Context, args: &SupabaseSetupArgs) -> Result<Review, ToolError> {

@@ -147,7 +147,7 @@ impl Tool for ConnectorCall {
     fn call_policy(&self, args: &CallArgs) -> CallPolicy {
         let read = ["GET", "HEAD"].iter().any(|m| args.method.eq_ignore_ascii_case(m));
         let safe = read && args.json.is_none() && overridden_method(args).is_none();
-        CallPolicy { needs_approval: !safe, mutates: !safe, cacheable: false }
+        CallPolicy { needs_approval: !safe, mutates: !safe, cacheable: false, outlasts: false }
     }
 
     /// The method and the full URL it goes to, and what it sends; a call the connector would

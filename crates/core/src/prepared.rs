@@ -21,12 +21,17 @@ pub struct CallPolicy {
     pub mutates: bool,
     /// An identical call within the same turn may be answered from the dedup cache.
     pub cacheable: bool,
+    /// The call may outlast a client's request timeout (about a minute): waiting for a server to
+    /// be ready, a build, a clone, a sub-agent. A front end may run it as a task the client
+    /// polls (MCP's Tasks extension).
+    pub outlasts: bool,
 }
 
 impl CallPolicy {
     /// A call that asks nobody, changes nothing and is not cached (an answer made without running
     /// a tool: an unknown name, a tool another mode offers, arguments that do not parse).
-    pub const ANSWER: Self = Self { needs_approval: false, mutates: false, cacheable: false };
+    pub const ANSWER: Self =
+        Self { needs_approval: false, mutates: false, cacheable: false, outlasts: false };
 }
 
 /// A call of one tool with its arguments parsed: made by [`DynTool::prepare`](crate::DynTool::prepare)

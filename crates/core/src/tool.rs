@@ -49,6 +49,7 @@ impl ToolSpec {
             needs_approval: self.needs_approval,
             mutates: !self.annotations.read_only,
             cacheable: self.cacheable,
+            outlasts: false,
         }
     }
 
@@ -116,7 +117,15 @@ pub trait Tool: Send + Sync + 'static {
             needs_approval: self.needs_approval(),
             mutates: !self.annotations().read_only,
             cacheable: self.cacheable(),
+            outlasts: false,
         }
+    }
+
+    /// Whether this call may outlast a client's request timeout (about a minute), so that a
+    /// front end may run it as a task ([`CallPolicy::outlasts`]). By default no.
+    fn outlasts(&self, args: &Self::Args) -> bool {
+        let _ = args;
+        false
     }
 
     /// What the user should see before approving this call, beyond the one-line summary made
@@ -223,7 +232,9 @@ impl<T: Tool> DynTool for Erased<T> {
 
     fn prepare(&self, args: &Value) -> Result<Prepared, ToolError> {
         let typed = self.parse(args)?;
-        Ok(Prepared::typed(self.tool.call_policy(&typed), typed))
+        let policy =
+            CallPolicy { outlasts: self.tool.outlasts(&typed), ..self.tool.call_policy(&typed) };
+        Ok(Prepared::typed(policy, typed))
     }
 
     fn run<'a>(

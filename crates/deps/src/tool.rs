@@ -175,6 +175,11 @@ impl AddDependency {
 impl Tool for AddDependency {
     type Args = AddDependencyArgs;
 
+    /// It waits for work that can take minutes.
+    fn outlasts(&self, _args: &Self::Args) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "add_dependency"
     }

@@ -1,4 +1,5 @@
-//! ask_user over MCP: the question goes to the client as an elicitation, a form with one field,
+//! ask_user over MCP: the question goes to the client as an elicitation (an input-required
+//! round for a 2026-07-28 client), a form with one field,
 //! `answer` — free text, or a choice among the options when the model gave some. Accept returns the
 //! answer; decline and cancel are the user declining; a failed request means the user could not be
 //! asked. Installed by the server next to the approver when the client offers elicitation.
@@ -6,18 +7,19 @@
 use hands_core::ask::{AskError, Asker, Question};
 use hands_core::{BoxFuture, CancellationToken};
 use rmcp::model::{ElicitRequestParams, ElicitationAction};
-use rmcp::{Peer, RoleServer};
 use serde_json::{Value, json};
+
+use crate::rounds::Elicitor;
 
 /// Asks the MCP client's user.
 pub(crate) struct ElicitationAsker {
-    peer: Peer<RoleServer>,
+    elicitor: Elicitor,
 }
 
 impl ElicitationAsker {
-    /// Asks through `peer`.
-    pub(crate) fn new(peer: Peer<RoleServer>) -> Self {
-        Self { peer }
+    /// Asks through `elicitor`.
+    pub(crate) fn new(elicitor: Elicitor) -> Self {
+        Self { elicitor }
     }
 }
 
@@ -63,9 +65,9 @@ impl Asker for ElicitationAsker {
             let params = request(question)
                 .map_err(|err| AskError::Unavailable(format!("cannot build the form: {err}")))?;
             tokio::select! {
-                result = self.peer.create_elicitation(params) => match result {
+                result = self.elicitor.elicit(params) => match result {
                     Ok(result) => answer(result.action, result.content.as_ref()),
-                    Err(err) => Err(AskError::Unavailable(err.to_string())),
+                    Err(err) => Err(AskError::Unavailable(err)),
                 },
                 () = cancel.cancelled() => Err(AskError::Cancelled),
             }

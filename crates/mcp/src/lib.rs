@@ -2,12 +2,17 @@
 //! HTTP, the client that brings other MCP servers' tools in as hands tools, and the sandbox
 //! proxies (bwrap, remote) that run tools in an inner hands and recover when it is gone.
 
+mod approve;
 mod ask;
 mod gone;
 mod http;
+mod output;
+mod progress;
+mod rounds;
 mod secret_page;
 mod server;
 mod stdio;
+mod tasks;
 
 pub use http::{HttpError, ServerConfig, guarded, router};
 pub use secret_page::{PAGE_PREFIX as SECRET_PAGE_PREFIX, SecretPages};

@@ -22,7 +22,6 @@ use hands_core::ask::AskError;
 use hands_core::secret::{SecretAsker, SecretRequest, SecretValue};
 use hands_core::{BoxFuture, CancellationToken};
 use rmcp::model::{ElicitRequestParams, ElicitationAction};
-use rmcp::{Peer, RoleServer};
 use serde::Deserialize;
 use tokio::sync::oneshot;
 
@@ -242,13 +241,13 @@ fn hint(value: &str) -> String {
 
 /// Asks the MCP client's user for a secret through a one-time page.
 pub(crate) struct UrlSecretAsker {
-    peer: Peer<RoleServer>,
+    elicitor: crate::rounds::Elicitor,
     pages: SecretPages,
 }
 
 impl UrlSecretAsker {
-    pub(crate) fn new(peer: Peer<RoleServer>, pages: SecretPages) -> Self {
-        Self { peer, pages }
+    pub(crate) fn new(elicitor: crate::rounds::Elicitor, pages: SecretPages) -> Self {
+        Self { elicitor, pages }
     }
 }
 
@@ -280,7 +279,7 @@ impl SecretAsker for UrlSecretAsker {
             };
             tokio::pin!(value);
             let consent = tokio::select! {
-                result = self.peer.create_elicitation(params) => result,
+                result = self.elicitor.elicit(params) => result,
                 // Typed before the client answered: the value is what counts.
                 value = &mut value => return value.map_err(|_| AskError::Declined(None)),
                 () = cancel.cancelled() => return Err(AskError::Cancelled),
@@ -288,7 +287,7 @@ impl SecretAsker for UrlSecretAsker {
             match consent {
                 Ok(result) if result.action == ElicitationAction::Accept => {}
                 Ok(_) => return Err(AskError::Declined(None)),
-                Err(err) => return Err(AskError::Unavailable(err.to_string())),
+                Err(err) => return Err(AskError::Unavailable(err)),
             }
             tokio::select! {
                 value = value => value.map_err(|_| AskError::Declined(None)),

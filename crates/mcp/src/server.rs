@@ -9,29 +9,27 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use hands_core::approval::{ApprovalRequest, Approver, ApproverHandle, Decision};
+use hands_core::approval::ApproverHandle;
 use hands_core::{
-    BoxFuture, CallOptions, CancellationToken, DispatchError, Mode, Progress, ProgressSink,
-    Registry, Session, ToolCall, ToolSpec,
+    CallOptions, CancellationToken, DispatchError, Mode, Registry, Session, ToolCall, ToolSpec,
 };
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
-    ElicitationAction, Implementation, InitializeRequestParams, InitializeResult,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities,
-    ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, GetTaskResult,
+    Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ServerCapabilities, ServerConfig, Tool, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
+use crate::approve::ElicitationApprover;
+use crate::rounds::{Elicitor, ParkedCalls, Resumed, Running, Step};
+
 /// Tools per `tools/list` page.
 pub const PAGE_SIZE: usize = 100;
-
-/// At most one progress notification per call in this interval.
-const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
 
 const INSTRUCTIONS: &str = "hands runs coding tools in one project root: read, search and edit \
 files, run shell commands and background processes. Paths are relative to the root. Tool \
@@ -51,6 +49,15 @@ pub struct ServerFactory {
     hook: Mutex<Option<SessionHook>>,
     /// The secrets tool's one-time pages, when an HTTP server serves them.
     secret_pages: crate::secret_page::SecretPages,
+    /// Calls of 2026-07-28 clients waiting for the retry that answers them.
+    parked: Arc<ParkedCalls>,
+    /// The session of HTTP requests that come without an MCP session (2026-07-28 is stateless):
+    /// they share it, so a process one starts is there for the next.
+    stateless: std::sync::OnceLock<Session>,
+    /// How often a long call tells a client that gave a progress token that it is alive.
+    heartbeat: Duration,
+    /// Calls run as tasks (the Tasks extension), polled with `tasks/get`.
+    tasks: rmcp::task_manager::TaskManager,
 }
 
 /// Called at each connection's `initialize` with its session, the client and the client's
@@ -76,6 +83,10 @@ impl ServerFactory {
             live: Mutex::new(HashMap::new()),
             secret_pages: crate::secret_page::SecretPages::default(),
             hook: Mutex::new(None),
+            parked: Arc::default(),
+            stateless: std::sync::OnceLock::new(),
+            heartbeat: crate::progress::heartbeat_from_env(),
+            tasks: rmcp::task_manager::TaskManager::new(),
         })
     }
 
@@ -104,6 +115,21 @@ impl ServerFactory {
         for session in sessions {
             session.close().await;
         }
+    }
+
+    /// The session shared by requests that come over HTTP without an MCP session.
+    fn stateless_session(&self) -> Session {
+        self.stateless
+            .get_or_init(|| {
+                let session = Session::new(
+                    format!("mcp-{}-stateless", std::process::id()),
+                    self.root.clone(),
+                );
+                session.set_mode(self.mode);
+                self.live().insert(session.id().to_owned(), session.clone());
+                session
+            })
+            .clone()
     }
 
     fn live(&self) -> std::sync::MutexGuard<'_, HashMap<String, Session>> {
@@ -200,7 +226,11 @@ impl Drop for McpServer {
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
-            ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build(),
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .enable_tasks()
+                .build(),
         )
         .with_server_info(Implementation::new("hands", env!("CARGO_PKG_VERSION")))
         .with_instructions(INSTRUCTIONS)
@@ -212,9 +242,9 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
         if request.capabilities.elicitation.is_some() {
-            let approver = ElicitationApprover { peer: context.peer.clone() };
+            let approver = ElicitationApprover { elicitor: Elicitor::peer(context.peer.clone()) };
             self.session.insert_extension(ApproverHandle(Arc::new(approver)));
-            let asker = crate::ask::ElicitationAsker::new(context.peer.clone());
+            let asker = crate::ask::ElicitationAsker::new(Elicitor::peer(context.peer.clone()));
             self.session.insert_extension(hands_core::ask::AskerHandle(Arc::new(asker)));
         }
         // A secret only ever through a page of ours (URL mode), never a form.
@@ -222,7 +252,7 @@ impl ServerHandler for McpServer {
             request.capabilities.elicitation.as_ref().is_some_and(|e| e.url.is_some());
         if url_elicitation && self.factory.secret_pages.served() {
             let asker = crate::secret_page::UrlSecretAsker::new(
-                context.peer.clone(),
+                Elicitor::peer(context.peer.clone()),
                 self.factory.secret_pages.clone(),
             );
             self.session.insert_extension(hands_core::secret::SecretAskerHandle(Arc::new(asker)));
@@ -243,6 +273,7 @@ impl ServerHandler for McpServer {
         context.peer.set_peer_info(request.clone());
         let hook = self.factory.hook.lock().unwrap_or_else(PoisonError::into_inner).clone();
         if let Some(hook) = hook {
+            self.session.extension::<Hooked>().0.store(true, Ordering::Relaxed);
             hook(&self.session, &context.peer, &request);
         }
         self.watch_mode(context.peer.clone());
@@ -252,13 +283,15 @@ impl ServerHandler for McpServer {
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        let session = self.session_for(&context);
+        self.hook_once(&session, &context);
         let converted = self.factory.tools();
-        let all = converted.get(self.session.mode());
+        let all = converted.get(session.mode());
         let shown: Vec<Tool>;
-        let tools: &[Tool] = if all.iter().any(|t| self.session.is_tool_hidden(&t.name)) {
-            shown = all.iter().filter(|t| !self.session.is_tool_hidden(&t.name)).cloned().collect();
+        let tools: &[Tool] = if all.iter().any(|t| session.is_tool_hidden(&t.name)) {
+            shown = all.iter().filter(|t| !session.is_tool_hidden(&t.name)).cloned().collect();
             &shown
         } else {
             all
@@ -312,9 +345,11 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let registry = &self.factory.registry;
+        let session = self.session_for(&context);
+        self.hook_once(&session, &context);
         // Unknown now: the sources look again (list) before the answer is no.
         if !registry.contains(&request.name)
-            && let offered = registry.list(self.session.mode())
+            && let offered = registry.list(session.mode())
             && !registry.contains(&request.name)
         {
             let offered: Vec<&str> = offered.iter().map(|spec| spec.name.as_str()).collect();
@@ -337,23 +372,59 @@ impl ServerHandler for McpServer {
             [request.meta.as_deref(), Some(&*context.meta)].into_iter().flatten().any(|meta| {
                 meta.get(crate::client::listener::PARTIAL_META) == Some(&Value::Bool(true))
             });
+        // Progress goes to the request that gave the token, not past its answer.
+        let stop = CancellationToken::new();
+        let _stop = stop.clone().drop_guard();
         let (sink, forwarder) = match token {
             Some(token) => {
-                let (sink, forwarder) = progress_sink(context.peer.clone(), token);
+                let (sink, forwarder) = crate::progress::sink(
+                    context.peer.clone(),
+                    token,
+                    self.factory.heartbeat,
+                    stop.clone(),
+                );
                 (Some(sink), Some(forwarder))
             }
             None => (None, None),
         };
         let args =
             request.arguments.map_or_else(|| Value::Object(Default::default()), Value::Object);
-        let call =
-            ToolCall::new(["mcp-", &self.session.next_call_id()].concat(), request.name, args);
+        let binding = crate::rounds::binding(session.id(), &request.name, &args);
+        // A retry of a call that asked (2026-07-28): the answer goes to that call.
+        if let Some(state) = &request.request_state {
+            return match self.factory.parked.resume(state, binding, request.input_responses)? {
+                Resumed::AskedAgain(question) => Ok(CallToolResponse::InputRequired(question)),
+                Resumed::Answered(running) => self.drive(running, binding, &context).await,
+            };
+        }
+        let call = ToolCall::new(["mcp-", &session.next_call_id()].concat(), request.name, args);
+        let call = registry.prepare(&session, call);
+        let rounds = asks_in_rounds(&context);
+        if rounds {
+            self.install_round_askers(&session, &context);
+        }
+        let tasks = context.client_capabilities().is_some_and(|caps| caps.supports_tasks());
+        if tasks && call.policy().outlasts {
+            let registry = Arc::clone(&self.factory.registry);
+            let task = crate::tasks::start(&self.factory.tasks, registry, session, call);
+            return Ok(CallToolResponse::Task(task));
+        }
+        if rounds {
+            // The call's own token: it outlives the request that started it.
+            let cancel = CancellationToken::new();
+            let options = CallOptions { progress: sink, cancel: Some(cancel.clone()) };
+            let registry = Arc::clone(&self.factory.registry);
+            let running =
+                Running::start(async move { registry.run(&session, call, options).await }, cancel);
+            drop(forwarder);
+            return self.drive(running, binding, &context).await;
+        }
         let cancel = context.ct.clone();
         cancel_when_client_gone(&context, &cancel);
         let options = CallOptions { progress: sink, cancel: Some(cancel) };
         // A model reads notices as text: `[notice] …` blocks after the result's own.
         let result = registry
-            .dispatch_with(&self.session, call, options)
+            .run(&session, call, options)
             .await
             .map(hands_core::ToolOutput::notices_as_text);
         if let Some(forwarder) = forwarder {
@@ -379,9 +450,129 @@ impl ServerHandler for McpServer {
                 ))
                 .await;
         }
-        match result {
-            Ok(output) => Ok(CallToolResponse::Complete(to_call_tool_result(output))),
-            Err(DispatchError::Fatal(message)) => Err(ErrorData::internal_error(message, None)),
+        response(result)
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.factory.tasks.get_task(&request.task_id).map(GetTaskResult::new)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.factory.tasks.update_task(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.factory.tasks.cancel_task(&request.task_id)
+    }
+}
+
+/// A call's result as the `tools/call` response.
+fn response(
+    result: Result<hands_core::ToolOutput, DispatchError>,
+) -> Result<CallToolResponse, ErrorData> {
+    match result {
+        Ok(output) => Ok(CallToolResponse::Complete(crate::output::to_call_tool_result(output))),
+        Err(DispatchError::Fatal(message)) => Err(ErrorData::internal_error(message, None)),
+    }
+}
+
+/// Whether this request's client is asked in input-required rounds: it speaks 2026-07-28 or
+/// later and declares elicitation in the request.
+fn asks_in_rounds(context: &RequestContext<RoleServer>) -> bool {
+    let modern = context
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+    modern && context.client_capabilities().is_some_and(|caps| caps.elicitation.is_some())
+}
+
+/// Set on a session once the session hook ran for it.
+#[derive(Default)]
+struct Hooked(std::sync::atomic::AtomicBool);
+
+impl McpServer {
+    /// Run the session hook for a session that began without `initialize` (2026-07-28), once,
+    /// with the request's `_meta` as what `initialize` would have said.
+    fn hook_once(&self, session: &Session, context: &RequestContext<RoleServer>) {
+        let modern = context
+            .protocol_version()
+            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        if !modern || session.extension::<Hooked>().0.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let hook = self.factory.hook.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let Some(hook) = hook else { return };
+        let capabilities = context.client_capabilities().unwrap_or_default();
+        let client = context.client_info().unwrap_or_else(|| Implementation::new("unknown", "0"));
+        let protocol = context.protocol_version().unwrap_or_default();
+        let params =
+            InitializeRequestParams::new(capabilities, client).with_protocol_version(protocol);
+        hook(session, &context.peer, &params);
+    }
+
+    /// The session a request belongs to: this connection's, or over HTTP without an MCP session
+    /// (2026-07-28), the one the server keeps for such requests.
+    fn session_for(&self, context: &RequestContext<RoleServer>) -> Session {
+        let stateless = context
+            .extensions
+            .get::<http::request::Parts>()
+            .is_some_and(|parts| !parts.headers.contains_key("mcp-session-id"));
+        if stateless { self.factory.stateless_session() } else { self.session.clone() }
+    }
+
+    /// Give `session` askers that ask in rounds when it has none yet (a session that began with
+    /// `initialize` has elicitation ones, which ask in rounds too when a call runs in them).
+    fn install_round_askers(&self, session: &Session, context: &RequestContext<RoleServer>) {
+        use hands_core::ask::AskerHandle;
+        use hands_core::secret::SecretAskerHandle;
+        if session.get_extension::<ApproverHandle>().is_none() {
+            let approver = ElicitationApprover { elicitor: Elicitor::rounds_only() };
+            session.insert_extension(ApproverHandle(Arc::new(approver)));
+        }
+        if session.get_extension::<AskerHandle>().is_none() {
+            let asker = crate::ask::ElicitationAsker::new(Elicitor::rounds_only());
+            session.insert_extension(AskerHandle(Arc::new(asker)));
+        }
+        let url = context
+            .client_capabilities()
+            .and_then(|caps| caps.elicitation)
+            .is_some_and(|e| e.url.is_some());
+        if url
+            && self.factory.secret_pages.served()
+            && session.get_extension::<SecretAskerHandle>().is_none()
+        {
+            let pages = self.factory.secret_pages.clone();
+            let asker = crate::secret_page::UrlSecretAsker::new(Elicitor::rounds_only(), pages);
+            session.insert_extension(SecretAskerHandle(Arc::new(asker)));
+        }
+    }
+
+    /// Drive a call in rounds until it ends (its result) or asks (parked, the question).
+    async fn drive(
+        &self,
+        running: Running,
+        binding: [u8; 32],
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let request = context.ct.clone();
+        cancel_when_client_gone(context, &request);
+        match running.drive(&request).await {
+            Step::Done(result) => response(result.map(hands_core::ToolOutput::notices_as_text)),
+            Step::Asks(running, ask) => {
+                let question = self.factory.parked.park(binding, running, ask)?;
+                Ok(CallToolResponse::InputRequired(question))
+            }
         }
     }
 }
@@ -434,137 +625,5 @@ fn object_schema(schema: &Value) -> Value {
     match schema {
         Value::Object(map) if map.get("type").is_none_or(|t| t == "object") => schema.clone(),
         _ => json!({"type": "object"}),
-    }
-}
-
-/// A tool's output as MCP's result, field by field: no trip through a JSON value and back (which
-/// allocated the whole result twice and re-parsed it on every call).
-fn to_call_tool_result(output: hands_core::ToolOutput) -> CallToolResult {
-    use base64::Engine as _;
-    use hands_core::Content;
-    let content = output
-        .content
-        .into_iter()
-        .map(|block| match block {
-            Content::Text { text } => ContentBlock::text(text),
-            Content::Image { data, mime_type } => ContentBlock::image(
-                base64::engine::general_purpose::STANDARD.encode(data),
-                mime_type,
-            ),
-        })
-        .collect();
-    let mut result = match output.is_error {
-        true => CallToolResult::error(content),
-        false => CallToolResult::success(content),
-    };
-    result.structured_content = output.structured;
-    result
-}
-
-/// A sink that turns a call's progress reports into `notifications/progress`, at most one per
-/// [`PROGRESS_INTERVAL`] and always increasing; the returned task sends them and ends when the
-/// sink is dropped.
-fn progress_sink(
-    peer: Peer<RoleServer>,
-    token: ProgressToken,
-) -> (ProgressSink, tokio::task::JoinHandle<()>) {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Progress>();
-    let last: Mutex<Option<(Instant, f64)>> = Mutex::new(None);
-    let sink: ProgressSink = Arc::new(move |progress: Progress| {
-        let mut last = last.lock().unwrap_or_else(PoisonError::into_inner);
-        let now = Instant::now();
-        if let Some((at, value)) = *last
-            && (now.duration_since(at) < PROGRESS_INTERVAL || progress.progress <= value)
-        {
-            return;
-        }
-        *last = Some((now, progress.progress));
-        let _ = tx.send(progress);
-    });
-    let task = tokio::spawn(async move {
-        while let Some(progress) = rx.recv().await {
-            let mut param = ProgressNotificationParam::new(token.clone(), progress.progress);
-            param.total = progress.total;
-            param.message = progress.message;
-            if peer.notify_progress(param).await.is_err() {
-                break;
-            }
-        }
-    });
-    (sink, task)
-}
-
-/// Asks the user through MCP elicitation: accept approves (unless the form says otherwise),
-/// decline and cancel deny, with the user's words when they gave any.
-struct ElicitationApprover {
-    peer: Peer<RoleServer>,
-}
-
-impl Approver for ElicitationApprover {
-    fn approve<'a>(
-        &'a self,
-        request: &'a ApprovalRequest,
-        cancel: &'a CancellationToken,
-    ) -> BoxFuture<'a, Decision> {
-        Box::pin(async move {
-            // A summary cut short is never all that is shown: the whole argument follows (a
-            // terminal shows it whole by itself).
-            let details = request
-                .details
-                .clone()
-                .or_else(|| hands_core::approval::whole_when_cut(&request.args));
-            let message = match &details {
-                Some(details) => {
-                    format!("hands wants to run {}.\n{details}\nAllow it?", request.summary)
-                }
-                None => format!("hands wants to run {}. Allow it?", request.summary),
-            };
-            let params = json!({
-                "mode": "form",
-                "message": message,
-                "requestedSchema": {
-                    "type": "object",
-                    "properties": {
-                        "approve": {"type": "boolean", "title": "Allow", "default": true},
-                        "comment": {
-                            "type": "string",
-                            "title": "Comment",
-                            "description": "Optional: why not, or what to do instead"
-                        }
-                    }
-                }
-            });
-            let params: ElicitRequestParams = match serde_json::from_value(params) {
-                Ok(params) => params,
-                Err(err) => return Decision::Deny(Some(format!("cannot ask the user: {err}"))),
-            };
-            tokio::select! {
-                answer = self.peer.create_elicitation(params) => match answer {
-                    Ok(result) => {
-                        let comment = result
-                            .content
-                            .as_ref()
-                            .and_then(|c| c.get("comment"))
-                            .and_then(Value::as_str)
-                            .map(str::trim)
-                            .filter(|c| !c.is_empty())
-                            .map(str::to_owned);
-                        // The form's default is a yes; a value that is no boolean (`"false"`,
-                        // `0`) is no answer to the question, so it is a no.
-                        let approved = match result.content.as_ref().and_then(|c| c.get("approve"))
-                        {
-                            None => true,
-                            Some(value) => value.as_bool() == Some(true),
-                        };
-                        match result.action {
-                            ElicitationAction::Accept if approved => Decision::Approve,
-                            _ => Decision::Deny(comment),
-                        }
-                    }
-                    Err(err) => Decision::Deny(Some(format!("the user could not be asked: {err}"))),
-                },
-                () = cancel.cancelled() => Decision::Deny(Some("aborted".into())),
-            }
-        })
     }
 }

@@ -370,6 +370,7 @@ impl Host {
                 provider: Arc::clone(provider),
                 registry: Arc::clone(&self.parts.registry),
                 limits: self.parts.config.subagent_limits(),
+                source: crate::subagent::ModelSource::Configured,
             }
             .install(&session);
         }

@@ -33,6 +33,27 @@ pub struct SubagentEnv {
     pub registry: Arc<Registry>,
     /// Its limits: `max_steps` is `[agent] subagent_max_steps`.
     pub limits: Limits,
+    /// Whose model `provider` is, said in every result.
+    pub source: ModelSource,
+}
+
+/// Whose model a sub-agent runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelSource {
+    /// The model configured for hands (`[model]`).
+    Configured,
+    /// The MCP client's model, through sampling (a client without a configured model here).
+    ClientSampling,
+}
+
+impl ModelSource {
+    /// The line a result ends with.
+    fn line(self) -> &'static str {
+        match self {
+            Self::Configured => "[sub-agent model: the one configured for hands]",
+            Self::ClientSampling => "[sub-agent model: the MCP client's, through sampling]",
+        }
+    }
 }
 
 impl SubagentEnv {
@@ -113,6 +134,11 @@ impl Observer for Progress<'_> {
 impl Tool for SpawnSubagent {
     type Args = SpawnArgs;
 
+    /// It waits for work that can take minutes.
+    fn outlasts(&self, _args: &Self::Args) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "spawn_subagent"
     }
@@ -181,7 +207,9 @@ impl Tool for SpawnSubagent {
         let mut messages = Vec::new();
         let outcome = turn.run(&mut messages, Message::user(args.prompt)).await;
         let text = outcome.text.unwrap_or_default();
-        match outcome.reason {
+        let source = env.source.line();
+        let said = |output: ToolOutput| output.with_text(source);
+        let result = match outcome.reason {
             EndReason::Completed if text.trim().is_empty() => Ok(ToolOutput::text(
                 "The sub-agent finished without a report. Give it a more specific task, or do the \
                  research yourself.",
@@ -195,10 +223,11 @@ impl Tool for SpawnSubagent {
             // The timeout middleware answers "aborted"/"timed out" and keeps this text.
             EndReason::Aborted => Ok(ToolOutput::text(text)),
             EndReason::Error => Err(ToolError::model(format!(
-                "The sub-agent failed: {}",
+                "The sub-agent failed: {}\n{source}",
                 outcome.error.unwrap_or_default()
             ))),
-        }
+        };
+        result.map(said)
     }
 }
 

@@ -306,7 +306,10 @@ async fn a_sub_agent_researches_with_read_only_tools() {
     assert!(texts[0].contains("not available"), "{texts:?}");
     assert!(texts[1].contains("42"), "{texts:?}");
     assert!(!fx.root.path().join("x.txt").exists());
-    assert_eq!(tool_result(&fx, 3), "Report: secret.txt says 42.");
+    assert_eq!(
+        tool_result(&fx, 3),
+        "Report: secret.txt says 42.\n[sub-agent model: the one configured for hands]"
+    );
     // Only the parent's call is in the session's events and records.
     let calls = fx.store.tool_calls(&id).await.unwrap();
     assert_eq!(calls.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), vec!["spawn_subagent"]);

@@ -101,7 +101,10 @@ async fn run(tools: bool) -> (String, Vec<CreateMessageRequestParams>) {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_sub_agent_uses_the_clients_model_and_its_tools() {
     let (report, seen) = run(true).await;
-    assert_eq!(report, "Report: the answer is in answer.txt.");
+    assert_eq!(
+        report,
+        "Report: the answer is in answer.txt.\n[sub-agent model: the MCP client's, through sampling]"
+    );
     assert_eq!(seen.len(), 2);
     assert!(seen[0].system_prompt.as_deref().unwrap().contains("sub-agent"));
     let tools: Vec<String> =
@@ -119,7 +122,10 @@ async fn a_sub_agent_uses_the_clients_model_and_its_tools() {
 #[tokio::test(flavor = "multi_thread")]
 async fn without_sampling_tools_the_sub_agent_answers_from_the_prompt() {
     let (report, seen) = run(false).await;
-    assert_eq!(report, "Report: the answer is in answer.txt.");
+    assert_eq!(
+        report,
+        "Report: the answer is in answer.txt.\n[sub-agent model: the MCP client's, through sampling]"
+    );
     assert_eq!(seen.len(), 1);
     assert!(seen[0].tools.is_none());
 }

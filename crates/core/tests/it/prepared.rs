@@ -64,7 +64,7 @@ impl Tool for Verb {
 
     fn call_policy(&self, args: &Counted) -> CallPolicy {
         let read = args.verb == "read";
-        CallPolicy { needs_approval: !read, mutates: !read, cacheable: read }
+        CallPolicy { needs_approval: !read, mutates: !read, cacheable: read, outlasts: false }
     }
 
     async fn review(&self, _ctx: &Context, args: &Counted) -> Result<Review, ToolError> {

@@ -80,6 +80,11 @@ impl Bash {
 impl Tool for Bash {
     type Args = BashArgs;
 
+    /// A time limit past a client's usual minute.
+    fn outlasts(&self, args: &Self::Args) -> bool {
+        args.timeout.is_some_and(|ms| ms > 60_000)
+    }
+
     fn name(&self) -> &'static str {
         "bash"
     }

@@ -62,6 +62,11 @@ impl SpawnProcess {
 impl Tool for SpawnProcess {
     type Args = SpawnArgs;
 
+    /// A daemon's call waits until it is ready.
+    fn outlasts(&self, args: &Self::Args) -> bool {
+        args.kind == ProcessType::Daemon
+    }
+
     fn name(&self) -> &'static str {
         "spawn_process"
     }

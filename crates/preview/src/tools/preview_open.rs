@@ -25,6 +25,11 @@ impl PreviewOpen {
 impl Tool for PreviewOpen {
     type Args = NoArgs;
 
+    /// It waits for work that can take minutes.
+    fn outlasts(&self, _args: &Self::Args) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "preview_open"
     }

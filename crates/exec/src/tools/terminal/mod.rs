@@ -191,6 +191,11 @@ impl TerminalStart {
 impl Tool for TerminalStart {
     type Args = StartArgs;
 
+    /// A wait for output.
+    fn outlasts(&self, args: &Self::Args) -> bool {
+        args.wait_for.is_some()
+    }
+
     fn name(&self) -> &'static str {
         "terminal_start"
     }
@@ -310,6 +315,11 @@ fn keystrokes(
 impl Tool for TerminalSend {
     type Args = SendArgs;
 
+    /// A wait for output.
+    fn outlasts(&self, args: &Self::Args) -> bool {
+        args.wait_for.is_some()
+    }
+
     fn name(&self) -> &'static str {
         "terminal_send"
     }
@@ -399,6 +409,11 @@ impl TerminalRead {
 
 impl Tool for TerminalRead {
     type Args = ReadArgs;
+
+    /// A wait for output or for the program's end.
+    fn outlasts(&self, args: &Self::Args) -> bool {
+        args.wait_for.is_some() || args.wait_exit
+    }
 
     fn name(&self) -> &'static str {
         "terminal_read"

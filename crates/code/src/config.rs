@@ -27,9 +27,10 @@ pub struct CodeConfig {
     pub memory_mb: u64,
     /// Diagnostics kept per file: a server that floods is cut there, and the rest counted.
     pub max_diagnostics_per_file: usize,
-    /// Look for servers in the project's own `node_modules/.bin` (before PATH). Such a program is
-    /// the repository's code, run when a file of its language is first touched; turn this off to
-    /// run only programs from PATH or `servers`. User-only.
+    /// Also look for servers in the project's own `node_modules/.bin` (before PATH). Such a
+    /// program is the repository's code, run without a question when a file of its language is
+    /// first touched, so it is off unless the user turns it on (as add_dependency runs a
+    /// repository's programs only when the user allowed it). User-only.
     pub project_servers: bool,
     /// A server's command per language (`typescript`, `python`, `rust`, `go`), in place of the
     /// one looked up in the project's `node_modules/.bin` and on PATH. User-only: a project's
@@ -48,7 +49,7 @@ impl Default for CodeConfig {
             request_timeout_ms: 10_000,
             memory_mb: 4_096,
             max_diagnostics_per_file: 1_000,
-            project_servers: true,
+            project_servers: false,
             servers: BTreeMap::new(),
         }
     }

@@ -108,7 +108,7 @@ impl Language {
             let found = if *npm && config.project_servers && is_executable(&local) {
                 Some(local)
             } else {
-                on_path(program)
+                on_path(program, root)
             };
             if let Some(found) = found {
                 let mut argv = vec![found.to_string_lossy().into_owned()];
@@ -125,14 +125,51 @@ fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-fn on_path(program: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|dir| dir.join(program)).find(|p| is_executable(p))
+/// `program` in a PATH folder that is absolute and outside the project: a PATH holding `.` or
+/// `./node_modules/.bin` must not turn a planted file of the repository into its server.
+fn on_path(program: &str, root: &Path) -> Option<PathBuf> {
+    on_path_in(&std::env::var_os("PATH")?, program, root)
+}
+
+/// [`on_path`] with `path` as PATH.
+fn on_path_in(path: &std::ffi::OsStr, program: &str, root: &Path) -> Option<PathBuf> {
+    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    std::env::split_paths(path)
+        .filter(|dir| dir.is_absolute())
+        .filter(|dir| {
+            !std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone()).starts_with(&root)
+        })
+        .map(|dir| dir.join(program))
+        .find(|p| is_executable(p))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A PATH entry inside the project (or a relative one) never supplies a server.
+    #[test]
+    fn path_entries_inside_the_project_are_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("node_modules/.bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let planted = bin.join("hands-test-planted-server");
+        std::fs::write(&planted, "#!/bin/sh\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let old = std::env::var_os("PATH").unwrap_or_default();
+        let mut dirs = vec![bin.clone(), PathBuf::from("node_modules/.bin")];
+        dirs.extend(std::env::split_paths(&old));
+        let joined = std::env::join_paths(dirs).unwrap();
+        assert_eq!(on_path_in(&joined, "hands-test-planted-server", dir.path()), None);
+        let outside = tempfile::tempdir().unwrap();
+        let theirs = outside.path().join("hands-test-planted-server");
+        std::fs::write(&theirs, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let joined = std::env::join_paths([bin, outside.path().to_path_buf()]).unwrap();
+        let found = on_path_in(&joined, "hands-test-planted-server", dir.path());
+        assert_eq!(found, Some(theirs));
+    }
 
     #[test]
     fn files_belong_to_languages_by_extension() {
@@ -143,7 +180,7 @@ mod tests {
     }
 
     #[test]
-    fn the_users_command_wins_and_the_project_bin_comes_before_path() {
+    fn the_users_command_wins_and_the_project_bin_only_when_allowed() {
         let dir = tempfile::tempdir().unwrap();
         let mut config = CodeConfig::default();
         config.servers.insert("go".into(), vec!["/opt/gopls".into()]);
@@ -154,11 +191,15 @@ mod tests {
         std::fs::write(&server, "#!/bin/sh\n").unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&server, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let argv = Language::TypeScript.command(&config, dir.path()).unwrap();
+        // Off by default: the repository's program is not its server.
+        let off = Language::TypeScript.command(&config, dir.path());
+        assert!(
+            off.as_ref().is_none_or(|a| !a[0].starts_with(&*dir.path().to_string_lossy())),
+            "{off:?}"
+        );
+        let on = CodeConfig { project_servers: true, ..config.clone() };
+        let argv = Language::TypeScript.command(&on, dir.path()).unwrap();
         assert_eq!(argv, vec![server.to_string_lossy().into_owned(), "--stdio".into()]);
-        let off = CodeConfig { project_servers: false, ..CodeConfig::default() };
-        let on_path = Language::TypeScript.command(&off, dir.path());
-        assert!(on_path.is_none_or(|a| !a[0].starts_with(&*dir.path().to_string_lossy())));
         // rust-analyzer only in a Cargo workspace, whatever PATH holds.
         assert_eq!(Language::Rust.command(&CodeConfig::default(), dir.path()), None);
     }

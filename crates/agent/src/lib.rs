@@ -47,12 +47,14 @@ pub fn register_with(
     config: &AgentConfig,
     skills: UseSkill,
 ) -> RegistryBuilder {
+    // use_skill where there is a skill to load: the user's (found now) or the project's.
+    let user_skills = skills.has_skills();
     builder
         .tool(EnterPlanMode)
         .tool(ExitPlanMode)
         .tool(TodoWrite::default())
         .tool(AskUser::new(&config.ask_user))
-        .tool(skills)
+        .tool_if(move |c| user_skills || c.project(|p| p.skills), skills)
 }
 
 /// Add the secrets tool over the user's `store`, waiting for the user as long as ask_user does.

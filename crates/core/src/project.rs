@@ -25,6 +25,10 @@ pub struct ProjectFacts {
     /// a `supabase/` folder, a Prisma schema, a Drizzle config, or `DATABASE_URL` /
     /// `SUPABASE_URL` named in `.env.example`.
     pub database: bool,
+    /// Documents to read: a PDF, office or OpenDocument file at the root or one folder down.
+    pub documents: bool,
+    /// Skills of the project: a `.hands/skills/` folder with something in it.
+    pub skills: bool,
 }
 
 /// Files any of which make a package (and so a web project).
@@ -78,6 +82,10 @@ const READ_AT_MOST: u64 = 64 * 1024;
 /// folders are looked into, at most this many, for `package.json`, `index.html`,
 /// `pyproject.toml`, `requirements.txt`, `Cargo.toml` and `go.mod`.
 const SUBFOLDERS: usize = 64;
+/// Extensions of the documents a project may hold for reading.
+const DOCUMENTS: &[&str] = &["pdf", "docx", "doc", "pptx", "xlsx", "xls", "ods", "odt", "odp"];
+/// Names read of each folder when looking for documents, at most.
+const NAMES_PER_FOLDER: usize = 256;
 /// Folders never looked into for a sub-project.
 const NOT_SUBPROJECTS: &[&str] =
     &["node_modules", "target", "dist", "build", "vendor", "venv", "__pycache__"];
@@ -106,6 +114,9 @@ impl ProjectFacts {
             rust: root.join("Cargo.toml").is_file(),
             go: root.join("go.mod").is_file(),
             database: linked || named || any(DATABASE),
+            documents: holds_documents(root),
+            skills: std::fs::read_dir(root.join(".hands/skills"))
+                .is_ok_and(|mut entries| entries.next().is_some()),
         };
         for sub in subprojects(root) {
             let has = |name: &str| sub.join(name).symlink_metadata().is_ok();
@@ -114,6 +125,7 @@ impl ProjectFacts {
             facts.python |= has("pyproject.toml") || has("requirements.txt");
             facts.rust |= has("Cargo.toml");
             facts.go |= has("go.mod");
+            facts.documents = facts.documents || holds_documents(&sub);
         }
         facts
     }
@@ -140,6 +152,17 @@ fn subprojects(root: &Path) -> Vec<std::path::PathBuf> {
         .take(SUBFOLDERS)
         .map(|e| e.path())
         .collect()
+}
+
+/// True when the first names of folder `dir` include a document.
+fn holds_documents(dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else { return false };
+    entries.take(NAMES_PER_FOLDER).filter_map(Result::ok).any(|entry| {
+        Path::new(&entry.file_name())
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| DOCUMENTS.contains(&e.to_ascii_lowercase().as_str()))
+    })
 }
 
 /// A regular file's text, if it is small (never through a named pipe: only a regular file,
@@ -195,6 +218,16 @@ mod tests {
         assert_eq!(facts(&[("node_modules/package.json", "{}")]), ProjectFacts::default());
         assert_eq!(facts(&[(".cache/package.json", "{}")]), ProjectFacts::default());
         assert_eq!(facts(&[("a/b/package.json", "{}")]), ProjectFacts::default(), "one level");
+    }
+
+    #[test]
+    fn documents_and_skills() {
+        assert!(facts(&[("spec.PDF", "")]).documents);
+        assert!(facts(&[("docs/plan.docx", "")]).documents);
+        assert!(!facts(&[("docs/a/deep.pdf", "")]).documents, "one folder down at most");
+        assert!(!facts(&[("notes.txt", "")]).documents);
+        assert!(facts(&[(".hands/skills/release/SKILL.md", "")]).skills);
+        assert!(!facts(&[(".hands/config.toml", "")]).skills);
     }
 
     #[test]

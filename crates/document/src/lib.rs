@@ -61,5 +61,10 @@ pub fn parser(command: ChildCommand, limits: Limits) -> Arc<dyn DocumentParser> 
 
 /// Register parse_document, parsing with `parser`.
 pub fn register(builder: RegistryBuilder, parser: Arc<dyn DocumentParser>) -> RegistryBuilder {
-    builder.tool(ParseDocument::new(parser, Limits::default().max_file_bytes))
+    // Where the project holds documents (at its root or one folder down; looked at again after
+    // every change), not in every request of a project that has none.
+    builder.tool_if(
+        |c| c.project(|p| p.documents),
+        ParseDocument::new(parser, Limits::default().max_file_bytes),
+    )
 }

@@ -44,6 +44,8 @@ pub struct UseSkillArgs {
 pub struct UseSkill {
     user_dir: Option<PathBuf>,
     description: String,
+    /// Skills were found when it was made.
+    found: bool,
 }
 
 impl UseSkill {
@@ -80,7 +82,13 @@ impl UseSkill {
         Self {
             user_dir: user_dir.map(Path::to_path_buf),
             description: description.trim_end().to_owned(),
+            found: !catalog.skills.is_empty(),
         }
+    }
+
+    /// True when skills were found when it was made (the project's or the user's).
+    pub fn has_skills(&self) -> bool {
+        self.found
     }
 }
 

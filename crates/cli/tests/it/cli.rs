@@ -43,7 +43,6 @@ fn tools_lists_the_fs_and_process_tools_and_plan_mode_the_read_only_ones() {
         "glob",
         "grep",
         "repo_map",
-        "parse_document",
         "bash",
         "spawn_process",
         "list_processes",
@@ -55,7 +54,6 @@ fn tools_lists_the_fs_and_process_tools_and_plan_mode_the_read_only_ones() {
         "enter_plan_mode",
         "todo_write",
         "ask_user",
-        "use_skill",
         "secrets",
     ];
     // A plain folder: no integration tool (a package, a web app or a database is their context).
@@ -72,8 +70,16 @@ fn tools_lists_the_fs_and_process_tools_and_plan_mode_the_read_only_ones() {
         (names, v)
     };
     assert_eq!(listed(&root).0, core);
-    // A web app with a Supabase folder: the payment, database and page tools join them.
+    // A web app with a Supabase folder, a document and a skill: the payment, database, page,
+    // document and skill tools join them.
     std::fs::write(root.join("package.json"), "{}\n").unwrap();
+    std::fs::write(root.join("brief.pdf"), "%PDF-1.4\n").unwrap();
+    std::fs::create_dir_all(root.join(".hands/skills/notes")).unwrap();
+    std::fs::write(
+        root.join(".hands/skills/notes/SKILL.md"),
+        "---\nname: notes\ndescription: Take notes\n---\nWrite them down.\n",
+    )
+    .unwrap();
     std::fs::create_dir(root.join("supabase")).unwrap();
     std::fs::write(root.join("supabase/config.toml"), "").unwrap();
     let out = run(hands(tmp.path()).args(["tools", "--json", "--root"]).arg(&root));

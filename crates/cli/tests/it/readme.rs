@@ -59,6 +59,17 @@ fn tools_markdown() -> String {
     std::fs::create_dir_all(home.join(".config/hands")).unwrap();
     std::fs::create_dir_all(tmp.path().join("inner-home")).unwrap();
     std::fs::write(root.join("index.html"), "<h1>hi</h1>\n").unwrap();
+    // A package with a database, a document and a skill: every project-gated tool.
+    std::fs::write(root.join("package.json"), "{}\n").unwrap();
+    std::fs::write(root.join("brief.pdf"), "%PDF-1.4\n").unwrap();
+    std::fs::create_dir_all(root.join("supabase")).unwrap();
+    std::fs::write(root.join("supabase/config.toml"), "").unwrap();
+    std::fs::create_dir_all(root.join(".hands/skills/notes")).unwrap();
+    std::fs::write(
+        root.join(".hands/skills/notes/SKILL.md"),
+        "---\nname: notes\ndescription: Take notes\n---\nWrite them down.\n",
+    )
+    .unwrap();
     // A connector: connector_call and connector_scaffold.
     std::fs::create_dir_all(root.join(".hands/connectors")).unwrap();
     std::fs::write(

@@ -48,6 +48,14 @@ fn tool_names(json: &str) -> Vec<String> {
 #[test]
 fn tools_lists_the_session_tools_and_plan_mode_offers_ask_user_and_use_skill_only() {
     let tmp = tempfile::tempdir().unwrap();
+    // use_skill comes with a skill to load (none here yet: it costs every request its text).
+    let out = run(hands(tmp.path()).args(["tools", "--json", "--root"]).arg(tmp.path()));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!tool_names(&out.stdout).contains(&"use_skill".to_owned()), "{}", out.stdout);
+    write(
+        &tmp.path().join(".hands/skills/notes/SKILL.md"),
+        "---\nname: notes\ndescription: Take notes\n---\nWrite them down.\n",
+    );
     let out = run(hands(tmp.path()).args(["tools", "--json", "--root"]).arg(tmp.path()));
     assert_eq!(out.code, 0, "{}", out.stderr);
     let names = tool_names(&out.stdout);

@@ -314,24 +314,28 @@ async def test_errors(connect, transport):
         await call_ok(s, "read_file", {"path": "hello.txt"})
 
 
-def cli_tool_names(hands: Path, mode: str) -> set[str]:
-    """`hands tools --mode MODE --json`: the CLI's view of the same registry."""
+def cli_tool_names(hands: Path, mode: str, root: Path) -> set[str]:
+    """`hands tools --mode MODE --json --root ROOT`: the CLI's view of the same registry (the same
+    root: which tools a project is offered depends on what it holds)."""
     import json
     import subprocess
 
-    out = subprocess.run([str(hands), "tools", "--mode", mode, "--json"], capture_output=True, check=True, text=True)
+    out = subprocess.run(
+        [str(hands), "tools", "--mode", mode, "--json", "--root", str(root)],
+        capture_output=True, check=True, text=True, cwd=str(root),
+    )
     data = json.loads(out.stdout)
     return {t["name"] for t in (data["tools"] if isinstance(data, dict) else data)}
 
 
-async def test_start_in_plan_mode_matches_cli(connect, transport, hands):
+async def test_start_in_plan_mode_matches_cli(connect, transport, hands, root):
     async with connect(transport, mode="plan") as conn:
         names = {t.name for t in (await conn.session.list_tools()).tools}
-        assert names == cli_tool_names(hands, "plan")
+        assert names == cli_tool_names(hands, "plan", root)
         assert "exit_plan_mode" in names and not names & NEVER_IN_PLAN, names
     async with connect(transport) as conn:
         names = {t.name for t in (await conn.session.list_tools()).tools}
-        assert names == cli_tool_names(hands, "build")
+        assert names == cli_tool_names(hands, "build", root)
 
 
 async def test_spawn_subagent_uses_the_clients_sampling(connect, transport):

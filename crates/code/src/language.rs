@@ -95,6 +95,13 @@ impl Language {
         if let Some(argv) = config.servers.get(self.key()).filter(|a| !a.is_empty()) {
             return Some(argv.clone());
         }
+        // rust-analyzer runs the project's build scripts and proc macros (and rustup's stand-in
+        // follows the project's rust-toolchain.toml to a program of the repository's); gopls
+        // follows go.mod's toolchain line: running either is running the repository's code, so
+        // only a command the user named in `code.servers` starts them.
+        if matches!(self, Self::Rust | Self::Go) {
+            return None;
+        }
         let manifest = match self {
             Self::Rust => Some("Cargo.toml"),
             Self::Go => Some("go.mod"),
@@ -118,6 +125,56 @@ impl Language {
         }
         None
     }
+}
+
+/// The `initializationOptions` for a server started as `argv` in the project at `root`, or why it
+/// must not start. typescript-language-server would load the project's own
+/// `node_modules/typescript` (the repository's code) and download type packages with npm
+/// outside the egress rule: it is given the TypeScript installed beside it, and no automatic
+/// type acquisition; without such a TypeScript it is not started in a project that has its own.
+pub fn initialization_options(
+    language: Language,
+    argv: &[String],
+    root: &Path,
+) -> Result<serde_json::Value, String> {
+    if language != Language::TypeScript {
+        return Ok(serde_json::json!({}));
+    }
+    let mut options = serde_json::json!({"disableAutomaticTypingAcquisition": true});
+    match argv.first().and_then(|program| beside(Path::new(program), root)) {
+        Some(tsserver) => {
+            options["tsserver"] = serde_json::json!({"path": tsserver.to_string_lossy()});
+        }
+        None if root.join("node_modules/typescript").exists() => {
+            return Err(format!(
+                "`{}` has no TypeScript of its own beside it, and it would load the project's \
+                 node_modules/typescript (the repository's code); install typescript next to \
+                 the server or name a server in `code.servers`",
+                argv.first().map_or("", String::as_str)
+            ));
+        }
+        None => {}
+    }
+    Ok(options)
+}
+
+/// `typescript/lib/tsserver.js` in a `node_modules` folder that holds `program`'s real file (or
+/// one above it), outside the project at `root`.
+fn beside(program: &Path, root: &Path) -> Option<PathBuf> {
+    let real = std::fs::canonicalize(program).ok()?;
+    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    real.ancestors()
+        .skip(1)
+        .take(8)
+        .filter(|dir| !dir.starts_with(&root))
+        .map(|dir| {
+            if dir.file_name().is_some_and(|n| n == "node_modules") {
+                dir.join("typescript/lib/tsserver.js")
+            } else {
+                dir.join("node_modules/typescript/lib/tsserver.js")
+            }
+        })
+        .find(|candidate| candidate.is_file())
 }
 
 fn is_executable(path: &Path) -> bool {
@@ -171,6 +228,45 @@ mod tests {
         assert_eq!(found, Some(theirs));
     }
 
+    /// Red-team round 3: the project's own node_modules/typescript ran inside the user's
+    /// server, and its type acquisition ran npm outside the egress rule.
+    #[test]
+    fn typescript_gets_the_servers_own_typescript_and_no_type_acquisition() {
+        let install = tempfile::tempdir().unwrap();
+        let bin = install.path().join("node_modules/.bin");
+        let cli = install.path().join("node_modules/typescript-language-server/lib/cli.mjs");
+        let tsserver = install.path().join("node_modules/typescript/lib/tsserver.js");
+        for file in [&cli, &tsserver] {
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, "").unwrap();
+        }
+        std::fs::create_dir_all(&bin).unwrap();
+        let program = bin.join("typescript-language-server");
+        std::os::unix::fs::symlink(&cli, &program).unwrap();
+        let project = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(project.path().join("node_modules/typescript/lib")).unwrap();
+        let argv = vec![program.to_string_lossy().into_owned(), "--stdio".into()];
+        let options = initialization_options(Language::TypeScript, &argv, project.path()).unwrap();
+        assert_eq!(options["disableAutomaticTypingAcquisition"], true);
+        let real = std::fs::canonicalize(&tsserver).unwrap();
+        assert_eq!(options["tsserver"]["path"], real.to_string_lossy().as_ref());
+        // A server with no TypeScript beside it is not started where the project has its own.
+        let lonely = tempfile::tempdir().unwrap();
+        let alone = lonely.path().join("typescript-language-server");
+        std::fs::write(&alone, "").unwrap();
+        let argv = vec![alone.to_string_lossy().into_owned()];
+        let err = initialization_options(Language::TypeScript, &argv, project.path()).unwrap_err();
+        assert!(err.contains("node_modules/typescript"), "{err}");
+        let plain = tempfile::tempdir().unwrap();
+        let options = initialization_options(Language::TypeScript, &argv, plain.path()).unwrap();
+        assert_eq!(options["disableAutomaticTypingAcquisition"], true);
+        assert!(options.get("tsserver").is_none());
+        assert_eq!(
+            initialization_options(Language::Python, &argv, project.path()).unwrap(),
+            serde_json::json!({})
+        );
+    }
+
     #[test]
     fn files_belong_to_languages_by_extension() {
         assert_eq!(Language::of(Path::new("src/a.tsx")), Some(Language::TypeScript));
@@ -200,7 +296,8 @@ mod tests {
         let on = CodeConfig { project_servers: true, ..config.clone() };
         let argv = Language::TypeScript.command(&on, dir.path()).unwrap();
         assert_eq!(argv, vec![server.to_string_lossy().into_owned(), "--stdio".into()]);
-        // rust-analyzer only in a Cargo workspace, whatever PATH holds.
+        // rust-analyzer only as the user's command, whatever PATH holds.
+        std::fs::write(dir.path().join("Cargo.toml"), "[package]\n").unwrap();
         assert_eq!(Language::Rust.command(&CodeConfig::default(), dir.path()), None);
     }
 }

@@ -241,7 +241,15 @@ impl Query<'_> {
     fn hit(&self, location: &Location, symbol: Option<(String, SymbolKind)>) -> Option<Hit> {
         let path = uri::to_path(&location.uri)?;
         let start = location.range.start;
-        let text = line_of(&path, start.line + 1).unwrap_or_default();
+        // A place outside the root (a library, or a file an import reaches out to) is named, but
+        // its line is not read: nothing outside the project is shown.
+        let inside = std::fs::canonicalize(&path).is_ok_and(|real| {
+            real.starts_with(std::fs::canonicalize(self.root).unwrap_or_else(|_| self.root.into()))
+        });
+        let text =
+            if inside { line_of(&path, start.line + 1).unwrap_or_default() } else { String::new() };
+        // Redacted whole before the cut (a secret cut in two is no longer found).
+        let text = hands_core::redact::text(&text).into_owned();
         let column = chars_of(&text, start.character) + 1;
         let (name, kind) = match symbol {
             Some((name, kind)) => (Some(name), Some(kind_name(kind).to_owned())),

@@ -205,6 +205,9 @@ impl Server {
     ) -> Result<Arc<Self>, StartError> {
         let command = launch.argv.join(" ");
         let spawn_error = |reason: String| StartError::Spawn { command: command.clone(), reason };
+        let options =
+            crate::language::initialization_options(launch.language, launch.argv, launch.root)
+                .map_err(spawn_error)?;
         let fifos = tempfile::Builder::new()
             .prefix("hands-lsp-")
             .tempdir()
@@ -285,8 +288,9 @@ impl Server {
             docs: tokio::sync::Mutex::new(HashMap::new()),
             _fifos: fifos,
         });
-        let init =
-            server.rpc.request::<lsp_types::request::Initialize>(initialize_params(launch.root));
+        let init = server
+            .rpc
+            .request::<lsp_types::request::Initialize>(initialize_params(launch.root, options));
         match tokio::time::timeout(launch.initialize_timeout, init).await {
             Err(_) => {
                 server.stop().await;
@@ -394,7 +398,7 @@ impl Server {
     }
 }
 
-fn initialize_params(root: &Path) -> lsp_types::InitializeParams {
+fn initialize_params(root: &Path, options: Value) -> lsp_types::InitializeParams {
     use lsp_types::*;
     let root_uri: Option<lsp_types::Uri> = uri::from_path(root);
     let capabilities = ClientCapabilities {
@@ -435,7 +439,7 @@ fn initialize_params(root: &Path) -> lsp_types::InitializeParams {
             name: "hands".to_owned(),
             version: Some(env!("CARGO_PKG_VERSION").to_owned()),
         }),
-        initialization_options: Some(Value::Object(Default::default())),
+        initialization_options: Some(options),
         ..Default::default()
     }
 }

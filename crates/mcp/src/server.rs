@@ -58,6 +58,8 @@ pub struct ServerFactory {
     heartbeat: Duration,
     /// Calls run as tasks (the Tasks extension), polled with `tasks/get`.
     tasks: rmcp::task_manager::TaskManager,
+    /// Which session started each task: only that session may read, answer or cancel it.
+    task_owners: Mutex<HashMap<String, String>>,
 }
 
 /// Called at each connection's `initialize` with its session, the client and the client's
@@ -67,6 +69,15 @@ pub type SessionHook =
     Arc<dyn Fn(&Session, &Peer<RoleServer>, &InitializeRequestParams) + Send + Sync>;
 
 impl ServerFactory {
+    /// Record that `session` started task `task_id` (at most the newest 4,096 are kept).
+    fn own_task(&self, task_id: &str, session: String) {
+        let mut owners = self.task_owners.lock().unwrap_or_else(PoisonError::into_inner);
+        if owners.len() >= 4096 {
+            owners.clear();
+        }
+        owners.insert(task_id.to_owned(), session);
+    }
+
     /// The secrets tool's one-time pages: [`router`](crate::router) serves them, and once
     /// `hands serve` sets their base, clients that declare URL elicitation are asked through them.
     pub fn secret_pages(&self) -> &crate::secret_page::SecretPages {
@@ -87,6 +98,7 @@ impl ServerFactory {
             stateless: std::sync::OnceLock::new(),
             heartbeat: crate::progress::heartbeat_from_env(),
             tasks: rmcp::task_manager::TaskManager::new(),
+            task_owners: Mutex::default(),
         })
     }
 
@@ -178,6 +190,17 @@ pub struct McpServer {
 }
 
 impl McpServer {
+    /// Refuse a task another session started, as if it did not exist (red-team round 3: a second
+    /// MCP session read and cancelled the first one's task by its id).
+    fn owned(&self, task_id: &str, context: &RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        let session = self.session_for(context);
+        let owners = self.factory.task_owners.lock().unwrap_or_else(PoisonError::into_inner);
+        match owners.get(task_id) {
+            Some(owner) if owner == session.id() => Ok(()),
+            _ => Err(ErrorData::invalid_params(format!("unknown task `{task_id}`"), None)),
+        }
+    }
+
     /// This connection's session.
     pub fn session(&self) -> &Session {
         &self.session
@@ -406,7 +429,9 @@ impl ServerHandler for McpServer {
         let tasks = context.client_capabilities().is_some_and(|caps| caps.supports_tasks());
         if tasks && call.policy().outlasts {
             let registry = Arc::clone(&self.factory.registry);
+            let owner = session.id().to_owned();
             let task = crate::tasks::start(&self.factory.tasks, registry, session, call);
+            self.factory.own_task(&task.task.task_id, owner);
             return Ok(CallToolResponse::Task(task));
         }
         if rounds {
@@ -456,24 +481,27 @@ impl ServerHandler for McpServer {
     async fn get_task(
         &self,
         request: GetTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
+        self.owned(&request.task_id, &context)?;
         self.factory.tasks.get_task(&request.task_id).map(GetTaskResult::new)
     }
 
     async fn update_task(
         &self,
         request: UpdateTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        self.owned(&request.task_id, &context)?;
         self.factory.tasks.update_task(&request.task_id, request.input_responses)
     }
 
     async fn cancel_task(
         &self,
         request: CancelTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        self.owned(&request.task_id, &context)?;
         self.factory.tasks.cancel_task(&request.task_id)
     }
 }

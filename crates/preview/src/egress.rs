@@ -89,13 +89,10 @@ impl Egress {
 pub fn flags(proxy: SocketAddr, origin: &url::Url) -> Vec<String> {
     let host = origin.host_str().unwrap_or("127.0.0.1");
     let port = origin.port_or_known_default().unwrap_or(80);
-    let mut bypass = vec!["<-loopback>".to_owned(), format!("{host}:{port}")];
-    // The same server under its other loopback names (a page at localhost that asks 127.0.0.1).
-    for alias in ["127.0.0.1", "localhost", "[::1]"] {
-        if alias != host && matches!(host, "127.0.0.1" | "localhost" | "[::1]") {
-            bypass.push(format!("{alias}:{port}"));
-        }
-    }
+    // The origin exactly as the preview opened it: not its other loopback names, which may be
+    // other servers (a service on `[::1]:PORT` beside the preview's 127.0.0.1:PORT; `localhost`
+    // resolving to either). A page that asks another name goes through the proxy's rule.
+    let bypass = ["<-loopback>".to_owned(), format!("{host}:{port}")];
     vec![
         format!("--proxy-server=http://{proxy}"),
         format!("--proxy-bypass-list={}", bypass.join(";")),
@@ -194,10 +191,11 @@ mod tests {
         let proxy: SocketAddr = "127.0.0.1:9".parse().unwrap();
         let flags = flags(proxy, &url::Url::parse("http://127.0.0.1:5173/").unwrap());
         assert_eq!(flags[0], "--proxy-server=http://127.0.0.1:9");
-        assert_eq!(
-            flags[1],
-            "--proxy-bypass-list=<-loopback>;127.0.0.1:5173;localhost:5173;[::1]:5173"
-        );
+        assert_eq!(flags[1], "--proxy-bypass-list=<-loopback>;127.0.0.1:5173");
+        // Red-team round 3: `[::1]:PORT` and `localhost:PORT` bypassed the proxy too, reaching a
+        // service on ::1 at the preview's port.
+        let named = super::flags(proxy, &url::Url::parse("http://localhost:5173/").unwrap());
+        assert_eq!(named[1], "--proxy-bypass-list=<-loopback>;localhost:5173");
     }
 
     #[tokio::test]

@@ -132,6 +132,11 @@ async fn serve(State(served): State<Arc<Served>>, request: Request<Body>) -> Res
     let Some(rel) = relative_path(request.uri().path()) else {
         return plain(StatusCode::BAD_REQUEST, "bad path");
     };
+    // Anyone on this machine can reach a loopback port: hidden files and folders (`.env`,
+    // `.git/`, `.hands/`) and key files are never served, only what a site is made of.
+    if !servable(&rel) {
+        return plain(StatusCode::NOT_FOUND, "Not found");
+    }
     let found = tokio::task::spawn_blocking(move || read(&served.folder, &rel)).await;
     match found {
         Ok(Some((bytes, mime))) => {
@@ -180,6 +185,22 @@ fn read(folder: &Dir, rel: &str) -> Option<(Vec<u8>, &'static str)> {
     }
     let bytes = folder.read(&path).ok()?;
     Some((bytes, content_type(&path)))
+}
+
+/// False for a path with a hidden segment (but `.well-known`) or a key file's name (`*.pem`,
+/// `*.key`, `id_rsa`, …).
+fn servable(rel: &str) -> bool {
+    rel.split('/').all(|part| {
+        let lower = part.to_ascii_lowercase();
+        (!part.starts_with('.') || part == ".well-known")
+            && !lower.ends_with(".pem")
+            && !lower.ends_with(".key")
+            && !lower.ends_with(".p12")
+            && !lower.ends_with(".pfx")
+            && !lower.starts_with("id_rsa")
+            && !lower.starts_with("id_ed25519")
+            && !lower.starts_with("id_ecdsa")
+    })
 }
 
 /// The request path as a relative path: percent-decoded, without empty or `.` segments; `None`
@@ -289,7 +310,7 @@ mod tests {
     #[tokio::test]
     async fn a_foreign_host_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join(".env"), "DB_PASSWORD=canary").unwrap();
+        std::fs::write(dir.path().join("app.txt"), "canary").unwrap();
         let folder = open_beneath(dir.path(), Path::new(".")).unwrap();
         let server = StaticServer::start(folder, 0, Some("app.test")).await.unwrap();
         use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -300,7 +321,7 @@ mod tests {
             ("Host: 127.0.0.1", "HTTP/1.1 200"),
         ] {
             let mut raw = tokio::net::TcpStream::connect(server.addr).await.unwrap();
-            let request = format!("GET /.env HTTP/1.1\r\n{host}\r\nConnection: close\r\n\r\n");
+            let request = format!("GET /app.txt HTTP/1.1\r\n{host}\r\nConnection: close\r\n\r\n");
             raw.write_all(request.as_bytes()).await.unwrap();
             let mut answer = String::new();
             raw.read_to_string(&mut answer).await.unwrap();
@@ -343,6 +364,21 @@ mod tests {
         assert!(ctype.starts_with("text/javascript"));
         assert_eq!(get("/missing.png").await.0, 404);
         assert_eq!(get("/leak.txt").await.0, 404, "a symlink out is not followed");
+        // Red-team round 3: another local user fetched `.env`, `.git/config` and a key file.
+        std::fs::write(dir.path().join(".env"), "DB_PASSWORD=canary-dotenv").unwrap();
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
+        std::fs::write(dir.path().join(".git/config"), "url = https://u:canary@x").unwrap();
+        std::fs::write(dir.path().join("deploy.pem"), "canary-pem").unwrap();
+        std::fs::create_dir(dir.path().join(".well-known")).unwrap();
+        std::fs::write(dir.path().join(".well-known/security.txt"), "contact").unwrap();
+        for hidden in
+            ["/.env", "/.git/config", "/deploy.pem", "/sub/../.env", "/%2eenv", "/DEPLOY.PEM"]
+        {
+            let (status, _, body) = get(hidden).await;
+            assert!(status == 404 || status == 400, "{hidden}: {status}");
+            assert!(!body.contains("canary"), "{hidden}: {body}");
+        }
+        assert_eq!(get("/.well-known/security.txt").await.0, 200);
         // Sent raw: an HTTP client would resolve the dots itself.
         let mut raw = tokio::net::TcpStream::connect(server.addr).await.unwrap();
         use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};

@@ -19,6 +19,8 @@ use crate::rank::Ranked;
 pub(crate) const BYTES_PER_TEN_TOKENS: usize = 27;
 /// Files named in `skipped` at most.
 const SKIPPED_SHOWN: usize = 20;
+/// Longest signature shown, in characters; longer ones end in `…`.
+pub(crate) const SIGNATURE_CHARS: usize = 160;
 
 /// The structured result of repo_map.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
@@ -103,7 +105,7 @@ pub(crate) fn render(
     for r in ranked {
         let source = &collected.sources[r.file];
         let def = &source.tags.defs[r.def];
-        let mut cost = line_of(def.line, &def.signature).len();
+        let mut cost = line_of(def.line, &shown(&def.signature)).len();
         if !open_files.contains(&r.file) {
             cost += source.rel.len() + 3;
         }
@@ -128,12 +130,13 @@ pub(crate) fn render(
         let mut definitions = Vec::new();
         for r in mine {
             let def = &source.tags.defs[r.def];
-            body.push_str(&line_of(def.line, &def.signature));
+            let signature = shown(&def.signature);
+            body.push_str(&line_of(def.line, &signature));
             definitions.push(MappedDef {
                 name: def.name.clone(),
                 kind: def.kind.clone(),
                 line: def.line,
-                signature: def.signature.clone(),
+                signature,
                 referenced_by: r.referenced_by,
             });
         }
@@ -207,6 +210,18 @@ fn header(
     )
 }
 
+/// A signature as the map shows it: redacted whole, then cut to [`SIGNATURE_CHARS`] (in that
+/// order: a stored secret cut in two is no longer found by the registry's redaction).
+pub(crate) fn shown(signature: &str) -> String {
+    let clean = hands_core::redact::text(signature);
+    if clean.chars().count() > SIGNATURE_CHARS {
+        let cut: String = clean.chars().take(SIGNATURE_CHARS - 1).collect();
+        format!("{cut}…")
+    } else {
+        clean.into_owned()
+    }
+}
+
 fn line_of(line: u32, signature: &str) -> String {
     format!("  {line}│{signature}\n")
 }
@@ -231,4 +246,18 @@ fn footer(collected: &Collected) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_signatures_are_cut_after_redaction() {
+        let long = format!("fn f({})", "a: u8, ".repeat(60));
+        let cut = shown(&long);
+        assert_eq!(cut.chars().count(), SIGNATURE_CHARS);
+        assert!(cut.ends_with('…'));
+        assert_eq!(shown("fn short()"), "fn short()");
+    }
 }

@@ -11,8 +11,9 @@ use tree_sitter::{Parser, QueryCursor, StreamingIterator};
 
 use crate::lang::Lang;
 
-/// Longest signature shown, in characters; longer ones end in `…`.
-const SIGNATURE_CHARS: usize = 160;
+/// Longest signature kept, in characters: the map cuts it shorter when it shows it, after
+/// redacting it (a cut first could leave a secret's head, which redaction no longer knows).
+const KEPT_CHARS: usize = 2000;
 
 /// One definition.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -24,7 +25,7 @@ pub struct Def {
     pub kind: String,
     /// Its line, from 1.
     pub line: u32,
-    /// The line it starts on, trimmed (at most 160 characters).
+    /// The line it starts on, trimmed (at most 2,000 characters).
     pub signature: String,
 }
 
@@ -99,18 +100,12 @@ pub fn extract(lang: Lang, source: &[u8]) -> Option<FileTags> {
     Some(FileTags { defs, refs })
 }
 
-/// The line of `source` that byte `at` is on, trimmed and cut to [`SIGNATURE_CHARS`].
+/// The line of `source` that byte `at` is on, trimmed and cut to [`KEPT_CHARS`].
 fn signature(source: &[u8], at: usize) -> String {
     let start = source[..at].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     let end = source[at..].iter().position(|&b| b == b'\n').map_or(source.len(), |i| at + i);
     let line = String::from_utf8_lossy(&source[start..end]);
-    let line = line.trim();
-    if line.chars().count() > SIGNATURE_CHARS {
-        let cut: String = line.chars().take(SIGNATURE_CHARS - 1).collect();
-        format!("{cut}…")
-    } else {
-        line.to_owned()
-    }
+    line.trim().chars().take(KEPT_CHARS).collect()
 }
 
 #[cfg(test)]
@@ -177,10 +172,9 @@ mod tests {
     }
 
     #[test]
-    fn long_signatures_are_cut() {
-        let long = format!("fn f({}) {{}}\n", "a: u8, ".repeat(60));
+    fn long_signatures_are_kept_to_a_bound() {
+        let long = format!("fn f({}) {{}}\n", "a: u8, ".repeat(600));
         let tags = extract(Lang::Rust, long.as_bytes()).unwrap();
-        assert_eq!(tags.defs[0].signature.chars().count(), SIGNATURE_CHARS);
-        assert!(tags.defs[0].signature.ends_with('…'));
+        assert_eq!(tags.defs[0].signature.chars().count(), KEPT_CHARS);
     }
 }

@@ -10,6 +10,8 @@ mkdir -p "$T/home/.config/hands" "$T/proj"
 export HOME="$T/home"
 unset XDG_CONFIG_HOME XDG_STATE_HOME XDG_DATA_HOME HANDS_STATE_DIR HANDS_SECRETS_DIR HANDS_APPROVAL
 P="$T/proj"
+# The language servers CI installs (tests/lsp): they stand in for the user's installed ones.
+LSPBIN="$D/../../lsp/node_modules/.bin"
 REC_PID=""
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 start_rec() { # $1 port: a loopback server logging every request to $T/rec.log

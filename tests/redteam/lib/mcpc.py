@@ -74,7 +74,7 @@ for c in calls:
                 print("NOTIF:", m['method'])
             continue
         if m.get('id') == nid:
-            print(f"RESULT {nid}:", json.dumps(m.get('result', m.get('error')), indent=1)[:4000]); break
+            print(f"RESULT {nid}:", json.dumps(m.get('result', m.get('error')), indent=1)[:400000]); break
     nid += 1
 p.stdin.close()
 try: p.wait(10)

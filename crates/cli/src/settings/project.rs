@@ -137,6 +137,10 @@ pub(super) fn project_maximum(key: &str) -> Option<Option<u64>> {
     })
 }
 
+/// Limits whose 0 means "no limit" (a project's 0 is clamped like any value over the maximum).
+/// Red-team round 3: a project's `code.memory_mb = 0` lifted its language servers' memory limit.
+const ZERO_IS_UNLIMITED: &[&str] = &["code.memory_mb"];
+
 /// Lower every number in the project `layer` that is over its maximum (or over what `base`, the
 /// user's layers so far, already gives, when that is more); returns `(key, asked, lowered to)`.
 pub(super) fn clamp_limits(layer: &mut Table, base: &Table) -> Vec<(String, i64, i64)> {
@@ -152,14 +156,22 @@ pub(super) fn clamp_limits(layer: &mut Table, base: &Table) -> Vec<(String, i64,
             match value {
                 Value::Table(inner) => walk(inner, below.and_then(Value::as_table), &dotted, out),
                 Value::Integer(asked) => {
+                    // Where 0 means "no limit", 0 is the most a project could ask.
+                    let unbounded = |n: i64| {
+                        if n == 0 && ZERO_IS_UNLIMITED.contains(&dotted.as_str()) {
+                            i64::MAX
+                        } else {
+                            n
+                        }
+                    };
                     // An unlisted number is held to the user's value: nothing can slip through.
-                    let user = below.and_then(Value::as_integer).unwrap_or(0);
+                    let user = unbounded(below.and_then(Value::as_integer).unwrap_or(0));
                     let max = match project_maximum(&dotted) {
                         Some(None) => continue,
                         Some(Some(max)) => i64::try_from(max).unwrap_or(i64::MAX).max(user),
                         None => user,
                     };
-                    if *asked > max {
+                    if unbounded(*asked) > max {
                         out.push((dotted, *asked, max));
                         *asked = max;
                     }
@@ -252,6 +264,24 @@ mod tests {
 
     // Red-team finding (issue 11, item 14): `processes.stop_grace_ms = 3600000` in a project file
     // kept hands running long past SIGTERM.
+    /// Red-team round 3: `code.memory_mb = 0` (no limit) in a project's file lifted the language
+    /// servers' memory bound; 0 is clamped like a value over the maximum, and the user's 0 stands.
+    #[test]
+    fn a_projects_zero_does_not_lift_a_limit_whose_zero_means_none() {
+        let loaded = load_with(&[("project", "[code]\nmemory_mb = 0\n")], &[], &[]).unwrap();
+        assert_eq!(loaded.settings.code.memory_mb, 16_384);
+        assert!(loaded.sources["code.memory_mb"].contains("clamped"));
+        let loaded = load_with(&[("project", "[code]\nmemory_mb = 512\n")], &[], &[]).unwrap();
+        assert_eq!(loaded.settings.code.memory_mb, 512, "a project may lower it");
+        let loaded = load_with(
+            &[("user", "[code]\nmemory_mb = 0\n"), ("project", "[code]\nmemory_mb = 0\n")],
+            &[],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(loaded.settings.code.memory_mb, 0, "the user's own 0 is theirs to give");
+    }
+
     #[test]
     fn project_limits_are_clamped_to_the_project_maximum_or_the_users_value() {
         let loaded = load_with(

@@ -190,6 +190,9 @@ impl Tool for CodeNavigation {
                         _ => {
                             result.hover =
                                 q.hover(&path, line, column).await.map_err(model)?.map(|h| {
+                                    // Redacted whole before the cut: a stored secret cut in two
+                                    // is no longer found by the registry's redaction.
+                                    let h = hands_core::redact::text(&h).into_owned();
                                     if h.chars().count() > MAX_HOVER_CHARS {
                                         let cut: String = h.chars().take(MAX_HOVER_CHARS).collect();
                                         format!("{cut}\n… [cut]")
@@ -221,11 +224,20 @@ fn model(err: impl std::fmt::Display) -> ToolError {
     ToolError::model(format!("{err}. Try again; if it persists, the server may be overloaded."))
 }
 
-/// `path` inside the root, as an absolute path.
+/// `path` inside the root, as an absolute path. A path that leads out of the root through a
+/// symlink is refused as read_file refuses it: a server would read the file it leads to.
 pub(crate) fn resolve(ctx: &Context, path: &str) -> Result<PathBuf, ToolError> {
     let ws = hands_fs::Workspace::of(ctx)?;
     let rel = ws.resolve("path", path)?;
-    Ok(ws.root().join(rel.as_path()))
+    let full = ws.root().join(rel.as_path());
+    let root = std::fs::canonicalize(ws.root()).unwrap_or_else(|_| ws.root().to_path_buf());
+    match std::fs::canonicalize(&full) {
+        Ok(real) if !real.starts_with(&root) => Err(ToolError::model(format!(
+            "`path` {} resolves outside the project root (a symlink); give a path inside it.",
+            rel.display()
+        ))),
+        _ => Ok(full),
+    }
 }
 
 /// The file's server, with the file opened on it as it is on disk.

@@ -201,3 +201,30 @@ async fn escapes_symlinks_huge_and_binary_files() {
             .starts_with("No source files to map under the project root (1 other files).")
     );
 }
+
+/// Red-team round 3: a signature was cut to 160 characters before the registry redacted the
+/// result, so a stored secret straddling the cut came back but for its tail.
+#[tokio::test]
+async fn a_secret_at_the_cut_of_a_signature_is_redacted_whole() {
+    const SECRET: &str = "CANARY_77aa11bb_VAL";
+    // The slot is process-wide; nextest runs each test in its own process.
+    hands_core::redact::install(std::sync::Arc::new(hands_core::redact::Literals(vec![(
+        "MY_KEY".into(),
+        SECRET.into(),
+    )])));
+    let tmp = tempfile::tempdir().unwrap();
+    // The secret starts at character 144 of the line: the cut at 160 would keep 15 of its 19.
+    let pad = "x".repeat(115);
+    write(
+        &tmp.path().join("src/lib.py"),
+        &format!("def connect(padding='{pad}', key='{SECRET}'):\n    pass\n"),
+    );
+    let out = call(&registry(), &Session::new("s1", tmp.path()), json!({})).await;
+    let text = out.joined_text();
+    assert!(text.contains("def connect("), "{text}");
+    for cut in 8..=SECRET.len() {
+        assert!(!text.contains(&SECRET[..cut]), "{} characters of the secret: {text}", cut);
+        let s = out.structured.as_ref().unwrap().to_string();
+        assert!(!s.contains(&SECRET[..cut]), "{cut}: {s}");
+    }
+}

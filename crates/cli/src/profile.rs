@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use anyhow::{Result, bail};
-use hands_core::{Family, ToolSpec};
+use hands_core::{Family, Offer, ToolSpec};
 
 /// The families a profile may name, by their names in the profile.
 const FAMILIES: &[(&str, Family)] = &[
@@ -48,9 +48,6 @@ impl Pick {
         }
     }
 }
-
-/// What a profile offers: `None` for everything (an empty list, or `all`).
-pub type Offer = Arc<dyn Fn(&ToolSpec) -> bool + Send + Sync>;
 
 /// The profile `entries` (comma-separated entries are split too), as a filter of tool specs;
 /// `None` when it offers everything. An entry that names no group and is not shaped like a tool

@@ -58,7 +58,7 @@ pub use prepared::{CallPolicy, Prepared};
 pub use preview::PreviewService;
 pub use process::ProcessService;
 pub use project::ProjectFacts;
-pub use registry::{CallOptions, PreparedCall, Refresher, Registry, RegistryBuilder};
+pub use registry::{CallOptions, Offer, PreparedCall, Refresher, Registry, RegistryBuilder};
 pub use sandbox::{LocalProvider, Sandbox, SandboxProvider};
 pub use schema::{output_schema_for, schema_for};
 pub use session::{ChangeWatcher, Mode, Session};

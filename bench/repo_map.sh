@@ -9,7 +9,8 @@
 #   size  each map's tokens counted with tiktoken's cl100k_base (the encoding litellm bundles).
 # Prints medians and the ratios hands/Aider. Builds the release binary first; installs aider-chat
 # into a venv of its own (BENCH_VENV) when it is absent.
-# Env: RUNS (10), PROFILE (release; `dev` for a debug build), FILES (2000), BENCH_VENV.
+# Env: RUNS (10), PROFILE (release; `dev` for a debug build), FILES (2000), BENCH_VENV, HANDS_BIN (a
+# binary built already: no build here).
 # Usage: bash bench/repo_map.sh
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -20,9 +21,9 @@ FILES="${FILES:-2000}"
 TARGET="${CARGO_TARGET_DIR:-$REPO/target}"
 VENV="${BENCH_VENV:-$HOME/.cache/hands-bench-aider}"
 flag=(); [ "$PROFILE" = release ] && flag=(--release)
-(cd "$REPO" && cargo build --quiet "${flag[@]}" -p hands)
 dir="$TARGET/$PROFILE"; [ "$PROFILE" = dev ] && dir="$TARGET/debug"
-HANDS="$dir/hands"
+HANDS="${HANDS_BIN:-$dir/hands}"
+[ -n "${HANDS_BIN:-}" ] || (cd "$REPO" && cargo build --quiet "${flag[@]}" -p hands)
 [ -x "$VENV/bin/aider" ] || { python3 -m venv "$VENV" && "$VENV/bin/pip" install -q aider-chat; }
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT

@@ -208,10 +208,7 @@ pub fn provider_advice(error: &ProviderError) -> String {
         ProviderError::Server { .. } => {
             "The provider is having trouble; send the message again in a moment."
         }
-        ProviderError::BadRequest { .. } => {
-            "The provider rejected the request hands built; send the message again, and report it \
-             as a bug in hands if it keeps happening."
-        }
+        ProviderError::BadRequest { message, .. } => bad_request_advice(message),
         ProviderError::Transport(_) => {
             "Check the network connection and [model] base_url, then send the message again."
         }
@@ -221,6 +218,45 @@ pub fn provider_advice(error: &ProviderError) -> String {
         ProviderError::Cancelled => "The turn was aborted.",
     };
     format!("{error}. {what_to_do}")
+}
+
+/// What to do about a 4xx the provider explained: its words decide (an account out of credit or
+/// quota, a model this key cannot use, a request too large); only a request the provider could
+/// not parse points at hands.
+fn bad_request_advice(message: &str) -> &'static str {
+    let said = message.to_ascii_lowercase();
+    let any = |words: &[&str]| words.iter().any(|w| said.contains(w));
+    if any(&[
+        "credit",
+        "billing",
+        "quota",
+        "balance",
+        "insufficient_quota",
+        "payment",
+        "spend limit",
+    ]) {
+        "The provider's account cannot pay for this request: add credit or raise the plan's limit \
+         with the provider (its message above says which), then send the message again."
+    } else if any(&["model"]) {
+        "Check [model] model: the provider's message above is about the model (its name, or what \
+         this key may use)."
+    } else if any(&["too large", "too long", "maximum", "exceeds", "max_tokens"]) {
+        "The request is larger than the provider accepts (its message above says which limit): \
+         start a new session, or lower [agent] elide_at."
+    } else if any(&[
+        "invalid json",
+        "could not parse",
+        "malformed",
+        "unexpected field",
+        "unknown field",
+    ]) {
+        "The provider could not read the request hands built: send the message again, and report \
+         it as a bug in hands (with the provider's message above) if it keeps happening."
+    } else {
+        "The provider's message above says what it refused: fix the setting it names (the key's \
+         permissions, [model]) and send the message again, or report it as a bug in hands if it is \
+         about the request hands built."
+    }
 }
 
 /// The tool uses of an assistant message, in order.

@@ -48,8 +48,9 @@ pub enum Action {
 }
 
 /// What the turn just run changed in the project, from its two checkpoints (before its first
-/// change, at its end): "3 files changed, +42 −7; undo with hands checkpoints restore N". `None`
-/// when the turn changed nothing or there are no checkpoints.
+/// change, at its end): "3 files changed, +42 −7; see them with hands checkpoints diff M --against
+/// N; undo with hands checkpoints restore N". `None` when the turn changed nothing or there are
+/// no checkpoints.
 pub fn turn_changes(root: &Path, settings: &Settings, session: &str) -> Option<String> {
     let store = Store::open_with(root, settings).ok()?;
     let list = store.list().ok()?;
@@ -57,8 +58,15 @@ pub fn turn_changes(root: &Path, settings: &Settings, session: &str) -> Option<S
     let after = mine.next().filter(|c| c.kind == Kind::TurnEnd)?;
     let before = mine.find(|c| c.kind == Kind::TurnStart && c.turn == after.turn)?;
     let changes = hands_checkpoint::diff(&store, Some(before), after).ok()?;
+    if changes.is_empty() {
+        return None;
+    }
     let summary = Summary::of(&changes);
-    Some(format!("{summary}; undo with hands checkpoints restore {}", before.id))
+    Some(format!(
+        "{summary}; see them with hands checkpoints diff {} --against {}; undo with hands \
+         checkpoints restore {}",
+        after.id, before.id, before.id
+    ))
 }
 
 /// Runs `action` on the checkpoints of `root`.

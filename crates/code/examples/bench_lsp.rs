@@ -13,6 +13,17 @@ use std::time::Instant;
 use hands_core::{CoreConfig, Registry, Session, ToolCall};
 use serde_json::json;
 
+/// A field of /proc/self/status (`VmRSS`, `VmHWM`), in MiB.
+fn status_mib(field: &str) -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .unwrap_or(0.0);
+    kib / 1024.0
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[v.len() / 2]
@@ -54,6 +65,9 @@ async fn main() {
     let call = |n: usize, tool: &str, args: serde_json::Value| {
         registry.dispatch(&session, ToolCall::new(format!("c{n}"), tool, args))
     };
+    // The manager's own memory: this process's RSS (the servers are child processes) before the
+    // first touch and after every file was checked and the edits ran.
+    let rss_before = status_mib("VmRSS");
     let started = Instant::now();
     let warm = call(0, "diagnostics", json!({"path": target})).await.unwrap();
     assert!(!warm.is_error, "{}", warm.joined_text());
@@ -82,6 +96,9 @@ async fn main() {
         .unwrap();
         assert!(!fixed.is_error, "{}", fixed.joined_text());
     }
+    let all = call(1 + 2 * runs, "diagnostics", json!({})).await.unwrap();
+    assert!(!all.is_error, "{}", all.joined_text());
+    let (rss_after, rss_peak) = (status_mib("VmRSS"), status_mib("VmHWM"));
     session.close().await;
 
     // tsc on the same tree, broken the same way, after a first (cold) incremental run.
@@ -116,5 +133,11 @@ async fn main() {
     );
     println!("edit → new error on the edit's result (warm server), median: {l:.0} ms");
     println!("tsc --noEmit --incremental of the same break, median:       {t:.0} ms");
+    println!(
+        "manager memory (this process; the server is a child): RSS {rss_before:.1} MiB before the \
+         first touch, {rss_after:.1} MiB after {files} files checked and {runs} edit pairs \
+         (+{:.1} MiB, target at most +20 MiB), peak {rss_peak:.1} MiB",
+        rss_after - rss_before
+    );
     println!("difference {:+.0} ms (target: at most +300 ms), ratio {:.2}", l - t, l / t);
 }

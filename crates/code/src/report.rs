@@ -46,7 +46,10 @@ impl Problem {
             line: d.range.start.line + 1,
             column: d.range.start.character + 1,
             severity: severity.to_owned(),
-            message: d.message.clone(),
+            // Redacted here, not only with the result: a server that shortens a long literal
+            // type (TypeScript's `"sk_…...`) shows a secret's first bytes, which the result's
+            // redaction, looking for whole values, does not find.
+            message: hands_core::redact::text_cut(&d.message).into_owned(),
             code: d.code.as_ref().map(|c| match c {
                 NumberOrString::Number(n) => n.to_string(),
                 NumberOrString::String(s) => s.clone(),

@@ -53,6 +53,9 @@ pub enum StartError {
 
 /// How long a file's publishes must pause before its diagnostics count as complete.
 pub const QUIET: Duration = Duration::from_millis(150);
+/// After the server's work in progress ends, how long a wait for a file's diagnostics gives it to
+/// publish what that work found.
+const AFTER_BUSY: Duration = Duration::from_secs(1);
 
 /// The diagnostics of one file as last published.
 #[derive(Debug, Clone, Default)]
@@ -71,11 +74,65 @@ pub struct Store {
     files: Mutex<HashMap<PathBuf, FileDiagnostics>>,
     changed: watch::Sender<u64>,
     cap: usize,
+    /// The server's work in progress (`$/progress` tokens begun and not ended): while it loads
+    /// the project, what it published so far lacks the errors it has yet to find.
+    busy: Mutex<std::collections::HashSet<String>>,
 }
+
+/// Work-in-progress tokens kept at most: a server that begins more and never ends them is not
+/// waited on for the rest.
+const MAX_BUSY: usize = 64;
 
 impl Store {
     fn new(cap: usize) -> Self {
-        Self { files: Mutex::new(HashMap::new()), changed: watch::Sender::new(0), cap }
+        Self {
+            files: Mutex::new(HashMap::new()),
+            changed: watch::Sender::new(0),
+            cap,
+            busy: Mutex::new(Default::default()),
+        }
+    }
+
+    /// A `$/progress` notification: `begin` marks the server busy with its token, `end` not.
+    fn progress(&self, params: &Value) {
+        let token = match params.get("token") {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Number(n)) => n.to_string(),
+            _ => return,
+        };
+        let kind = params.pointer("/value/kind").and_then(Value::as_str);
+        {
+            let mut busy = self.busy.lock().unwrap_or_else(PoisonError::into_inner);
+            match kind {
+                Some("begin") if busy.len() < MAX_BUSY => {
+                    busy.insert(token);
+                }
+                Some("end") => {
+                    busy.remove(&token);
+                }
+                _ => return,
+            }
+        }
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// The server is loading or checking (some work-done progress has begun and not ended).
+    pub fn busy(&self) -> bool {
+        !self.busy.lock().unwrap_or_else(PoisonError::into_inner).is_empty()
+    }
+
+    /// Wait until the server's work in progress ends, it exits, or `deadline`; true when it is
+    /// idle.
+    async fn wait_idle(&self, deadline: tokio::time::Instant, proc: &Proc) -> bool {
+        let mut changes = self.changed.subscribe();
+        while self.busy() {
+            tokio::select! {
+                r = changes.changed() => if r.is_err() { return false },
+                _ = proc.wait_exit() => return false,
+                () = tokio::time::sleep_until(deadline) => return false,
+            }
+        }
+        true
     }
 
     fn publish(&self, params: PublishDiagnosticsParams) {
@@ -126,7 +183,22 @@ impl Store {
         loop {
             let seen = self.generation(path);
             let quiet = (tokio::time::Instant::now() + QUIET).min(deadline);
-            if !self.wait_past(path, seen, quiet, proc).await {
+            if self.wait_past(path, seen, quiet, proc).await {
+                continue;
+            }
+            // Quiet, but still loading the project (a cold server's first publish is its
+            // syntactic check alone): wait for the work to end and what it publishes then.
+            if !self.busy() || tokio::time::Instant::now() >= deadline {
+                return true;
+            }
+            if !self.wait_idle(deadline, proc).await {
+                return true;
+            }
+            // Idle now: what it found while busy is published next (tsserver's semantic check
+            // of the file follows the project's load).
+            let seen = self.generation(path);
+            let grace = (tokio::time::Instant::now() + AFTER_BUSY).min(deadline);
+            if !self.wait_past(path, seen, grace, proc).await {
                 return true;
             }
         }
@@ -264,7 +336,9 @@ impl Server {
             reader,
             writer,
             Box::new(move |method, params| {
-                if method == "textDocument/publishDiagnostics"
+                if method == "$/progress" {
+                    sink.progress(&params);
+                } else if method == "textDocument/publishDiagnostics"
                     && let Ok(params) = serde_json::from_value::<PublishDiagnosticsParams>(params)
                 {
                     sink.publish(params);
@@ -419,6 +493,12 @@ fn initialize_params(root: &Path, options: Value) -> lsp_types::InitializeParams
                 did_save: Some(false),
                 ..Default::default()
             }),
+            ..Default::default()
+        }),
+        // Work-done progress: a server says when it loads or checks the project, so that a
+        // wait for diagnostics does not end on a cold server's first, syntax-only publish.
+        window: Some(WindowClientCapabilities {
+            work_done_progress: Some(true),
             ..Default::default()
         }),
         // No `workspace_folders` capability: pyright then waits for folder requests and checks nothing.

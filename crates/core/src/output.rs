@@ -83,11 +83,23 @@ impl ToolOutput {
     }
 
     /// The notices moved into text blocks (`[notice] …`) after the result's own, for a reader
-    /// that sees only text: a model over MCP, `hands call`'s output.
+    /// that sees only text: a model over MCP, `hands call`'s output. A structured result (an
+    /// object) gets them too, as `notices`, the same lines: clients that show the model only the
+    /// structured content when there is one (Claude Code, Codex) would drop them otherwise. The
+    /// key is not in the output schemas, which leave other properties open; no tool's own result
+    /// has it.
     #[must_use]
     pub fn notices_as_text(mut self) -> Self {
-        for notice in std::mem::take(&mut self.notices) {
-            self.content.push(Content::Text { text: notice.render() });
+        let notices = std::mem::take(&mut self.notices);
+        if notices.is_empty() {
+            return self;
+        }
+        let lines: Vec<String> = notices.iter().map(Notice::render).collect();
+        if let Some(serde_json::Value::Object(map)) = &mut self.structured {
+            map.insert("notices".to_owned(), serde_json::json!(lines));
+        }
+        for text in lines {
+            self.content.push(Content::Text { text });
         }
         self
     }
@@ -139,5 +151,20 @@ mod tests {
         let rendered = out.notices_as_text();
         assert!(rendered.notices.is_empty());
         assert_eq!(rendered.joined_text(), "ok\n[notice] p1 exited");
+        assert_eq!(rendered.structured, None, "no structured result is made up");
+    }
+
+    #[test]
+    fn a_structured_result_carries_its_notices_too() {
+        let mut out = ToolOutput::text("ok").with_structured(serde_json::json!({"path": "a.ts"}));
+        out.notices.push(Notice::new(crate::NoticeKind::Diagnostics, "1 new error"));
+        let rendered = out.notices_as_text();
+        assert_eq!(
+            rendered.structured,
+            Some(serde_json::json!({"path": "a.ts", "notices": ["[notice] 1 new error"]}))
+        );
+        assert_eq!(rendered.joined_text(), "ok\n[notice] 1 new error");
+        let quiet = ToolOutput::text("ok").with_structured(serde_json::json!({"path": "a.ts"}));
+        assert_eq!(quiet.notices_as_text().structured, Some(serde_json::json!({"path": "a.ts"})));
     }
 }

@@ -25,7 +25,20 @@ pub trait Redactor: Send + Sync {
     /// True when `input` holds something [`Redactor::redact`] would replace. The fast path: most
     /// text has none, and is then used as it is, without a copy.
     fn finds(&self, input: &[u8]) -> bool;
+
+    /// Where a producer cut a secret short (see [`text_cut`]): when `before` ends with the first
+    /// bytes of a stored value (at least [`MIN_CUT`] of them, not the whole value) or with a key
+    /// shape's prefix and part of its token, how many bytes of `before` that end is and what
+    /// replaces it. The default finds nothing.
+    fn cut(&self, before: &[u8]) -> Option<(usize, Vec<u8>)> {
+        let _ = before;
+        None
+    }
 }
+
+/// The fewest first bytes of a stored value [`text_cut`] hides before a cut mark: fewer say
+/// next to nothing of a value, and would hide ordinary words.
+pub const MIN_CUT: usize = 6;
 
 /// The redactor that replaces nothing (installed until the binary installs a real one).
 #[derive(Debug, Default, Clone, Copy)]
@@ -88,6 +101,43 @@ pub fn text_with<'t>(redactor: &dyn Redactor, input: &'t str) -> Cow<'t, str> {
             String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into()),
         ),
     }
+}
+
+/// [`text`] for text whose producer may have shortened it and marked the cut with `...` or `…`
+/// (TypeScript's type printer cuts a long string literal type in a diagnostic that way): the
+/// first bytes of a secret right before the mark are replaced too, since the whole value, which
+/// [`text`] looks for, is no longer there.
+pub fn text_cut(input: &str) -> Cow<'_, str> {
+    let redactor = current();
+    let whole = text_with(redactor.as_ref(), input);
+    let mut marks: Vec<usize> = whole.match_indices("...").map(|(at, _)| at).collect();
+    marks.extend(whole.match_indices('\u{2026}').map(|(at, _)| at));
+    if marks.is_empty() {
+        return whole;
+    }
+    marks.sort_unstable();
+    let mut out = String::with_capacity(whole.len());
+    let mut done = 0;
+    let mut changed = false;
+    for mark in marks {
+        if mark < done {
+            continue;
+        }
+        let Some((len, with)) = redactor.cut(&whole.as_bytes()[done..mark]) else { continue };
+        let start = mark - len;
+        if !whole.is_char_boundary(start) {
+            continue;
+        }
+        out.push_str(&whole[done..start]);
+        out.push_str(&String::from_utf8_lossy(&with));
+        done = mark;
+        changed = true;
+    }
+    if !changed {
+        return whole;
+    }
+    out.push_str(&whole[done..]);
+    Cow::Owned(out)
 }
 
 /// Replace the secrets in every string of `value` (keys too), in place; true when one was found.

@@ -55,7 +55,7 @@ pub struct Engine {
     /// The index in `replacements` of each stored form.
     owner: Vec<usize>,
     /// `[secret:NAME]` of each stored value.
-    replacements: Vec<Vec<u8>>,
+    pub(crate) replacements: Vec<Vec<u8>>,
     /// Hashes of the windows a stored form can be sampled at.
     filter: Vec<u64>,
     /// Hashes of every stored form's first 8 bytes: checked at each possible start around a
@@ -71,6 +71,9 @@ pub struct Engine {
     /// are told so without the search.
     opens: Vec<u64>,
     longest: usize,
+    /// Every stored form with the index of its replacement, sorted: where a producer cut a
+    /// value short, a binary search tells whether the text before the cut starts one.
+    pub(crate) cuts: Vec<(Vec<u8>, usize)>,
 }
 
 /// The searcher of the rules' anchors: Teddy where the processor has it, else an automaton.
@@ -384,6 +387,9 @@ impl Engine {
             Some(searcher) => Anchors::Packed(searcher),
             None => Anchors::Automaton(AhoCorasick::new(&anchor_texts)?),
         };
+        let mut cuts: Vec<(Vec<u8>, usize)> =
+            stored.iter().cloned().zip(owner.iter().copied()).collect();
+        cuts.sort_unstable();
         let mut sorted = stored.clone();
         sorted.extend(prefixes.iter().map(|p| p.as_bytes().to_vec()));
         sorted.sort_unstable();
@@ -410,6 +416,7 @@ impl Engine {
             sorted,
             opens,
             longest,
+            cuts,
         })
     }
 
@@ -702,5 +709,9 @@ impl Redactor for Engine {
         let rules = self.rule_starts(input, input.len());
         self.next(input, 0, input.len(), false, &rules).is_some()
             || !self.block_finds(input, false).0.is_empty()
+    }
+
+    fn cut(&self, before: &[u8]) -> Option<(usize, Vec<u8>)> {
+        crate::cut::cut(self, before)
     }
 }

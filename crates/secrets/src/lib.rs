@@ -17,6 +17,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod cut;
 mod engine;
 mod file;
 mod forms;

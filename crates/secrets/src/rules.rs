@@ -320,3 +320,31 @@ fn run_of(input: &[u8], from: usize, keep: impl Fn(u8) -> bool, max: usize) -> u
     let limit = input.len().min(from + max);
     input[from..limit].iter().position(|&b| !keep(b)).map_or(limit, |n| from + n)
 }
+
+/// A key shape's token cut short at the end of `before` (see [`crate::cut`]): its prefix, then
+/// only bytes of its class up to the end, at least `min_cut` of them. The longest such end, with
+/// `[redacted:NAME]`.
+pub(crate) fn cut(before: &[u8], min_cut: usize) -> Option<(usize, Vec<u8>)> {
+    let window = &before[before.len().saturating_sub(MAX_TOKEN)..];
+    let mut best: Option<(usize, &Rule)> = None;
+    for rule in RULES {
+        let class = match rule.shape {
+            Shape::Token { class, .. } | Shape::Exact { class, .. } => class,
+            Shape::Pem | Shape::Assigned { .. } | Shape::Netrc => continue,
+        };
+        let prefix = rule.prefix.as_bytes();
+        // The token runs back from the end over bytes of its class; the prefix must end there.
+        let token = window.iter().rev().take_while(|b| class.has(**b)).count();
+        for taken in (min_cut..=token).rev() {
+            let start = window.len() - taken;
+            if start >= prefix.len() && &window[start - prefix.len()..start] == prefix {
+                let len = taken + prefix.len();
+                if best.is_none_or(|(l, _)| len > l) {
+                    best = Some((len, rule));
+                }
+                break;
+            }
+        }
+    }
+    best.map(|(len, rule)| (len, format!("[redacted:{}]", rule.name).into_bytes()))
+}

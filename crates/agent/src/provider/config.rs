@@ -61,7 +61,8 @@ pub struct ModelConfig {
     /// (Ollama: `http://localhost:11434/v1`).
     pub base_url: Option<String>,
     /// The environment variable that holds the API key; default `ANTHROPIC_API_KEY` or
-    /// `OPENAI_API_KEY`. For `openai` it may be unset (local servers need no key).
+    /// `OPENAI_API_KEY`. It may be unset only for `openai` at a `base_url` other than OpenAI's
+    /// own (local servers need no key).
     pub api_key_env: Option<String>,
     /// The model's context window in tokens; default: known for the model's family, else 128000.
     pub context_window: Option<u64>,
@@ -140,7 +141,16 @@ impl ModelConfig {
         let key_env =
             self.api_key_env.clone().unwrap_or_else(|| self.provider.default_key_env().to_owned());
         let api_key = env(&key_env).filter(|k| !k.trim().is_empty());
-        if api_key.is_none() && self.provider == ProviderKind::Anthropic {
+        // OpenAI's own API needs a key as Anthropic's does; a local server (Ollama, llama.cpp)
+        // at another base URL often needs none.
+        let hosted = match self.provider {
+            ProviderKind::Anthropic => true,
+            ProviderKind::OpenAi => self.base_url.as_deref().is_none_or(|url| {
+                reqwest::Url::parse(url.trim())
+                    .is_ok_and(|u| u.host_str() == Some("api.openai.com"))
+            }),
+        };
+        if api_key.is_none() && hosted {
             return Err(ConfigError::MissingKey { var: key_env, provider: self.provider.as_str() });
         }
         let mut options = ProviderOptions::new(self.provider, model);
@@ -340,6 +350,24 @@ mod tests {
             from_config_with(&custom, |_| None).err().unwrap(),
             ConfigError::MissingKey { var, .. } if var == "MY_KEY"
         ));
+        // OpenAI's own API fails at once too, before any request; a local server does not.
+        let openai = ModelConfig {
+            provider: ProviderKind::OpenAi,
+            model: "gpt-5".into(),
+            ..ModelConfig::default()
+        };
+        assert_eq!(
+            from_config_with(&openai, |_| None).err().unwrap().to_string(),
+            "OPENAI_API_KEY is not set: the openai provider needs an API key (set OPENAI_API_KEY, or point [model] api_key_env at the variable that holds it)"
+        );
+        let explicit =
+            ModelConfig { base_url: Some("https://api.openai.com/v1".into()), ..openai.clone() };
+        assert!(matches!(
+            from_config_with(&explicit, |_| None).err().unwrap(),
+            ConfigError::MissingKey { .. }
+        ));
+        let local = ModelConfig { base_url: Some("http://127.0.0.1:8080/v1".into()), ..openai };
+        assert!(from_config_with(&local, |_| None).is_ok(), "a local server needs no key");
         let err = from_config_with(&ModelConfig::default(), |_| Some("k".into())).err().unwrap();
         assert_eq!(err, ConfigError::NoModel);
         let bad_url = ModelConfig { base_url: Some("localhost:11434".into()), ..cfg.clone() };

@@ -272,6 +272,29 @@ async fn provider_errors_end_the_turn_with_advice() {
     assert!(error.contains("invalid x-api-key") && error.contains("api_key_env"), "{error}");
 }
 
+#[test]
+fn a_rejected_request_says_what_the_provider_said_and_what_to_do() {
+    let advice = |message: &str| {
+        hands_agent::turn::provider_advice(&ProviderError::BadRequest {
+            status: 400,
+            message: message.into(),
+        })
+    };
+    let credit = advice("Your credit balance is too low to access the Anthropic API.");
+    assert!(credit.contains("Your credit balance is too low"), "{credit}");
+    assert!(credit.contains("add credit") && !credit.contains("bug"), "{credit}");
+    let quota =
+        advice("You exceeded your current quota, please check your plan (insufficient_quota)");
+    assert!(quota.contains("add credit or raise the plan's limit"), "{quota}");
+    let model = advice("The model `gpt-9` does not exist or you do not have access to it.");
+    assert!(model.contains("Check [model] model") && !model.contains("bug"), "{model}");
+    let ours = advice("Could not parse the JSON body of your request.");
+    assert!(ours.contains("report it as a bug in hands"), "{ours}");
+    let other = advice("messages.0: tool_use ids must be unique");
+    assert!(other.contains("tool_use ids must be unique"), "{other}");
+    assert!(other.contains("says what it refused"), "{other}");
+}
+
 #[tokio::test]
 async fn notices_ride_on_the_next_user_content() {
     let env = env();

@@ -906,9 +906,24 @@ fn a_turn_is_checkpointed_and_restored_and_the_restore_undone() {
     assert_eq!(std::fs::read_to_string(world.root.join("greeting.txt")).unwrap(), "goodbye\n");
     assert!(world.root.join("new/dir/x").exists() && !world.root.join("old.txt").exists());
     assert!(
-        out.stderr.contains("3 files changed, +2 \u{2212}2; undo with hands checkpoints restore "),
+        out.stderr.contains("3 files changed, +2 \u{2212}2; see them with hands checkpoints diff "),
         "the run ends with what it changed:\n{}",
         out.stderr
+    );
+    // The numbers it names work as it says.
+    let named = out.stderr.rsplit("see them with hands checkpoints diff ").next().unwrap();
+    let words: Vec<&str> = named.split_whitespace().collect();
+    let (diff_n, against) = (words[0], words[2].trim_end_matches(';'));
+    assert_eq!(words[1], "--against");
+    let restore_n = named.rsplit("undo with hands checkpoints restore ").next().unwrap();
+    let restore_n = restore_n.split_whitespace().next().unwrap();
+    assert_eq!(restore_n, against, "undo restores the turn's start");
+    let shown = output(world.hands().args(["checkpoints", "diff", diff_n, "--against", against]));
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    assert!(
+        shown.stdout.contains("greeting.txt") && shown.stdout.contains("+goodbye"),
+        "{}",
+        shown.stdout
     );
 
     let list = checkpoints(&world);
@@ -938,6 +953,31 @@ fn a_turn_is_checkpointed_and_restored_and_the_restore_undone() {
     assert_eq!(std::fs::read_to_string(world.root.join("greeting.txt")).unwrap(), "goodbye\n");
     assert_eq!(std::fs::read_to_string(world.root.join("new/dir/x")).unwrap(), "made\n");
     assert!(!world.root.join("old.txt").exists());
+}
+
+/// A turn that only reads ends without a change line: nothing to see, nothing to undo.
+#[test]
+fn a_turn_that_changed_nothing_names_no_checkpoint() {
+    if !python() {
+        return;
+    }
+    let world = World::new();
+    std::fs::write(world.root.join("greeting.txt"), "hello\n").unwrap();
+    let model = Model::start(
+        "anthropic",
+        world.dir(),
+        &json!([
+            {"tool_calls": [{"id": "r1", "name": "read_file", "input": {"path": "greeting.txt"}}]},
+            {"tool_calls": [{"id": "b1", "name": "bash", "input": {"command": "cat greeting.txt"}}]},
+            {"text": "It says hello."},
+        ]),
+    );
+    world.user_config(&format!("approval = \"auto\"\n{}", model.config()));
+    let out = output(world.hands().args(["run", "what does it say?"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("It says hello."), "{}", out.stdout);
+    assert!(!out.stderr.contains("files changed"), "{}", out.stderr);
+    assert!(!out.stderr.contains("checkpoints restore"), "{}", out.stderr);
 }
 
 /// `hands checkpoints list --json`.

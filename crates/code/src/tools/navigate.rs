@@ -191,8 +191,9 @@ impl Tool for CodeNavigation {
                             result.hover =
                                 q.hover(&path, line, column).await.map_err(model)?.map(|h| {
                                     // Redacted whole before the cut: a stored secret cut in two
-                                    // is no longer found by the registry's redaction.
-                                    let h = hands_core::redact::text(&h).into_owned();
+                                    // is no longer found by the registry's redaction; and
+                                    // where the server cut a long type at `...` itself.
+                                    let h = hands_core::redact::text_cut(&h).into_owned();
                                     if h.chars().count() > MAX_HOVER_CHARS {
                                         let cut: String = h.chars().take(MAX_HOVER_CHARS).collect();
                                         format!("{cut}\n… [cut]")

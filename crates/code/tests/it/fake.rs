@@ -119,3 +119,19 @@ async fn a_flood_of_diagnostics_is_cut_to_twenty_and_counted() {
     assert_eq!((s["total"].as_u64(), s["problems"].as_array().unwrap().len()), (Some(500), 10));
     p.close().await;
 }
+
+/// A cold server publishes its syntax-only check at once and the type errors after loading the
+/// project, with a work-done progress around the load: the wait does not end on the first,
+/// empty publish (a quiet pause while the server is busy is not the answer).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_loading_its_project_is_waited_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let starts_file = dir.path().join("starts");
+    let p = Project::new(&[("app/main.py", "x = 1\n")], fake("loading", &starts_file));
+    let out = p.call("diagnostics", json!({"path": "app/main.py"})).await;
+    let text = out.joined_text();
+    assert!(!out.is_error, "{text}");
+    assert!(text.contains("app/main.py:1:5: found once the project loaded [L1]"), "{text}");
+    assert_eq!(out.structured.as_ref().unwrap()["total"], 1, "{text}");
+    p.close().await;
+}

@@ -7,5 +7,6 @@
 mod common;
 mod fake;
 mod python;
+mod rust;
 mod specs;
 mod typescript;

@@ -10,12 +10,12 @@ use std::sync::Arc;
 use anyhow::Result;
 use hands_agent::host::HostParts;
 
-use crate::run;
+
 
 /// Serve until the editor closes stdin.
 pub fn run(flags: Vec<String>) -> Result<ExitCode> {
     let projects: hands_acp::Projects = Arc::new(move |root: &Path| parts(root, &flags));
-    run::block_on(async move {
+    crate::run::block_on(async move {
         hands_acp::serve(projects).await?;
         Ok(ExitCode::SUCCESS)
     })
@@ -31,5 +31,5 @@ fn parts(root: &Path, flags: &[String]) -> Result<HostParts> {
     // One host per root, each of which sweeps its store's running turns when it opens: a store
     // of its own, so that opening a second project never ends the first one's turn.
     setup.settings.store.backend = hands_store::StoreBackend::Memory;
-    run::host_parts(setup.registry, &setup.settings)
+    crate::run::host_parts(setup.registry, &setup.settings)
 }

@@ -37,14 +37,19 @@ pub type Projects = Arc<dyn Fn(&Path) -> anyhow::Result<HostParts> + Send + Sync
 
 /// Serve ACP on stdin/stdout until the client closes stdin.
 pub async fn serve(projects: Projects) -> anyhow::Result<()> {
-    let state = Arc::new(State { projects, hosts: tokio::sync::Mutex::default(), sessions: Mutex::default() });
-    let (s1, s2, s3, s4) = (Arc::clone(&state), Arc::clone(&state), Arc::clone(&state), Arc::clone(&state));
+    let state = Arc::new(State {
+        projects,
+        hosts: tokio::sync::Mutex::default(),
+        sessions: Mutex::default(),
+    });
+    let (s1, s2, s3, s4) =
+        (Arc::clone(&state), Arc::clone(&state), Arc::clone(&state), Arc::clone(&state));
     Agent
         .v1()
         .name("hands")
         .on_receive_request(
-            async move |request: InitializeRequest, responder, _cx| {
-                responder.respond(initialize(&request))
+            async move |_request: InitializeRequest, responder, _cx| {
+                responder.respond(initialize())
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -106,19 +111,26 @@ pub async fn serve(projects: Projects) -> anyhow::Result<()> {
 
 /// What hands declares: text and embedded context in prompts, no images or audio, no
 /// session/load (sessions live while `hands acp` runs), no MCP servers from the client.
-fn initialize(request: &InitializeRequest) -> InitializeResponse {
+/// hands speaks protocol version 1: that is the answer whatever version the client asked for
+/// (a client that cannot speak it closes the connection).
+fn initialize() -> InitializeResponse {
     let capabilities = AgentCapabilities::new()
         .load_session(false)
         .prompt_capabilities(PromptCapabilities::new().embedded_context(true));
-    InitializeResponse::new(request.protocol_version.clone())
+    InitializeResponse::new(agent_client_protocol::schema::ProtocolVersion::V1)
         .agent_capabilities(capabilities)
-        .agent_info(Implementation::new("hands", env!("CARGO_PKG_VERSION")).title("hands".to_owned()))
+        .agent_info(
+            Implementation::new("hands", env!("CARGO_PKG_VERSION")).title("hands".to_owned()),
+        )
 }
+
+/// A project's host and its store.
+type ProjectHost = (Arc<Host>, Arc<dyn Store>);
 
 struct State {
     projects: Projects,
     /// One host per project root (its tools are bound to the root).
-    hosts: tokio::sync::Mutex<HashMap<PathBuf, (Arc<Host>, Arc<dyn Store>)>>,
+    hosts: tokio::sync::Mutex<HashMap<PathBuf, ProjectHost>>,
     sessions: Mutex<HashMap<String, Arc<AcpSession>>>,
 }
 
@@ -134,8 +146,17 @@ impl State {
     async fn new_session(&self, request: NewSessionRequest) -> Result<NewSessionResponse, Error> {
         let root = check_cwd(&request.cwd).map_err(invalid)?;
         let (host, store) = self.host(&root).await?;
-        let new = NewSession { id: None, project_id: None, root: root.clone(), mode: Mode::Build, title: None };
-        let info = host.create_session(new).await.map_err(|err| invalid(format!("cannot create the session: {err}")))?;
+        let new = NewSession {
+            id: None,
+            project_id: None,
+            root: root.clone(),
+            mode: Mode::Build,
+            title: None,
+        };
+        let info = host
+            .create_session(new)
+            .await
+            .map_err(|err| invalid(format!("cannot create the session: {err}")))?;
         let live = host.session(&info.id).await.map_err(|err| internal(err.to_string()))?;
         // ACP has no question or secret prompt: ask_user tells the model to go on by itself, the
         // secrets tool tells the user to run `hands secrets set NAME`.
@@ -154,7 +175,7 @@ impl State {
         Ok(NewSessionResponse::new(info.id).modes(map::modes(mode)))
     }
 
-    async fn host(&self, root: &Path) -> Result<(Arc<Host>, Arc<dyn Store>), Error> {
+    async fn host(&self, root: &Path) -> Result<ProjectHost, Error> {
         let mut hosts = self.hosts.lock().await;
         if let Some((host, store)) = hosts.get(root) {
             return Ok((Arc::clone(host), Arc::clone(store)));
@@ -171,7 +192,9 @@ impl State {
             .map_err(|_| internal("building the project's tools failed".to_owned()))?
             .map_err(|err| invalid(format!("{err:#}")))?;
         let store = Arc::clone(&parts.store);
-        let host = Host::open(parts).await.map_err(|err| internal(format!("cannot open the session host: {err}")))?;
+        let host = Host::open(parts)
+            .await
+            .map_err(|err| internal(format!("cannot open the session host: {err}")))?;
         hosts.insert(root.to_path_buf(), (Arc::clone(&host), Arc::clone(&store)));
         Ok((host, store))
     }
@@ -185,7 +208,8 @@ impl State {
         let mode = map::mode_of(&request.mode_id.0).ok_or_else(|| {
             invalid(format!("no mode `{}`: hands has `build` and `plan`", request.mode_id.0))
         })?;
-        let live = session.host.session(&session.id).await.map_err(|err| internal(err.to_string()))?;
+        let live =
+            session.host.session(&session.id).await.map_err(|err| internal(err.to_string()))?;
         if live.set_mode(mode) != mode {
             tracing::debug!(session = %session.id, ?mode, "mode set");
         }
@@ -242,7 +266,11 @@ impl AcpSession {
 struct NobodyAsker;
 
 impl Asker for NobodyAsker {
-    fn ask<'a>(&'a self, _question: &'a Question, _cancel: &'a CancellationToken) -> BoxFuture<'a, Result<String, AskError>> {
+    fn ask<'a>(
+        &'a self,
+        _question: &'a Question,
+        _cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<String, AskError>> {
         Box::pin(std::future::ready(Err(AskError::NoOneToAsk)))
     }
 }
@@ -277,7 +305,7 @@ mod tests {
 
     #[test]
     fn capabilities_are_what_hands_does() {
-        let response = initialize(&InitializeRequest::new(agent_client_protocol::schema::ProtocolVersion::V1));
+        let response = initialize();
         let json = serde_json::to_value(&response).unwrap_or_default();
         assert_eq!(json["agentCapabilities"]["loadSession"], false);
         assert_eq!(json["agentCapabilities"]["promptCapabilities"]["image"], false);

@@ -17,17 +17,23 @@ pub const EDIT_TOOLS: [&str; 3] = ["write_file", "edit_file", "apply_patch"];
 /// The ACP kind of a hands tool.
 pub fn kind(tool: &str) -> ToolKind {
     match tool {
-        "read_file" | "list_files" | "repo_map" | "diagnostics" | "read_runtime_errors"
-        | "preview_console" | "preview_network" | "preview_screenshot" | "preview_snapshot"
-        | "preview_status" | "terminal_read" | "list_processes" | "process_output" => {
-            ToolKind::Read
-        }
+        "read_file"
+        | "list_files"
+        | "repo_map"
+        | "diagnostics"
+        | "read_runtime_errors"
+        | "preview_console"
+        | "preview_network"
+        | "preview_screenshot"
+        | "preview_snapshot"
+        | "preview_status"
+        | "terminal_read"
+        | "list_processes"
+        | "process_output" => ToolKind::Read,
         "write_file" | "edit_file" | "apply_patch" => ToolKind::Edit,
         "grep" | "glob" | "code_navigation" | "mcp_list" => ToolKind::Search,
         "bash" | "spawn_process" | "stop_process" | "terminal_start" | "terminal_send"
-        | "add_dependency" | "preview_open" | "preview_close" | "preview_act" => {
-            ToolKind::Execute
-        }
+        | "add_dependency" | "preview_open" | "preview_close" | "preview_act" => ToolKind::Execute,
         "web_search" | "web_scrape" | "download_to_repo" | "clone_site" | "reference_project" => {
             ToolKind::Fetch
         }
@@ -55,7 +61,11 @@ pub fn title(tool: &str, args: &Value) -> String {
         ("edit_file", Some(path)) => format!("Edit `{path}`"),
         ("apply_patch", _) => {
             let files = patch_paths(arg(args, "input").unwrap_or_default());
-            if files.is_empty() { "Apply patch".to_owned() } else { format!("Edit {}", files.join(", ")) }
+            if files.is_empty() {
+                "Apply patch".to_owned()
+            } else {
+                format!("Edit {}", files.join(", "))
+            }
         }
         ("list_files", Some(path)) => format!("List `{path}`"),
         ("grep", _) if arg(args, "pattern").is_some() => {
@@ -123,7 +133,12 @@ pub fn diffs(changes: Vec<(PathBuf, Option<String>, Option<String>)>) -> Vec<Too
 
 /// A diff from a call's arguments alone, before it runs (for the permission request): a
 /// write_file's new content against the file's current text, an edit_file's strings.
-pub fn proposed_diff(root: &Path, tool: &str, args: &Value, current: Option<String>) -> Option<ToolCallContent> {
+pub fn proposed_diff(
+    root: &Path,
+    tool: &str,
+    args: &Value,
+    current: Option<String>,
+) -> Option<ToolCallContent> {
     let path = absolute(root, arg(args, "path")?);
     match tool {
         "write_file" => {
@@ -136,11 +151,16 @@ pub fn proposed_diff(root: &Path, tool: &str, args: &Value, current: Option<Stri
             let replace_all = args.get("replace_all").and_then(Value::as_bool).unwrap_or(false);
             match current {
                 Some(text) if !old.is_empty() && text.contains(old) => {
-                    let after = if replace_all { text.replace(old, new) } else { text.replacen(old, new, 1) };
+                    let after = if replace_all {
+                        text.replace(old, new)
+                    } else {
+                        text.replacen(old, new, 1)
+                    };
                     Some(ToolCallContent::Diff(Diff::new(path, after).old_text(text)))
                 }
                 _ => Some(ToolCallContent::Diff(
-                    Diff::new(path, new.to_owned()).old_text(Some(old.to_owned()).filter(|o| !o.is_empty())),
+                    Diff::new(path, new.to_owned())
+                        .old_text(Some(old.to_owned()).filter(|o| !o.is_empty())),
                 )),
             }
         }
@@ -150,7 +170,8 @@ pub fn proposed_diff(root: &Path, tool: &str, args: &Value, current: Option<Stri
 
 /// The text parts of a stored result (`{"content": [{"type": "text", "text": …}], …}`).
 pub fn result_text(result: &Value) -> String {
-    let parts = result.get("content").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    let parts =
+        result.get("content").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
     let texts: Vec<&str> = parts
         .iter()
         .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
@@ -161,7 +182,12 @@ pub fn result_text(result: &Value) -> String {
 
 /// The content of a finished call for the editor: the diffs for a file-writing call that
 /// succeeded, else the result's text (redacted as every result of hands is).
-pub fn finished_content(tool: &str, is_error: bool, text: String, diffs: Vec<ToolCallContent>) -> Vec<ToolCallContent> {
+pub fn finished_content(
+    tool: &str,
+    is_error: bool,
+    text: String,
+    diffs: Vec<ToolCallContent>,
+) -> Vec<ToolCallContent> {
     if EDIT_TOOLS.contains(&tool) && !is_error && !diffs.is_empty() {
         return diffs;
     }
@@ -180,7 +206,11 @@ pub const REJECT: &str = "reject";
 pub fn permission_options(tool: &str) -> Vec<PermissionOption> {
     if tool == "exit_plan_mode" {
         return vec![
-            PermissionOption::new(ALLOW_ONCE, "Yes, start building", PermissionOptionKind::AllowOnce),
+            PermissionOption::new(
+                ALLOW_ONCE,
+                "Yes, start building",
+                PermissionOptionKind::AllowOnce,
+            ),
             PermissionOption::new(REJECT, "No, keep planning", PermissionOptionKind::RejectOnce),
         ];
     }
@@ -221,7 +251,9 @@ pub fn choice(tool: &str, option: Option<&str>) -> Choice {
              without it"
                 .to_owned(),
         ),
-        None => Choice::Reject("the permission request was cancelled: the call did not run".to_owned()),
+        None => {
+            Choice::Reject("the permission request was cancelled: the call did not run".to_owned())
+        }
     }
 }
 

@@ -26,7 +26,8 @@ fn titles_follow_what_editors_show() {
     assert_eq!(title("write_file", &json!({"path": "a.txt", "content": "x"})), "Write a.txt");
     assert_eq!(title("edit_file", &json!({"path": "src/m.rs"})), "Edit `src/m.rs`");
     assert_eq!(title("exit_plan_mode", &json!({"plan": "p"})), "Ready to code?");
-    let patch = "*** Begin Patch\n*** Update File: a.rs\n@@\n-x\n+y\n*** Add File: b.rs\n+z\n*** End Patch";
+    let patch =
+        "*** Begin Patch\n*** Update File: a.rs\n@@\n-x\n+y\n*** Add File: b.rs\n+z\n*** End Patch";
     assert_eq!(title("apply_patch", &json!({"input": patch})), "Edit a.rs, b.rs");
     // Any other tool: hands' one-line summary.
     assert_eq!(title("web_search", &json!({"query": "q"})), "web_search: {\"query\":\"q\"}");
@@ -56,7 +57,8 @@ fn a_changed_file_is_a_diff_with_old_and_new_text() {
     assert_eq!(
         json,
         json!([
-            {"type": "diff", "path": "/r/new.txt", "oldText": null, "newText": "hello\n"},
+            // A new file: no oldText.
+            {"type": "diff", "path": "/r/new.txt", "newText": "hello\n"},
             {"type": "diff", "path": "/r/edited.txt", "oldText": "a\n", "newText": "b\n"},
         ])
     );
@@ -68,7 +70,12 @@ fn a_changed_file_is_a_diff_with_old_and_new_text() {
 #[test]
 fn a_proposed_write_or_edit_shows_its_diff_before_it_runs() {
     let root = Path::new("/r");
-    let write = proposed_diff(root, "write_file", &json!({"path": "a", "content": "new"}), Some("old".into()));
+    let write = proposed_diff(
+        root,
+        "write_file",
+        &json!({"path": "a", "content": "new"}),
+        Some("old".into()),
+    );
     let json = serde_json::to_value(&write).unwrap_or_default();
     assert_eq!(json, json!({"type": "diff", "path": "/r/a", "oldText": "old", "newText": "new"}));
     let edit = proposed_diff(
@@ -89,22 +96,31 @@ fn bash_output_is_the_results_text() {
     assert_eq!(text, "line 1\nexit 0");
     let shown = finished_content("bash", false, text, Vec::new());
     let json = serde_json::to_value(&shown).unwrap_or_default();
-    assert_eq!(json, json!([{"type": "content", "content": {"type": "text", "text": "line 1\nexit 0"}}]));
+    assert_eq!(
+        json,
+        json!([{"type": "content", "content": {"type": "text", "text": "line 1\nexit 0"}}])
+    );
 }
 
 #[test]
 fn permission_choices_map_onto_hands_approvals() {
-    let ids: Vec<String> = permission_options("write_file").iter().map(|o| o.option_id.0.to_string()).collect();
+    let ids: Vec<String> =
+        permission_options("write_file").iter().map(|o| o.option_id.0.to_string()).collect();
     assert_eq!(ids, [ALLOW_ONCE, ALLOW_ALWAYS, REJECT]);
     assert_eq!(choice("write_file", Some(ALLOW_ONCE)), Choice::Once);
     assert_eq!(choice("write_file", Some(ALLOW_ALWAYS)), Choice::Always);
-    assert!(matches!(choice("write_file", Some(REJECT)), Choice::Reject(why) if why.contains("rejected")));
+    assert!(
+        matches!(choice("write_file", Some(REJECT)), Choice::Reject(why) if why.contains("rejected"))
+    );
     assert!(matches!(choice("write_file", None), Choice::Reject(why) if why.contains("cancelled")));
     assert!(matches!(choice("write_file", Some("something-else")), Choice::Reject(_)));
     // A plan is approved once or not: no "always".
-    let ids: Vec<String> = permission_options("exit_plan_mode").iter().map(|o| o.option_id.0.to_string()).collect();
+    let ids: Vec<String> =
+        permission_options("exit_plan_mode").iter().map(|o| o.option_id.0.to_string()).collect();
     assert_eq!(ids, [ALLOW_ONCE, REJECT]);
-    assert!(matches!(choice("exit_plan_mode", Some(ALLOW_ALWAYS)), Choice::Reject(why) if why.contains("plan")));
+    assert!(
+        matches!(choice("exit_plan_mode", Some(ALLOW_ALWAYS)), Choice::Reject(why) if why.contains("plan"))
+    );
 }
 
 #[test]

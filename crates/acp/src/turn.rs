@@ -53,13 +53,17 @@ struct Call {
     asked: bool,
 }
 
+/// A call's permission was answered: (call id, approved).
+type Decided = (String, bool);
+
 struct Turn {
     session: Arc<AcpSession>,
     cx: ConnectionTo<Client>,
     calls: HashMap<String, Call>,
     /// Call ids in the order they started.
     order: Vec<String>,
-    decided: (mpsc::UnboundedSender<(String, bool)>, mpsc::UnboundedReceiver<(String, bool)>),
+    /// Permission answers: (call id, approved).
+    decided: (mpsc::UnboundedSender<Decided>, mpsc::UnboundedReceiver<Decided>),
     error: Option<String>,
 }
 
@@ -89,7 +93,8 @@ impl Turn {
         })?;
         let mut aborting = false;
         let reason = loop {
-            let settle = self.unsettled().map(|since| tokio::time::sleep_until((since + SETTLE).into()));
+            let settle =
+                self.unsettled().map(|since| tokio::time::sleep_until((since + SETTLE).into()));
             tokio::select! {
                 event = events.next() => {
                     let Some(event) = event else {
@@ -143,7 +148,8 @@ impl Turn {
             "aborted" => StopReason::Cancelled,
             "max_steps" => StopReason::MaxTurnRequests,
             _ => {
-                let message = self.error.take().unwrap_or_else(|| format!("the turn ended: {reason}"));
+                let message =
+                    self.error.take().unwrap_or_else(|| format!("the turn ended: {reason}"));
                 return Err(internal(message));
             }
         };
@@ -181,7 +187,9 @@ impl Turn {
                 let chunk = ContentChunk::new(ContentBlock::Text(TextContent::new(text)));
                 self.notify(SessionUpdate::AgentMessageChunk(chunk));
             }
-            EventKind::ToolCallStarted { call_id, name, args, .. } => self.started(call_id, name, args),
+            EventKind::ToolCallStarted { call_id, name, args, .. } => {
+                self.started(call_id, name, args)
+            }
             EventKind::ApprovalRequested { approval_id, tool, details, .. } => {
                 self.approval(approval_id, &tool, details);
             }
@@ -192,7 +200,9 @@ impl Turn {
                 self.notify(SessionUpdate::Plan(Plan::new(map::plan_entries(&todos))));
             }
             EventKind::ModeChanged { mode } => {
-                self.notify(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(map::mode_id(mode))));
+                self.notify(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
+                    map::mode_id(mode),
+                )));
             }
             EventKind::Error { message, .. } => self.error = Some(message),
             _ => {}
@@ -232,7 +242,12 @@ impl Turn {
         let session = Arc::clone(&self.session);
         let Some(call_id) = call_id else {
             // A call the turn does not know (none started here): refuse rather than guess.
-            let _ = session.host.decide(&session.id, &approval_id, false, Some("hands acp could not show this call to the user".to_owned()));
+            let _ = session.host.decide(
+                &session.id,
+                &approval_id,
+                false,
+                Some("hands acp could not show this call to the user".to_owned()),
+            );
             return;
         };
         let Some(call) = self.calls.get_mut(&call_id) else { return };
@@ -260,7 +275,9 @@ impl Turn {
         tokio::spawn(async move {
             let option = match cx.send_request(request).block_task().await {
                 Ok(response) => match response.outcome {
-                    RequestPermissionOutcome::Selected(selected) => Some(selected.option_id.0.to_string()),
+                    RequestPermissionOutcome::Selected(selected) => {
+                        Some(selected.option_id.0.to_string())
+                    }
                     _ => None,
                 },
                 Err(err) => {
@@ -348,10 +365,13 @@ fn prompt_text(blocks: &[ContentBlock]) -> String {
     for block in blocks {
         match block {
             ContentBlock::Text(text) => parts.push(text.text.clone()),
-            ContentBlock::ResourceLink(link) => parts.push(format!("[{}]({})", link.name, link.uri)),
+            ContentBlock::ResourceLink(link) => {
+                parts.push(format!("[{}]({})", link.name, link.uri))
+            }
             ContentBlock::Resource(resource) => {
                 if let EmbeddedResourceResource::TextResourceContents(text) = &resource.resource {
-                    parts.push(format!("<context uri=\"{}\">\n{}\n</context>", text.uri, text.text));
+                    parts
+                        .push(format!("<context uri=\"{}\">\n{}\n</context>", text.uri, text.text));
                 }
             }
             _ => {}

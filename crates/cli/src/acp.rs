@@ -10,8 +10,6 @@ use std::sync::Arc;
 use anyhow::Result;
 use hands_agent::host::HostParts;
 
-
-
 /// Serve until the editor closes stdin.
 pub fn run(flags: Vec<String>) -> Result<ExitCode> {
     let projects: hands_acp::Projects = Arc::new(move |root: &Path| parts(root, &flags));

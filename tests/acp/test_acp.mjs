@@ -6,7 +6,9 @@
 //   2. the model writes another file: the client rejects; the file is not written and the model
 //      is told;
 //   3. the model runs a long `sleep`: the client cancels; the prompt answers `cancelled` and the
-//      sleep is gone.
+//      sleep is gone;
+//   4. in plan mode, exit_plan_mode's plan reaches the client as a permission request; approved,
+//      the session is back in build mode.
 // Plus: a relative cwd is refused, set_mode switches to plan, stdout carries JSON-RPC only.
 // Env: HANDS_BIN (default $CARGO_TARGET_DIR/debug/hands). Exit 1 on any failure.
 
@@ -87,6 +89,7 @@ fs.writeFileSync(path.join(project, "README.md"), "# a project\n");
 
 // --- the scripted model ---------------------------------------------------------------------------
 const CONTENT = "hello from the ACP suite\n";
+const PLAN = "1. Add greet() to hello.txt\n2. Check it";
 const steps = [
   // prompt 1
   {
@@ -110,7 +113,9 @@ const steps = [
   { text: "Understood, I left nope.txt alone." },
   // prompt 3
   { tool_calls: [{ name: "bash", input: { command: "sleep 600" } }] },
-  { text: "(never reached: the turn is cancelled)" },
+  // (the cancelled turn asks no more) prompt 4, in plan mode
+  { text: "Here is my plan.", tool_calls: [{ name: "exit_plan_mode", input: { plan: PLAN } }] },
+  { text: "Plan approved; building now." },
 ];
 const modelDir = path.join(tmp, "model");
 fs.mkdirSync(modelDir);
@@ -323,6 +328,22 @@ try {
     check("session/set_mode plan: current_mode_update", () => {
       const update = updates.slice(modeMark).find((n) => n.update.sessionUpdate === "current_mode_update");
       assert.equal(update?.update.currentModeId, "plan");
+    });
+
+    // 4. plan mode: exit_plan_mode's plan goes to the client for approval
+    const asked = permissions.length;
+    const planMark = updates.length;
+    answerPermission = (p) => ({ outcome: { outcome: "selected", optionId: p.options.find((o) => o.kind === "allow_once").optionId } });
+    const fourth = await agent.request("session/prompt", { sessionId: sid, prompt: [{ type: "text", text: "plan the greeting" }] });
+    check("exit_plan_mode: the plan in a permission request, approved, back to build", () => {
+      assert.equal(fourth.stopReason, "end_turn");
+      assert.equal(permissions.length, asked + 1);
+      const p = permissions.at(-1);
+      assert.equal(p.toolCall.kind, "switch_mode");
+      assert.deepEqual(p.options.map((o) => o.kind), ["allow_once", "reject_once"]);
+      assert.deepEqual(p.toolCall.content, [{ type: "content", content: { type: "text", text: PLAN } }]);
+      const mode = updates.slice(planMark).filter((n) => n.update.sessionUpdate === "current_mode_update").at(-1);
+      assert.equal(mode?.update.currentModeId, "build");
     });
   });
 } catch (err) {

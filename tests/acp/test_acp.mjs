@@ -8,7 +8,8 @@
 //   3. the model runs a long `sleep`: the client cancels; the prompt answers `cancelled` and the
 //      sleep is gone;
 //   4. in plan mode, exit_plan_mode's plan reaches the client as a permission request; approved,
-//      the session is back in build mode.
+//      the session is back in build mode;
+//   5. bash, allowed always in 3, runs unasked; its output is the call's content.
 // Plus: a relative cwd is refused, set_mode switches to plan, stdout carries JSON-RPC only.
 // Env: HANDS_BIN (default $CARGO_TARGET_DIR/debug/hands). Exit 1 on any failure.
 
@@ -116,6 +117,9 @@ const steps = [
   // (the cancelled turn asks no more) prompt 4, in plan mode
   { text: "Here is my plan.", tool_calls: [{ name: "exit_plan_mode", input: { plan: PLAN } }] },
   { text: "Plan approved; building now." },
+  // prompt 5: bash again, allowed always since prompt 3
+  { tool_calls: [{ name: "bash", input: { command: "echo hands-acp-$((40 + 2))" } }] },
+  { text: "It printed its line." },
 ];
 const modelDir = path.join(tmp, "model");
 fs.mkdirSync(modelDir);
@@ -291,8 +295,8 @@ try {
       assert.equal(told.is_error, true);
     });
 
-    // 3. cancel a long bash
-    answerPermission = (p) => ({ outcome: { outcome: "selected", optionId: p.options.find((o) => o.kind === "allow_once").optionId } });
+    // 3. cancel a long bash (allowed always: prompt 5 runs bash unasked)
+    answerPermission = (p) => ({ outcome: { outcome: "selected", optionId: p.options.find((o) => o.kind === "allow_always").optionId } });
     const mark = updates.length;
     const third = agent.request("session/prompt", { sessionId: sid, prompt: [{ type: "text", text: "run the long job" }] });
     const bash = await until("the bash call", () => updates.slice(mark).find((n) => n.update.sessionUpdate === "tool_call")?.update);
@@ -344,6 +348,21 @@ try {
       assert.deepEqual(p.toolCall.content, [{ type: "content", content: { type: "text", text: PLAN } }]);
       const mode = updates.slice(planMark).filter((n) => n.update.sessionUpdate === "current_mode_update").at(-1);
       assert.equal(mode?.update.currentModeId, "build");
+    });
+
+    // 5. bash, allowed always in prompt 3: not asked again; its output is the call's content
+    const asked5 = permissions.length;
+    const mark5 = updates.length;
+    const fifth = await agent.request("session/prompt", { sessionId: sid, prompt: [{ type: "text", text: "print the line" }] });
+    check("allow always: bash runs unasked, its output in the final update", () => {
+      assert.equal(fifth.stopReason, "end_turn");
+      assert.equal(permissions.length, asked5);
+      const call = updates.slice(mark5).find((n) => n.update.sessionUpdate === "tool_call")?.update;
+      assert.equal(call?.kind, "execute");
+      const last = toolUpdates(call.toolCallId).at(-1);
+      assert.equal(last.status, "completed");
+      const text = last.content.map((c) => c.content?.text ?? "").join("\n");
+      assert.match(text, /hands-acp-42/);
     });
   });
 } catch (err) {

@@ -234,7 +234,7 @@ try {
     // 1. approve a write
     answerPermission = (p) => ({ outcome: { outcome: "selected", optionId: p.options.find((o) => o.kind === "allow_once").optionId } });
     const first = await agent.request("session/prompt", { sessionId: sid, prompt: [{ type: "text", text: "write hello.txt" }] });
-    const write = updates.find((n) => n.update.sessionUpdate === "tool_call" && n.update.title === "Write hello.txt")?.update;
+    const write = updates.find((n) => n.update.sessionUpdate === "tool_call" && n.update.title === "Edit hello.txt")?.update;
     check("prompt 1 ends end_turn, with the model's text streamed", () => {
       assert.equal(first.stopReason, "end_turn");
       const text = updates.filter((n) => n.update.sessionUpdate === "agent_message_chunk").map((n) => n.update.content.text).join("");
@@ -246,7 +246,7 @@ try {
       assert.deepEqual(plan.entries.map((e) => [e.content, e.status]), [["write hello.txt", "in_progress"], ["report", "pending"]]);
     });
     check("write_file: tool_call pending, kind edit, its location", () => {
-      assert.ok(write, "no tool_call titled Write hello.txt");
+      assert.ok(write, "no tool_call titled Edit hello.txt");
       assert.equal(write.kind, "edit");
       assert.equal(write.status ?? "pending", "pending");
       assert.deepEqual(write.locations.map((l) => l.path), [path.join(fs.realpathSync(project), "hello.txt")]);

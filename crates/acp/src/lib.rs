@@ -9,9 +9,10 @@
 //! stdout carries JSON-RPC only: logs go to stderr (the binary's tracing writer).
 
 mod map;
+mod session;
 mod turn;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -25,10 +26,10 @@ use agent_client_protocol::{Agent, Client, Error, Stdio};
 use hands_agent::host::{Host, HostParts, NewSession};
 use hands_core::ask::{AskError, Asker, AskerHandle, Question};
 use hands_core::secret::{SecretAsker, SecretAskerHandle, SecretRequest, SecretValue};
-use hands_core::{BoxFuture, CancellationToken, Mode};
-use hands_store::Store;
+use hands_core::{BoxFuture, CancellationToken, Mode, Registry};
 
-pub use map::{Choice, choice, kind, permission_options, title};
+use crate::session::{AcpSession, internal, invalid};
+use hands_store::Store;
 
 /// Builds what a hands session host needs for a project root: the project's settings, its tools,
 /// the configured model (the same code `hands run` uses). Called once per root, on a thread of
@@ -125,7 +126,7 @@ fn initialize() -> InitializeResponse {
 }
 
 /// A project's host and its store.
-type ProjectHost = (Arc<Host>, Arc<dyn Store>);
+type ProjectHost = (Arc<Host>, Arc<dyn Store>, Arc<Registry>);
 
 struct State {
     projects: Projects,
@@ -145,7 +146,7 @@ impl State {
 
     async fn new_session(&self, request: NewSessionRequest) -> Result<NewSessionResponse, Error> {
         let root = check_cwd(&request.cwd).map_err(invalid)?;
-        let (host, store) = self.host(&root).await?;
+        let (host, store, registry) = self.host(&root).await?;
         let new = NewSession {
             id: None,
             project_id: None,
@@ -167,6 +168,7 @@ impl State {
             id: info.id.clone(),
             host,
             store,
+            registry,
             root: PathBuf::from(&info.root),
             allowed: Mutex::default(),
             cancel: Mutex::new(CancellationToken::new()),
@@ -177,8 +179,8 @@ impl State {
 
     async fn host(&self, root: &Path) -> Result<ProjectHost, Error> {
         let mut hosts = self.hosts.lock().await;
-        if let Some((host, store)) = hosts.get(root) {
-            return Ok((Arc::clone(host), Arc::clone(store)));
+        if let Some((host, store, registry)) = hosts.get(root) {
+            return Ok((Arc::clone(host), Arc::clone(store), Arc::clone(registry)));
         }
         let projects = Arc::clone(&self.projects);
         let path = root.to_path_buf();
@@ -192,11 +194,15 @@ impl State {
             .map_err(|_| internal("building the project's tools failed".to_owned()))?
             .map_err(|err| invalid(format!("{err:#}")))?;
         let store = Arc::clone(&parts.store);
+        let registry = Arc::clone(&parts.registry);
         let host = Host::open(parts)
             .await
             .map_err(|err| internal(format!("cannot open the session host: {err}")))?;
-        hosts.insert(root.to_path_buf(), (Arc::clone(&host), Arc::clone(&store)));
-        Ok((host, store))
+        hosts.insert(
+            root.to_path_buf(),
+            (Arc::clone(&host), Arc::clone(&store), Arc::clone(&registry)),
+        );
+        Ok((host, store, registry))
     }
 
     async fn set_mode(
@@ -234,32 +240,6 @@ fn check_cwd(cwd: &Path) -> Result<PathBuf, String> {
         return Err(format!("session/new's cwd `{}` is not an existing folder", cwd.display()));
     }
     std::fs::canonicalize(cwd).map_err(|err| format!("cannot use cwd `{}`: {err}", cwd.display()))
-}
-
-fn invalid(message: String) -> Error {
-    Error::invalid_params().data(serde_json::Value::String(message))
-}
-
-fn internal(message: String) -> Error {
-    Error::internal_error().data(serde_json::Value::String(message))
-}
-
-/// One ACP session: a hands session of a host.
-pub(crate) struct AcpSession {
-    id: String,
-    host: Arc<Host>,
-    store: Arc<dyn Store>,
-    root: PathBuf,
-    /// Tools the user allowed always (in this session).
-    allowed: Mutex<HashSet<String>>,
-    /// Fired by session/cancel: the running prompt ends `cancelled`. Renewed per prompt.
-    cancel: Mutex<CancellationToken>,
-}
-
-impl AcpSession {
-    fn cancel(&self) {
-        map::lock(&self.cancel).cancel();
-    }
 }
 
 /// ask_user without anybody to ask: the model is told at once to go on by itself.

@@ -8,37 +8,58 @@ use agent_client_protocol::v1::schema::{
     Diff, PermissionOption, PermissionOptionKind, PlanEntry, PlanEntryPriority, PlanEntryStatus,
     SessionMode, SessionModeState, ToolCallContent, ToolCallLocation, ToolKind,
 };
-use hands_core::Mode;
+use hands_core::{Family, Label, Mode, Registry};
 use serde_json::Value;
 
-/// The tools whose calls change files and are shown as a diff.
-pub const EDIT_TOOLS: [&str; 3] = ["write_file", "edit_file", "apply_patch"];
+/// What the registry says of a tool, all an editor's view of its calls is made from (no tool is
+/// named here: policy lives on the tool).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Info {
+    /// Its family (files, search, processes, …).
+    pub family: Family,
+    /// It changes nothing.
+    pub read_only: bool,
+    /// How its calls are shown.
+    pub label: Label,
+}
 
-/// The ACP kind of a hands tool.
-pub fn kind(tool: &str) -> ToolKind {
-    match tool {
-        "read_file"
-        | "list_files"
-        | "repo_map"
-        | "diagnostics"
-        | "read_runtime_errors"
-        | "preview_console"
-        | "preview_network"
-        | "preview_screenshot"
-        | "preview_snapshot"
-        | "preview_status"
-        | "terminal_read"
-        | "list_processes"
-        | "process_output" => ToolKind::Read,
-        "write_file" | "edit_file" | "apply_patch" => ToolKind::Edit,
-        "grep" | "glob" | "code_navigation" | "mcp_list" => ToolKind::Search,
-        "bash" | "spawn_process" | "stop_process" | "terminal_start" | "terminal_send"
-        | "add_dependency" | "preview_open" | "preview_close" | "preview_act" => ToolKind::Execute,
-        "web_search" | "web_scrape" | "download_to_repo" | "clone_site" | "reference_project" => {
-            ToolKind::Fetch
+impl Info {
+    /// The registry's facts about `tool` (an unknown tool: other, not read-only).
+    pub fn of(registry: &Registry, tool: &str) -> Self {
+        registry.get(tool).map_or(
+            Self { family: Family::Other, read_only: false, label: Label::Arguments },
+            |t| {
+                let spec = t.spec();
+                Self {
+                    family: spec.policy.family,
+                    read_only: spec.annotations.read_only,
+                    label: spec.policy.label,
+                }
+            },
+        )
+    }
+
+    /// The argument holding a plan for the user to approve (exit_plan_mode's).
+    pub fn plan_key(&self) -> Option<&'static str> {
+        match self.label {
+            Label::Plan { key } => Some(key),
+            _ => None,
         }
-        "todo_write" | "ask_user" | "use_skill" | "spawn_subagent" => ToolKind::Think,
-        "enter_plan_mode" | "exit_plan_mode" => ToolKind::SwitchMode,
+    }
+}
+
+/// The ACP kind of a tool.
+pub fn kind(info: &Info) -> ToolKind {
+    if info.plan_key().is_some() {
+        return ToolKind::SwitchMode;
+    }
+    match (info.family, info.read_only) {
+        (Family::Files, false) => ToolKind::Edit,
+        (Family::Search, _) => ToolKind::Search,
+        (Family::Web, _) => ToolKind::Fetch,
+        (Family::Session | Family::Delegation, _) => ToolKind::Think,
+        (Family::Processes | Family::Preview | Family::Project, false) => ToolKind::Execute,
+        (_, true) => ToolKind::Read,
         _ => ToolKind::Other,
     }
 }
@@ -47,44 +68,44 @@ fn arg<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
     args.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
 }
 
-/// What an editor shows for the call: close to Zed's Claude Code adapter (`` `cmd` `` for a
-/// command, `Read path`, `Write path`, `Edit path`), else the tool's name and its main argument.
-pub fn title(tool: &str, args: &Value) -> String {
-    let path = arg(args, "path");
-    match (tool, path) {
-        ("bash", _) | ("spawn_process", _) if arg(args, "command").is_some() => {
-            let command = arg(args, "command").unwrap_or_default();
-            format!("`{}`", command.replace('`', "\\`"))
-        }
-        ("read_file", Some(path)) => format!("Read {path}"),
-        ("write_file", Some(path)) => format!("Write {path}"),
-        ("edit_file", Some(path)) => format!("Edit `{path}`"),
-        ("apply_patch", _) => {
-            let files = patch_paths(arg(args, "input").unwrap_or_default());
+/// What an editor shows for the call, close to Zed's Claude Code adapter: `` `cmd` `` for a
+/// command, `Read path`, `Edit path`; else the tool's name and its main argument.
+pub fn title(tool: &str, info: &Info, args: &Value) -> String {
+    let main = info.label.text(args).filter(|t| !t.is_empty());
+    match (kind(info), main) {
+        (ToolKind::Execute, Some(command)) => format!("`{}`", command.replace('`', "\\`")),
+        (ToolKind::Read, Some(path)) if info.family == Family::Files => format!("Read {path}"),
+        (ToolKind::Edit, _) => {
+            let files = paths(args);
             if files.is_empty() {
-                "Apply patch".to_owned()
+                format!("Edit ({tool})")
             } else {
                 format!("Edit {}", files.join(", "))
             }
         }
-        ("list_files", Some(path)) => format!("List `{path}`"),
-        ("grep", _) if arg(args, "pattern").is_some() => {
-            format!("grep `{}`", arg(args, "pattern").unwrap_or_default())
-        }
-        ("todo_write", _) => "Update TODOs".to_owned(),
-        ("exit_plan_mode", _) => "Ready to code?".to_owned(),
-        ("enter_plan_mode", _) => "Plan first".to_owned(),
-        _ => hands_core::approval::summary(tool, args),
+        (ToolKind::SwitchMode, _) => "Ready to code?".to_owned(),
+        (_, Some(main)) => format!("{tool} {main}"),
+        (_, None) => hands_core::approval::summary(tool, args),
     }
 }
 
+/// The paths a call names: its `path` argument, or the files of a patch in any string argument.
+fn paths(args: &Value) -> Vec<String> {
+    if let Some(path) = arg(args, "path") {
+        return vec![path.to_owned()];
+    }
+    let Some(object) = args.as_object() else { return Vec::new() };
+    object
+        .values()
+        .filter_map(Value::as_str)
+        .find(|s| s.contains("*** Begin Patch"))
+        .map(patch_paths)
+        .unwrap_or_default()
+}
+
 /// The files a call is about, absolute under `root` (an editor follows them).
-pub fn locations(root: &Path, tool: &str, args: &Value) -> Vec<ToolCallLocation> {
-    let paths: Vec<String> = match tool {
-        "apply_patch" => patch_paths(arg(args, "input").unwrap_or_default()),
-        _ => arg(args, "path").map(str::to_owned).into_iter().collect(),
-    };
-    paths.into_iter().map(|p| ToolCallLocation::new(absolute(root, &p))).collect()
+pub fn locations(root: &Path, args: &Value) -> Vec<ToolCallLocation> {
+    paths(args).into_iter().map(|p| ToolCallLocation::new(absolute(root, &p))).collect()
 }
 
 /// `path` under `root` when it is relative.
@@ -111,12 +132,12 @@ pub fn patch_paths(input: &str) -> Vec<String> {
     out
 }
 
-/// The files a file-writing call may change, absolute: what to read before and after it.
-pub fn edited_files(root: &Path, tool: &str, args: &Value) -> Vec<PathBuf> {
-    if !EDIT_TOOLS.contains(&tool) {
+/// The files a file-changing call may change, absolute: what to read before and after it.
+pub fn edited_files(root: &Path, info: &Info, args: &Value) -> Vec<PathBuf> {
+    if kind(info) != ToolKind::Edit {
         return Vec::new();
     }
-    locations(root, tool, args).into_iter().map(|l| l.path).collect()
+    locations(root, args).into_iter().map(|l| l.path).collect()
 }
 
 /// Diffs of the files that changed: `(path, text before (None: the file did not exist), text
@@ -135,36 +156,30 @@ pub fn diffs(changes: Vec<(PathBuf, Option<String>, Option<String>)>) -> Vec<Too
 /// write_file's new content against the file's current text, an edit_file's strings.
 pub fn proposed_diff(
     root: &Path,
-    tool: &str,
+    info: &Info,
     args: &Value,
     current: Option<String>,
 ) -> Option<ToolCallContent> {
+    if kind(info) != ToolKind::Edit {
+        return None;
+    }
     let path = absolute(root, arg(args, "path")?);
-    match tool {
-        "write_file" => {
-            let new = args.get("content").and_then(Value::as_str)?.to_owned();
-            Some(ToolCallContent::Diff(Diff::new(path, new).old_text(current)))
+    if let Some(new) = args.get("content").and_then(Value::as_str) {
+        return Some(ToolCallContent::Diff(Diff::new(path, new.to_owned()).old_text(current)));
+    }
+    let old = args.get("old_string").and_then(Value::as_str)?;
+    let new = args.get("new_string").and_then(Value::as_str).unwrap_or_default();
+    let replace_all = args.get("replace_all").and_then(Value::as_bool).unwrap_or(false);
+    match current {
+        Some(text) if !old.is_empty() && text.contains(old) => {
+            let after =
+                if replace_all { text.replace(old, new) } else { text.replacen(old, new, 1) };
+            Some(ToolCallContent::Diff(Diff::new(path, after).old_text(text)))
         }
-        "edit_file" => {
-            let old = args.get("old_string").and_then(Value::as_str).unwrap_or_default();
-            let new = args.get("new_string").and_then(Value::as_str).unwrap_or_default();
-            let replace_all = args.get("replace_all").and_then(Value::as_bool).unwrap_or(false);
-            match current {
-                Some(text) if !old.is_empty() && text.contains(old) => {
-                    let after = if replace_all {
-                        text.replace(old, new)
-                    } else {
-                        text.replacen(old, new, 1)
-                    };
-                    Some(ToolCallContent::Diff(Diff::new(path, after).old_text(text)))
-                }
-                _ => Some(ToolCallContent::Diff(
-                    Diff::new(path, new.to_owned())
-                        .old_text(Some(old.to_owned()).filter(|o| !o.is_empty())),
-                )),
-            }
-        }
-        _ => None,
+        _ => Some(ToolCallContent::Diff(
+            Diff::new(path, new.to_owned())
+                .old_text(Some(old.to_owned()).filter(|o| !o.is_empty())),
+        )),
     }
 }
 
@@ -180,15 +195,14 @@ pub fn result_text(result: &Value) -> String {
     texts.join("\n")
 }
 
-/// The content of a finished call for the editor: the diffs for a file-writing call that
+/// The content of a finished call for the editor: the diffs of a file-changing call that
 /// succeeded, else the result's text (redacted as every result of hands is).
 pub fn finished_content(
-    tool: &str,
     is_error: bool,
     text: String,
     diffs: Vec<ToolCallContent>,
 ) -> Vec<ToolCallContent> {
-    if EDIT_TOOLS.contains(&tool) && !is_error && !diffs.is_empty() {
+    if !is_error && !diffs.is_empty() {
         return diffs;
     }
     if text.is_empty() { Vec::new() } else { vec![ToolCallContent::from(text)] }
@@ -202,9 +216,9 @@ pub const ALLOW_ALWAYS: &str = "allow_always";
 pub const REJECT: &str = "reject";
 
 /// The options offered for a call of `tool`: allow once, allow `tool` always (in this session),
-/// reject. exit_plan_mode's plan is approved or not: no "always".
-pub fn permission_options(tool: &str) -> Vec<PermissionOption> {
-    if tool == "exit_plan_mode" {
+/// reject. A plan (exit_plan_mode's) is approved or not: no "always".
+pub fn permission_options(tool: &str, plan: bool) -> Vec<PermissionOption> {
+    if plan {
         return vec![
             PermissionOption::new(
                 ALLOW_ONCE,
@@ -236,14 +250,15 @@ pub enum Choice {
     Reject(String),
 }
 
-/// The choice for the selected option id (`None`: the request was cancelled).
-pub fn choice(tool: &str, option: Option<&str>) -> Choice {
+/// The choice for the selected option id (`None`: the request was cancelled); `plan`: the call
+/// presents a plan.
+pub fn choice(plan: bool, option: Option<&str>) -> Choice {
     match option {
         Some(ALLOW_ONCE) => Choice::Once,
-        Some(ALLOW_ALWAYS) if tool != "exit_plan_mode" => Choice::Always,
-        Some(_) if tool == "exit_plan_mode" => Choice::Reject(
+        Some(ALLOW_ALWAYS) if !plan => Choice::Always,
+        Some(_) if plan => Choice::Reject(
             "the user did not approve the plan: stay in plan mode, ask what to change, and \
-             present a revised plan with exit_plan_mode"
+             present a revised plan"
                 .to_owned(),
         ),
         Some(_) => Choice::Reject(

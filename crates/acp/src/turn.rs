@@ -20,8 +20,8 @@ use hands_agent::host::HostError;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::map::{self, Choice, lock};
-use crate::{AcpSession, internal, invalid};
+use crate::map::{self, Choice, Info, lock};
+use crate::session::{AcpSession, internal, invalid};
 
 /// How long a call may stay `pending` before it is shown `in_progress`: hands asks for approval
 /// right after a call starts, so a call not asked about by then runs.
@@ -43,6 +43,8 @@ pub(crate) async fn run(
 /// A call of the turn, as the editor was told of it.
 struct Call {
     name: String,
+    /// What the registry says of the tool.
+    info: Info,
     args: Value,
     /// The files a file-writing call may change, with their text before it ran.
     before: Vec<(PathBuf, Option<String>)>,
@@ -211,22 +213,31 @@ impl Turn {
 
     fn started(&mut self, call_id: String, name: String, args: Value) {
         let root = &self.session.root;
-        let before = map::edited_files(root, &name, &args)
+        let info = Info::of(&self.session.registry, &name);
+        let before = map::edited_files(root, &info, &args)
             .into_iter()
             .map(|path| {
                 let text = std::fs::read_to_string(&path).ok();
                 (path, text)
             })
             .collect();
-        let call = ToolCall::new(call_id.clone(), map::title(&name, &args))
-            .kind(map::kind(&name))
+        let call = ToolCall::new(call_id.clone(), map::title(&name, &info, &args))
+            .kind(map::kind(&info))
             .status(ToolCallStatus::Pending)
-            .locations(map::locations(root, &name, &args))
+            .locations(map::locations(root, &args))
             .raw_input(args.clone());
         self.notify(SessionUpdate::ToolCall(call));
         self.calls.insert(
             call_id.clone(),
-            Call { name, args, before, started: Instant::now(), running: false, asked: false },
+            Call {
+                name,
+                info,
+                args,
+                before,
+                started: Instant::now(),
+                running: false,
+                asked: false,
+            },
         );
         self.order.push(call_id);
     }
@@ -257,17 +268,19 @@ impl Turn {
             self.running(&call_id);
             return;
         }
-        let content = permission_content(&session.root, tool, &call.args, details);
+        let info = call.info;
+        let plan = info.plan_key().is_some();
+        let content = permission_content(&session.root, &info, &call.args, details);
         let fields = ToolCallUpdateFields::new()
-            .title(map::title(tool, &call.args))
-            .kind(map::kind(tool))
+            .title(map::title(tool, &info, &call.args))
+            .kind(map::kind(&info))
             .status(ToolCallStatus::Pending)
-            .locations(map::locations(&session.root, tool, &call.args))
+            .locations(map::locations(&session.root, &call.args))
             .content(content);
         let request = RequestPermissionRequest::new(
             session.id.clone(),
             ToolCallUpdate::new(call_id.clone(), fields),
-            map::permission_options(tool),
+            map::permission_options(tool, plan),
         );
         let cx = self.cx.clone();
         let decided = self.decided.0.clone();
@@ -285,7 +298,7 @@ impl Turn {
                     None
                 }
             };
-            let choice = map::choice(&tool, option.as_deref());
+            let choice = map::choice(plan, option.as_deref());
             let (approve, reason) = match choice {
                 Choice::Once => (true, None),
                 Choice::Always => {
@@ -318,7 +331,7 @@ impl Turn {
             .collect();
         let text = self.result_text(&call_id, name).await.unwrap_or(summary);
         let text = hands_core::redact::text(&text).into_owned();
-        let content = map::finished_content(name, is_error, text, map::diffs(changes));
+        let content = map::finished_content(is_error, text, map::diffs(changes));
         let status = if is_error { ToolCallStatus::Failed } else { ToolCallStatus::Completed };
         self.update(&call_id, ToolCallUpdateFields::new().status(status).content(content));
     }
@@ -335,16 +348,16 @@ impl Turn {
     }
 }
 
-/// What a permission request shows: the diff a file-writing call would make, exit_plan_mode's
-/// plan, else what hands computed about the call (its resolved command, its target).
+/// What a permission request shows: a plan to approve whole, the diff a file-changing call
+/// would make, else what hands computed about the call (its resolved command, its target).
 fn permission_content(
     root: &std::path::Path,
-    tool: &str,
+    info: &Info,
     args: &Value,
     details: Option<String>,
 ) -> Vec<ToolCallContent> {
-    if tool == "exit_plan_mode"
-        && let Some(plan) = args.get("plan").and_then(Value::as_str)
+    if let Some(key) = info.plan_key()
+        && let Some(plan) = args.get(key).and_then(Value::as_str)
     {
         return vec![ToolCallContent::from(plan.to_owned())];
     }
@@ -352,7 +365,7 @@ fn permission_content(
         .get("path")
         .and_then(Value::as_str)
         .and_then(|p| std::fs::read_to_string(map::absolute(root, p)).ok());
-    if let Some(diff) = map::proposed_diff(root, tool, args, current) {
+    if let Some(diff) = map::proposed_diff(root, info, args, current) {
         return vec![diff];
     }
     details.map(ToolCallContent::from).into_iter().collect()

@@ -337,7 +337,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Acp => {
             stop_leftovers();
-            acp::run(cli.set)
+            let flags = cli.set;
+            acp::serve(move |root| {
+                let loaded = load_settings(root, &flags)?;
+                let store = loaded.settings.store.path.parent().map(PathBuf::from);
+                let store_dir: Vec<PathBuf> = store.into_iter().collect();
+                hands_agent::host::roots::check_root(root, &store_dir)
+                    .map_err(anyhow::Error::msg)?;
+                agent_setup(loaded, root.to_path_buf())
+            })
         }
         Command::Chat { mode, resume } => {
             stop_leftovers();

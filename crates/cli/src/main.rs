@@ -1,6 +1,7 @@
 //! The `hands` binary: parses the command line, loads the configuration, builds the registry and
 //! hands the work to a command module. Logic lives in the library crates; this stays thin.
 
+mod acp;
 mod approve;
 mod call;
 mod chat;
@@ -130,6 +131,9 @@ enum Command {
         #[arg(long, value_name = "ID")]
         resume: Option<String>,
     },
+    /// Serve the Agent Client Protocol on stdin/stdout for an editor (Zed's agent_servers): each
+    /// session's cwd is its project root; the agent loop runs with the configured [model].
+    Acp,
     /// Manage the secrets given to projects' processes as environment variables (and hidden
     /// everywhere hands shows text): set, list, rm. A secret is for the project at --root (the
     /// current directory by default) unless --global.
@@ -330,6 +334,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 None => run::Start::New { id: session_id, mode: mode.unwrap_or_default() },
             };
             run::run(agent_setup(loaded, root)?, start, task)
+        }
+        Command::Acp => {
+            stop_leftovers();
+            let flags = cli.set;
+            acp::serve(move |root| {
+                let loaded = load_settings(root, &flags)?;
+                let store = loaded.settings.store.path.parent().map(PathBuf::from);
+                let store_dir: Vec<PathBuf> = store.into_iter().collect();
+                hands_agent::host::roots::check_root(root, &store_dir)
+                    .map_err(anyhow::Error::msg)?;
+                agent_setup(loaded, root.to_path_buf())
+            })
         }
         Command::Chat { mode, resume } => {
             stop_leftovers();

@@ -219,6 +219,19 @@ impl SecretAsker for NobodySecretAsker {
     }
 }
 
+/// What a session host of `hands run`, `hands chat` and `hands acp` is built from: the model
+/// `[model]` names (first: without one nothing can run), the store, the tools and `[agent]`.
+pub fn host_parts(registry: Registry, settings: &Settings) -> Result<HostParts> {
+    let provider = provider(&settings.model)?;
+    Ok(HostParts {
+        store: open_store(&settings.store)?,
+        registry: Arc::new(registry),
+        provider: Some(provider),
+        config: settings.agent.clone(),
+        checkpoints: settings.checkpoints.clone(),
+    })
+}
+
 /// One session of a host, driven from the terminal.
 pub struct Agent {
     /// The host.
@@ -238,18 +251,10 @@ impl Agent {
     /// Build the host (model first: without one nothing can run) and create or resume the
     /// session.
     pub async fn start(setup: Setup, start: Start, prompter: Prompter) -> Result<Self> {
-        let provider = provider(&setup.settings.model)?;
         let preview = (setup.root.clone(), setup.settings.preview.clone());
         let checkpoints = setup.settings.checkpoints.clone();
-        let store = open_store(&setup.settings.store)?;
-        let registry = Arc::new(setup.registry);
-        let parts = HostParts {
-            store,
-            registry: Arc::clone(&registry),
-            provider: Some(provider),
-            config: setup.settings.agent.clone(),
-            checkpoints: setup.settings.checkpoints.clone(),
-        };
+        let parts = host_parts(setup.registry, &setup.settings)?;
+        let registry = Arc::clone(&parts.registry);
         let host = Host::open(parts).await.context("cannot open the session host")?;
         let id = match start {
             Start::New { id, mode } => {

@@ -18,20 +18,26 @@ impl Store {
 
     /// [`Store::snapshot`] under the store lock already held.
     pub(crate) fn take(&self, meta: &Meta, restoring: Option<u64>) -> Result<Checkpoint, Error> {
+        let t0 = std::time::Instant::now();
+        let tr = std::env::var_os("CKPT_TRACE").is_some();
         let walked = snapshot::walk(
             &self.root,
             &self.config,
             &self.objects(),
             &index::load(&self.index_path()),
         )?;
+        if tr { eprintln!("walk {:?}", t0.elapsed()); }
         let (tree, _) = tree::build(&self.objects(), walked.entries)?;
+        if tr { eprintln!("build {:?}", t0.elapsed()); }
         index::save(&self.index_path(), &walked.index)?;
+        if tr { eprintln!("index {:?}", t0.elapsed()); }
         let ids = self.ids()?;
         let previous = ids.iter().rev().find_map(|id| self.load(*id).ok());
         let changes = match &previous {
             Some(p) => diff::summary(self, Some(&p.tree), &tree)?,
             None => Summary::default(),
         };
+        if tr { eprintln!("summary {:?}", t0.elapsed()); }
         // Numbers are claimed with create_new, so two sessions snapshotting at once never share one.
         let mut id = ids.last().copied().unwrap_or(0) + 1;
         loop {
@@ -53,6 +59,7 @@ impl Store {
             messages: meta.messages,
             restoring,
             rewound: meta.rewound.clone(),
+            uncaptured: walked.uncaptured,
         };
         write_atomic(&self.record_path(id), &serde_json::to_vec(&cp).unwrap_or_default())?;
         Ok(cp)

@@ -67,6 +67,7 @@ pub(crate) fn migrate(
         messages: None,
         restoring: None,
         rewound: None,
+        uncaptured: Vec::new(),
     };
     write_atomic(record, &serde_json::to_vec(&cp).unwrap_or_default())?;
     Ok(Some(cp))

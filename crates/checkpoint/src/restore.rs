@@ -23,6 +23,7 @@
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::{self, Write as _};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
@@ -32,7 +33,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, IoContext};
 use crate::lock;
-use crate::manifest::{Checkpoint, Entry, Meta};
+use crate::manifest::{Checkpoint, Entry, Meta, Uncaptured};
+use crate::names;
 use crate::objects::write_atomic;
 use crate::snapshot::VCS_DIRS;
 use crate::store::Store;
@@ -55,6 +57,10 @@ pub struct Restored {
     /// Paths in or of a version-control folder (`.git` …, a `.git` file too) where the checkpoint
     /// and the tree now differ: a restore never touches them, so they are left as they are now.
     pub protected: Vec<String>,
+    /// What the undo checkpoint could not capture (a socket, a FIFO, an unreadable file …): left
+    /// as they are by this restore unless the target has a file there, and not brought back by
+    /// restoring the undo.
+    pub uncaptured: Vec<Uncaptured>,
 }
 
 impl Restored {
@@ -91,21 +97,29 @@ impl Store {
         let _turns = lock::try_exclusive(&self.turns_lock())?.ok_or(Error::Busy)?;
         let target = self.load(id)?;
         let _store = lock::shared(&self.store_lock())?;
+        let t0 = std::time::Instant::now();
+        let tr = std::env::var_os("CKPT_TRACE").is_some();
         let before = self.take(undo, Some(id))?;
+        if tr { eprintln!("R take {:?}", t0.elapsed()); }
         let journal =
             serde_json::to_vec(&Journal { target: id, undo: before.id }).unwrap_or_default();
         write_atomic(&self.journal(), &journal)?;
         let deltas = tree::changes(&self.objects(), Some(&before.tree), &target.tree)?;
+        if tr { eprintln!("R changes {:?}", t0.elapsed()); }
         let done = self.apply(&deltas)?;
+        if tr { eprintln!("R apply {:?}", t0.elapsed()); }
         sync(&self.root);
+        if tr { eprintln!("R sync {:?}", t0.elapsed()); }
         fs::remove_file(self.journal()).at(&self.journal())?;
+        let shown = |paths: Vec<String>| paths.iter().map(|p| names::escaped(p)).collect();
         Ok(Restored {
             target: id,
+            uncaptured: before.uncaptured.clone(),
             undo: before,
-            written: done.written,
-            deleted: done.deleted,
-            skipped: done.skipped,
-            protected: done.protected,
+            written: shown(done.written),
+            deleted: shown(done.deleted),
+            skipped: shown(done.skipped),
+            protected: shown(done.protected),
         })
     }
 
@@ -140,7 +154,7 @@ impl Store {
         fs::remove_file(&path).at(&path)?;
         let mut paths = done.written;
         paths.extend(done.deleted);
-        Ok(Some((journal.target, paths)))
+        Ok(Some((journal.target, paths.iter().map(|p| names::escaped(p)).collect())))
     }
 
     /// Makes each path of `deltas` (path, now, target) what the target says, through
@@ -255,15 +269,21 @@ impl Project {
         } else {
             err
         };
-        Error::Io { path: self.root.join(rel), source }
+        Error::Io { path: self.root.join(names::escaped(rel)), source }
     }
 
-    /// `rel` as a path beneath the root (plain components only).
+    /// `rel` (stored form, see [`names`]) as a path beneath the root: plain names only, each
+    /// decoded to its bytes.
     fn rel(&self, rel: &str) -> io::Result<RelPath> {
         let bad = || io::Error::new(io::ErrorKind::InvalidInput, "not a path inside the project");
-        let path = self.ws.resolve("path", rel).map_err(|_| bad())?;
-        if path.is_root() || path.as_path() != Path::new(rel) {
-            return Err(bad());
+        let mut path = RelPath::default();
+        for part in rel.split('/') {
+            let name = names::decode(part).ok_or_else(bad)?;
+            let bytes = name.as_bytes();
+            if bytes.is_empty() || bytes == b"." || bytes == b".." || bytes.contains(&b'/') {
+                return Err(bad());
+            }
+            path = path.join(name);
         }
         Ok(path)
     }
@@ -329,9 +349,11 @@ impl Project {
         })
     }
 
-    /// Puts a symlink to `target` at `rel`.
+    /// Puts a symlink to `target` (stored form) at `rel`.
     fn place_link(&self, rel: &str, target: &str) -> Result<bool, Error> {
-        self.place(rel, |dir, name| atomic::replace_with_symlink(dir, name, Path::new(target)))
+        let bad = || io::Error::new(io::ErrorKind::InvalidData, "a damaged link target");
+        let target = names::decode(target).ok_or_else(bad).map_err(|e| self.error(rel, e))?;
+        self.place(rel, |dir, name| atomic::replace_with_symlink(dir, name, Path::new(&target)))
     }
 
     fn place(

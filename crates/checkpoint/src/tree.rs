@@ -3,6 +3,11 @@
 //! file's object, a link's target, a skipped file's size, a sub-folder's tree), compressed and
 //! named by its sha256 like every object: an unchanged folder has the same id in every
 //! checkpoint and is stored once. Comparing two trees skips every sub-folder whose id is equal.
+//!
+//! Names and link targets are in their stored form ([`crate::names`]): UTF-8 ones as they are,
+//! others as a NUL and their bytes in hex. That form is the format's only version mark: trees
+//! written before it (UTF-8 names only, the others were left out) read and restore unchanged, and
+//! a tree of UTF-8 names has the same id as before.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -135,7 +140,11 @@ pub(crate) fn changes(
     let mut out = Vec::new();
     compare(objects_dir, old, Some(new), "", &mut out)?;
     // `/` sorts first, so that a folder's paths follow it directly (`a/b`, `a/b/c`, `a/b-x`).
-    let key = |p: &str| p.bytes().map(|c| if c == b'/' { 0 } else { c }).collect::<Vec<u8>>();
+    // Names compare as their bytes (see `crate::names`).
+    let key = |p: &str| {
+        let raw = crate::names::bytes(p).unwrap_or_else(|| p.as_bytes().to_vec());
+        raw.into_iter().map(|c| if c == b'/' { 0 } else { c }).collect::<Vec<u8>>()
+    };
     out.sort_by_cached_key(|d| key(&d.0));
     Ok(out)
 }

@@ -5,7 +5,7 @@
 use crate::diff;
 use crate::error::Error;
 use crate::manifest::{Checkpoint, Meta, Summary};
-use crate::objects::write_atomic;
+use crate::objects::{self, write_atomic};
 use crate::store::{Store, now_ms};
 use crate::{index, lock, snapshot, tree};
 
@@ -27,7 +27,13 @@ impl Store {
             &index::load(&self.index_path()),
         )?;
         if tr { eprintln!("walk {:?}", t0.elapsed()); }
-        let (tree, _) = tree::build(&self.objects(), walked.entries)?;
+        let mut new = walked.new;
+        let (tree, _) = tree::build(&self.objects(), walked.entries, &mut new)?;
+        // A restore's checkpoint is its undo: it is made durable with the restore (which once
+        // ran a `syncfs`, flushing the store too when it shares the project's file system).
+        if restoring.is_some() {
+            objects::sync(&self.objects(), &new);
+        }
         if tr { eprintln!("build {:?}", t0.elapsed()); }
         index::save(&self.index_path(), &walked.index)?;
         if tr { eprintln!("index {:?}", t0.elapsed()); }

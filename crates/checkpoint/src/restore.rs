@@ -1,6 +1,6 @@
 //! Restoring a checkpoint: refuse while a turn runs, snapshot the current tree (so the restore
-//! can be undone), write a journal naming the target, make the tree equal to the target, sync,
-//! remove the journal.
+//! can be undone), write a journal naming the target, make the tree equal to the target, fsync
+//! what it changed (see `Project::sync`), remove the journal.
 //!
 //! Only the paths whose trees differ are touched. Every file is written to a temporary name
 //! beside it and renamed, and making a tree equal to another is idempotent, so after a crash
@@ -20,6 +20,8 @@
 //! of a version-control folder (`.git`, `.hg`, `.svn`, `.jj`, any depth, any case, a `.git` file
 //! too) are never written, created or deleted, even if a checkpoint holds them.
 
+use std::cell::RefCell;
+use std::collections::BTreeSet;
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::{self, Write as _};
@@ -83,6 +85,8 @@ struct Applied {
     deleted: Vec<String>,
     skipped: Vec<String>,
     protected: Vec<String>,
+    /// Whether what was changed is durable (else the journal stays, for the next recovery).
+    synced: bool,
 }
 
 impl Store {
@@ -107,10 +111,10 @@ impl Store {
         let deltas = tree::changes(&self.objects(), Some(&before.tree), &target.tree)?;
         if tr { eprintln!("R changes {:?}", t0.elapsed()); }
         let done = self.apply(&deltas)?;
-        if tr { eprintln!("R apply {:?}", t0.elapsed()); }
-        sync(&self.root);
-        if tr { eprintln!("R sync {:?}", t0.elapsed()); }
-        fs::remove_file(self.journal()).at(&self.journal())?;
+        if tr { eprintln!("R apply+sync {:?}", t0.elapsed()); }
+        if done.synced {
+            fs::remove_file(self.journal()).at(&self.journal())?;
+        }
         let shown = |paths: Vec<String>| paths.iter().map(|p| names::escaped(p)).collect();
         Ok(Restored {
             target: id,
@@ -147,18 +151,20 @@ impl Store {
             &self.objects(),
             &index::load(&self.index_path()),
         )?;
-        let (now, _) = tree::build(&self.objects(), walked.entries)?;
+        let (now, _) = tree::build(&self.objects(), walked.entries, &mut Vec::new())?;
         let deltas = tree::changes(&self.objects(), Some(&now), &target.tree)?;
         let done = self.apply(&deltas)?;
-        sync(&self.root);
-        fs::remove_file(&path).at(&path)?;
+        if done.synced {
+            fs::remove_file(&path).at(&path)?;
+        }
         let mut paths = done.written;
         paths.extend(done.deleted);
         Ok(Some((journal.target, paths.iter().map(|p| names::escaped(p)).collect())))
     }
 
     /// Makes each path of `deltas` (path, now, target) what the target says, through
-    /// [`Project`]: beneath the root, no symlink followed, nothing in a version-control folder.
+    /// [`Project`]: beneath the root, no symlink followed, nothing in a version-control folder;
+    /// then makes it durable ([`Project::sync`]) before the caller removes the journal.
     fn apply(&self, deltas: &[Delta]) -> Result<Applied, Error> {
         let mut done = Applied::default();
         let project = Project::open(&self.root)?;
@@ -231,6 +237,7 @@ impl Store {
                 done.written.push(format!("{rel}/"));
             }
         }
+        done.synced = project.sync();
         Ok(done)
     }
 }
@@ -250,12 +257,21 @@ fn in_vcs(rel: &str) -> bool {
 struct Project {
     ws: Workspace,
     root: PathBuf,
+    /// What the restore changed, to be made durable before its journal goes (see [`Project::sync`]):
+    /// the files it wrote and the folders whose entries or modes it changed.
+    files: RefCell<Vec<fs::File>>,
+    dirs: RefCell<BTreeSet<RelPath>>,
 }
 
 impl Project {
     fn open(root: &Path) -> Result<Self, Error> {
         let ws = Workspace::open(root).at(root)?;
-        Ok(Self { ws, root: root.to_path_buf() })
+        Ok(Self {
+            ws,
+            root: root.to_path_buf(),
+            files: RefCell::default(),
+            dirs: RefCell::default(),
+        })
     }
 
     /// The error of `rel`, with what a link on the way means.
@@ -293,6 +309,8 @@ impl Project {
     fn parent(&self, rel: &str) -> io::Result<(Dir, OsString, RelPath)> {
         let path = self.rel(rel)?;
         let name = path.file_name().unwrap_or_default().to_os_string();
+        // Every change goes through here: its folder is synced at the end.
+        self.dirs.borrow_mut().insert(path.parent());
         Ok((self.ws.open_dir_nofollow(&path.parent())?, name, path))
     }
 
@@ -344,6 +362,7 @@ impl Project {
         self.place(rel, |dir, name| {
             atomic::replace_in(dir, name, |file| {
                 file.write_all(bytes)?;
+                self.files.borrow_mut().push(file.try_clone()?);
                 file.set_permissions(std::fs::Permissions::from_mode(mode))
             })
         })
@@ -378,6 +397,9 @@ impl Project {
         };
         let perms = cap_std::fs::Permissions::from_std(std::fs::Permissions::from_mode(mode));
         dir.set_permissions(".", perms).map_err(|e| self.error(rel, e))?;
+        if let Ok(path) = self.rel(rel) {
+            self.dirs.borrow_mut().insert(path);
+        }
         Ok(true)
     }
 }
@@ -404,10 +426,35 @@ fn remove_entry(ws: &Workspace, dir: &Dir, path: &RelPath, name: &OsStr) -> io::
     Ok(all)
 }
 
-/// Flushes what the restore wrote before its journal goes (one `syncfs` rather than a `fsync`
-/// per file). A failure leaves the journal's work to be checked again by the next recovery.
-fn sync(root: &Path) {
-    if let Ok(dir) = fs::File::open(root) {
-        let _ = rustix::fs::syncfs(&dir);
+impl Project {
+    /// Makes what the restore changed durable before its journal is removed: each file it wrote
+    /// (`fsync`: its content, size and mode) and each folder whose entries it renamed, created or
+    /// removed, or whose mode it set (`fsync`). That is exactly what a crash could otherwise lose
+    /// after the journal is gone; everything else on the file system is not the restore's to
+    /// flush (a `syncfs` waited for every other writer's dirty data too). The two lists are
+    /// synced by two threads, so that the file system can join their flushes. False when one
+    /// failed: the caller then keeps the journal, so that the next [`Store::recover`] compares
+    /// the tree with the target again.
+    fn sync(&self) -> bool {
+        let files = std::mem::take(&mut *self.files.borrow_mut());
+        let dirs: Vec<Dir> = std::mem::take(&mut *self.dirs.borrow_mut())
+            .iter()
+            .filter_map(|rel| self.ws.open_dir_nofollow(rel).ok())
+            .collect();
+        let half = files.len() / 2;
+        let (a, b) = files.split_at(half);
+        let all = |files: &[fs::File]| files.iter().all(|f| f.sync_all().is_ok());
+        let files_ok = std::thread::scope(|scope| {
+            let other = scope.spawn(|| all(a));
+            all(b) & other.join().unwrap_or(false)
+        });
+        let dirs_ok = dirs.iter().all(|dir| {
+            rustix::fs::fsync(dir).is_ok() || {
+                // A handle that cannot be synced (opened for paths only): the folder itself.
+                let read = cap_std::fs::OpenOptions::new().read(true).clone();
+                dir.open_with(".", &read).and_then(|h| h.sync_all()).is_ok()
+            }
+        });
+        files_ok && dirs_ok
     }
 }

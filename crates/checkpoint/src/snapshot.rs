@@ -76,6 +76,8 @@ pub(crate) struct Walked {
     pub(crate) written: u64,
     /// What was found and could not be captured, by stored path, sorted.
     pub(crate) uncaptured: Vec<Uncaptured>,
+    /// The objects this walk stored (that were not in the store).
+    pub(crate) new: Vec<String>,
 }
 
 /// Walks `root`, storing new contents in `objects_dir`.
@@ -107,7 +109,13 @@ pub(crate) fn walk(
         queue: Mutex::new(Queue { folders: Vec::new(), busy: 0, stop: false }),
         woken: Condvar::new(),
         out: Mutex::new((
-            Walked { entries: Vec::new(), index: Index::new(), written: 0, uncaptured: Vec::new() },
+            Walked {
+                entries: Vec::new(),
+                index: Index::new(),
+                written: 0,
+                uncaptured: Vec::new(),
+                new: Vec::new(),
+            },
             None,
         )),
     };
@@ -380,6 +388,9 @@ impl Walk<'_> {
                     let Ok(mut g) = self.out.lock() else { return Err(Error::Poisoned) };
                     if let Some(i) = idx {
                         g.0.index.insert(child.clone(), i);
+                    }
+                    if let (true, Entry::File { oid, .. }) = (written > 0, &e) {
+                        g.0.new.push(oid.clone());
                     }
                     g.0.entries.push((child, e));
                     g.0.written += written;

@@ -42,10 +42,11 @@ fn join(dir: &str, name: &str) -> String {
 }
 
 /// Stores the trees of `entries` (paths with `/`, folders included); the root tree's id and the
-/// compressed bytes written.
+/// compressed bytes written. The ids of the trees that were not in the store go to `new`.
 pub(crate) fn build(
     objects_dir: &std::path::Path,
     entries: Vec<(String, Entry)>,
+    new: &mut Vec<String>,
 ) -> Result<(String, u64), Error> {
     let mut dirs: HashMap<String, Tree> = HashMap::new();
     let mut modes: HashMap<String, u32> = HashMap::new();
@@ -80,12 +81,18 @@ pub(crate) fn build(
         let tree = dirs.remove(&key).unwrap_or_default();
         let (oid, w) = put(objects_dir, &tree)?;
         written += w;
+        if w > 0 {
+            new.push(oid.clone());
+        }
         let mode = modes.get(&key).copied().unwrap_or(0o755);
         let (dir, name) = split(&key);
         dirs.entry(dir.to_string()).or_default().insert(name.to_string(), Node::Dir { oid, mode });
     }
     let root = dirs.remove("").unwrap_or_default();
     let (oid, w) = put(objects_dir, &root)?;
+    if w > 0 {
+        new.push(oid.clone());
+    }
     Ok((oid, written + w))
 }
 

@@ -18,15 +18,12 @@ impl Store {
 
     /// [`Store::snapshot`] under the store lock already held.
     pub(crate) fn take(&self, meta: &Meta, restoring: Option<u64>) -> Result<Checkpoint, Error> {
-        let t0 = std::time::Instant::now();
-        let tr = std::env::var_os("CKPT_TRACE").is_some();
         let walked = snapshot::walk(
             &self.root,
             &self.config,
             &self.objects(),
             &index::load(&self.index_path()),
         )?;
-        if tr { eprintln!("walk {:?}", t0.elapsed()); }
         let mut new = walked.new;
         let (tree, _) = tree::build(&self.objects(), walked.entries, &mut new)?;
         // A restore's checkpoint is its undo: it is made durable with the restore (which once
@@ -34,16 +31,13 @@ impl Store {
         if restoring.is_some() {
             objects::sync(&self.objects(), &new);
         }
-        if tr { eprintln!("build {:?}", t0.elapsed()); }
         index::save(&self.index_path(), &walked.index)?;
-        if tr { eprintln!("index {:?}", t0.elapsed()); }
         let ids = self.ids()?;
         let previous = ids.iter().rev().find_map(|id| self.load(*id).ok());
         let changes = match &previous {
             Some(p) => diff::summary(self, Some(&p.tree), &tree)?,
             None => Summary::default(),
         };
-        if tr { eprintln!("summary {:?}", t0.elapsed()); }
         // Numbers are claimed with create_new, so two sessions snapshotting at once never share one.
         let mut id = ids.last().copied().unwrap_or(0) + 1;
         loop {

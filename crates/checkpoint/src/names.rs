@@ -35,11 +35,8 @@ pub(crate) fn decode(stored: &str) -> Option<OsString> {
         return None;
     }
     let digit = |c: u8| char::from(c).to_digit(16).and_then(|d| u8::try_from(d).ok());
-    let bytes: Option<Vec<u8>> = hex
-        .as_bytes()
-        .chunks(2)
-        .map(|pair| Some(digit(pair[0])? << 4 | digit(pair[1])?))
-        .collect();
+    let bytes: Option<Vec<u8>> =
+        hex.as_bytes().chunks(2).map(|pair| Some(digit(pair[0])? << 4 | digit(pair[1])?)).collect();
     Some(OsString::from_vec(bytes?))
 }
 
@@ -119,7 +116,7 @@ mod tests {
     fn names_round_trip_and_read_escaped() {
         let raw = OsStr::from_bytes(b"caf\xe9.txt");
         let stored = encode(raw);
-        assert_eq!(stored, "\0636166e92e747874");
+        assert_eq!(stored, "\u{0}636166e92e747874");
         assert_eq!(decode(&stored).unwrap(), raw);
         assert_eq!(encode(OsStr::new("plain é.txt")), "plain é.txt");
         assert_eq!(escaped(&format!("dir/{stored}")), "dir/caf\\xe9.txt");

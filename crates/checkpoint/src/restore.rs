@@ -101,17 +101,12 @@ impl Store {
         let _turns = lock::try_exclusive(&self.turns_lock())?.ok_or(Error::Busy)?;
         let target = self.load(id)?;
         let _store = lock::shared(&self.store_lock())?;
-        let t0 = std::time::Instant::now();
-        let tr = std::env::var_os("CKPT_TRACE").is_some();
         let before = self.take(undo, Some(id))?;
-        if tr { eprintln!("R take {:?}", t0.elapsed()); }
         let journal =
             serde_json::to_vec(&Journal { target: id, undo: before.id }).unwrap_or_default();
         write_atomic(&self.journal(), &journal)?;
         let deltas = tree::changes(&self.objects(), Some(&before.tree), &target.tree)?;
-        if tr { eprintln!("R changes {:?}", t0.elapsed()); }
         let done = self.apply(&deltas)?;
-        if tr { eprintln!("R apply+sync {:?}", t0.elapsed()); }
         if done.synced {
             fs::remove_file(self.journal()).at(&self.journal())?;
         }

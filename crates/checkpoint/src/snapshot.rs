@@ -21,9 +21,9 @@
 //! folder's `info/exclude` (which only says what to leave out).
 
 use std::ffi::{OsStr, OsString};
-use std::os::unix::ffi::OsStrExt;
 use std::fs::File;
 use std::io::{self, Read as _};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 

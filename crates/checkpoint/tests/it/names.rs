@@ -83,7 +83,8 @@ fn names_and_link_targets_that_are_not_utf8_snapshot_diff_and_restore_byte_for_b
     let end = s.snapshot(&meta(Kind::TurnEnd)).unwrap();
 
     let changes = diff(&s, Some(&start), &end).unwrap();
-    let shown: Vec<(&str, ChangeKind)> = changes.iter().map(|c| (c.path.as_str(), c.kind)).collect();
+    let shown: Vec<(&str, ChangeKind)> =
+        changes.iter().map(|c| (c.path.as_str(), c.kind)).collect();
     assert_eq!(
         shown,
         vec![

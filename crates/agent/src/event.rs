@@ -156,6 +156,9 @@ pub enum EventKind {
         additions: usize,
         /// Lines removed.
         deletions: usize,
+        /// What it found but could not capture (a socket, a FIFO, an unreadable file), by name.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        uncaptured: Vec<hands_checkpoint::Uncaptured>,
     },
     /// The conversation was rewound to a checkpoint: the messages after it are gone (from the
     /// store too) and are no longer sent to the model.
@@ -193,6 +196,7 @@ impl EventKind {
             files_changed: checkpoint.changes.files,
             additions: checkpoint.changes.added,
             deletions: checkpoint.changes.removed,
+            uncaptured: checkpoint.uncaptured.clone(),
         }
     }
 

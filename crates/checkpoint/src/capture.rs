@@ -5,7 +5,7 @@
 use crate::diff;
 use crate::error::Error;
 use crate::manifest::{Checkpoint, Meta, Summary};
-use crate::objects::write_atomic;
+use crate::objects::{self, write_atomic};
 use crate::store::{Store, now_ms};
 use crate::{index, lock, snapshot, tree};
 
@@ -24,7 +24,13 @@ impl Store {
             &self.objects(),
             &index::load(&self.index_path()),
         )?;
-        let (tree, _) = tree::build(&self.objects(), walked.entries)?;
+        let mut new = walked.new;
+        let (tree, _) = tree::build(&self.objects(), walked.entries, &mut new)?;
+        // A restore's checkpoint is its undo: it is made durable with the restore (which once
+        // ran a `syncfs`, flushing the store too when it shares the project's file system).
+        if restoring.is_some() {
+            objects::sync(&self.objects(), &new);
+        }
         index::save(&self.index_path(), &walked.index)?;
         let ids = self.ids()?;
         let previous = ids.iter().rev().find_map(|id| self.load(*id).ok());
@@ -53,6 +59,7 @@ impl Store {
             messages: meta.messages,
             restoring,
             rewound: meta.rewound.clone(),
+            uncaptured: walked.uncaptured,
         };
         write_atomic(&self.record_path(id), &serde_json::to_vec(&cp).unwrap_or_default())?;
         Ok(cp)

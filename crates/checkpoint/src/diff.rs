@@ -32,7 +32,8 @@ pub enum ChangeKind {
     Mode,
 }
 
-/// One changed path. An empty folder that appeared or went is listed with a trailing `/`.
+/// One changed path. An empty folder that appeared or went is listed with a trailing `/`; a
+/// name that is not UTF-8 is shown with its other bytes as `\xNN` (see [`crate::names`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Change {
     /// Relative path.
@@ -103,6 +104,8 @@ fn changes(
         };
         let is_dir = |e: &Option<Entry>| matches!(e, Some(Entry::Dir { .. }));
         let folder = (is_dir(a) || a.is_none()) && (is_dir(b) || b.is_none());
+        // Names that are not UTF-8 are shown escaped (`caf\xe9.txt`, see `crate::names`).
+        let path = &crate::names::escaped(path);
         let shown = if folder { format!("{path}/") } else { path.clone() };
         let mut change =
             Change { path: shown, kind, added: 0, removed: 0, binary: false, unified: None };
@@ -159,7 +162,7 @@ fn lonely(deltas: &[Delta], i: usize) -> bool {
 fn text(store: &Store, e: Option<&Entry>) -> Result<Option<String>, Error> {
     match e {
         None | Some(Entry::Dir { .. }) => Ok(Some(String::new())),
-        Some(Entry::Link { target }) => Ok(Some(format!("{target}\n"))),
+        Some(Entry::Link { target }) => Ok(Some(format!("{}\n", crate::names::escaped(target)))),
         Some(Entry::Skipped { .. }) => Ok(None),
         Some(Entry::File { size, .. }) if *size > MAX_DIFF_BYTES => Ok(None),
         Some(Entry::File { oid, .. }) => {

@@ -50,7 +50,7 @@ pub(crate) fn migrate(
             (path, e)
         })
         .collect();
-    let (root, _) = tree::build(objects, entries)?;
+    let (root, _) = tree::build(objects, entries, &mut Vec::new())?;
     let (kind, turn) = match old.label.split_once(" turn ") {
         Some(("before", turn)) => (Kind::TurnStart, Some(turn.to_string())),
         Some(("after", turn)) => (Kind::TurnEnd, Some(turn.to_string())),
@@ -67,6 +67,7 @@ pub(crate) fn migrate(
         messages: None,
         restoring: None,
         rewound: None,
+        uncaptured: Vec::new(),
     };
     write_atomic(record, &serde_json::to_vec(&cp).unwrap_or_default())?;
     Ok(Some(cp))

@@ -117,6 +117,38 @@ pub struct Checkpoint {
     /// For a restore's checkpoint: the messages the restore removed from the conversation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rewound: Option<Rewound>,
+    /// What the walk found but could not capture (a socket, a FIFO, a device, a file or folder
+    /// that could not be read): a restore of this checkpoint cannot bring those back.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uncaptured: Vec<Uncaptured>,
+}
+
+/// A path a checkpoint could not capture, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Uncaptured {
+    /// The path, relative to the project root, bytes that are not UTF-8 shown as U+FFFD.
+    pub path: String,
+    /// The same path with bytes that are not UTF-8 as `\xNN` (equal to `path` for UTF-8 names).
+    pub escaped: String,
+    /// Why: `socket`, `fifo`, `device`, `unreadable: <error>`, `folder not listed: <error>`.
+    pub reason: String,
+}
+
+impl Uncaptured {
+    /// The path stored as `stored` (see [`crate::names`]), not captured for `reason`.
+    pub(crate) fn new(stored: &str, reason: String) -> Self {
+        Self { path: crate::names::lossy(stored), escaped: crate::names::escaped(stored), reason }
+    }
+}
+
+impl std::fmt::Display for Uncaptured {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.path == self.escaped {
+            write!(f, "{} ({})", self.path, self.reason)
+        } else {
+            write!(f, "{} [{}] ({})", self.path, self.escaped, self.reason)
+        }
+    }
 }
 
 impl Checkpoint {

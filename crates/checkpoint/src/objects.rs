@@ -66,6 +66,21 @@ pub(crate) fn get(objects: &Path, oid: &str) -> Result<Vec<u8>, Error> {
     Ok(out)
 }
 
+/// Makes the objects `oids` durable: each file and each folder that holds one (`fsync`).
+pub(crate) fn sync(objects: &Path, oids: &[String]) {
+    let mut dirs = std::collections::BTreeSet::new();
+    for oid in oids {
+        let file = path(objects, oid);
+        let _ = fs::File::open(&file).and_then(|f| f.sync_all());
+        if let Some(dir) = file.parent() {
+            dirs.insert(dir.to_path_buf());
+        }
+    }
+    for dir in dirs {
+        let _ = fs::File::open(&dir).and_then(|f| f.sync_all());
+    }
+}
+
 /// Writes `bytes` to `path` (0600) through a temporary file, fsync and rename.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     hands_dirs::write_private(path, bytes).at(path)

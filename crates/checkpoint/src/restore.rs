@@ -1,6 +1,6 @@
 //! Restoring a checkpoint: refuse while a turn runs, snapshot the current tree (so the restore
-//! can be undone), write a journal naming the target, make the tree equal to the target, sync,
-//! remove the journal.
+//! can be undone), write a journal naming the target, make the tree equal to the target, fsync
+//! what it changed (see `Project::sync`), remove the journal.
 //!
 //! Only the paths whose trees differ are touched. Every file is written to a temporary name
 //! beside it and renamed, and making a tree equal to another is idempotent, so after a crash
@@ -20,9 +20,12 @@
 //! of a version-control folder (`.git`, `.hg`, `.svn`, `.jj`, any depth, any case, a `.git` file
 //! too) are never written, created or deleted, even if a checkpoint holds them.
 
+use std::cell::RefCell;
+use std::collections::BTreeSet;
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::{self, Write as _};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
@@ -32,7 +35,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, IoContext};
 use crate::lock;
-use crate::manifest::{Checkpoint, Entry, Meta};
+use crate::manifest::{Checkpoint, Entry, Meta, Uncaptured};
+use crate::names;
 use crate::objects::write_atomic;
 use crate::snapshot::VCS_DIRS;
 use crate::store::Store;
@@ -55,6 +59,10 @@ pub struct Restored {
     /// Paths in or of a version-control folder (`.git` …, a `.git` file too) where the checkpoint
     /// and the tree now differ: a restore never touches them, so they are left as they are now.
     pub protected: Vec<String>,
+    /// What the undo checkpoint could not capture (a socket, a FIFO, an unreadable file …): left
+    /// as they are by this restore unless the target has a file there, and not brought back by
+    /// restoring the undo.
+    pub uncaptured: Vec<Uncaptured>,
 }
 
 impl Restored {
@@ -77,6 +85,8 @@ struct Applied {
     deleted: Vec<String>,
     skipped: Vec<String>,
     protected: Vec<String>,
+    /// Whether what was changed is durable (else the journal stays, for the next recovery).
+    synced: bool,
 }
 
 impl Store {
@@ -97,15 +107,18 @@ impl Store {
         write_atomic(&self.journal(), &journal)?;
         let deltas = tree::changes(&self.objects(), Some(&before.tree), &target.tree)?;
         let done = self.apply(&deltas)?;
-        sync(&self.root);
-        fs::remove_file(self.journal()).at(&self.journal())?;
+        if done.synced {
+            fs::remove_file(self.journal()).at(&self.journal())?;
+        }
+        let shown = |paths: Vec<String>| paths.iter().map(|p| names::escaped(p)).collect();
         Ok(Restored {
             target: id,
+            uncaptured: before.uncaptured.clone(),
             undo: before,
-            written: done.written,
-            deleted: done.deleted,
-            skipped: done.skipped,
-            protected: done.protected,
+            written: shown(done.written),
+            deleted: shown(done.deleted),
+            skipped: shown(done.skipped),
+            protected: shown(done.protected),
         })
     }
 
@@ -133,18 +146,20 @@ impl Store {
             &self.objects(),
             &index::load(&self.index_path()),
         )?;
-        let (now, _) = tree::build(&self.objects(), walked.entries)?;
+        let (now, _) = tree::build(&self.objects(), walked.entries, &mut Vec::new())?;
         let deltas = tree::changes(&self.objects(), Some(&now), &target.tree)?;
         let done = self.apply(&deltas)?;
-        sync(&self.root);
-        fs::remove_file(&path).at(&path)?;
+        if done.synced {
+            fs::remove_file(&path).at(&path)?;
+        }
         let mut paths = done.written;
         paths.extend(done.deleted);
-        Ok(Some((journal.target, paths)))
+        Ok(Some((journal.target, paths.iter().map(|p| names::escaped(p)).collect())))
     }
 
     /// Makes each path of `deltas` (path, now, target) what the target says, through
-    /// [`Project`]: beneath the root, no symlink followed, nothing in a version-control folder.
+    /// [`Project`]: beneath the root, no symlink followed, nothing in a version-control folder;
+    /// then makes it durable ([`Project::sync`]) before the caller removes the journal.
     fn apply(&self, deltas: &[Delta]) -> Result<Applied, Error> {
         let mut done = Applied::default();
         let project = Project::open(&self.root)?;
@@ -217,6 +232,7 @@ impl Store {
                 done.written.push(format!("{rel}/"));
             }
         }
+        done.synced = project.sync();
         Ok(done)
     }
 }
@@ -236,12 +252,21 @@ fn in_vcs(rel: &str) -> bool {
 struct Project {
     ws: Workspace,
     root: PathBuf,
+    /// What the restore changed, to be made durable before its journal goes (see [`Project::sync`]):
+    /// the files it wrote and the folders whose entries or modes it changed.
+    files: RefCell<Vec<fs::File>>,
+    dirs: RefCell<BTreeSet<RelPath>>,
 }
 
 impl Project {
     fn open(root: &Path) -> Result<Self, Error> {
         let ws = Workspace::open(root).at(root)?;
-        Ok(Self { ws, root: root.to_path_buf() })
+        Ok(Self {
+            ws,
+            root: root.to_path_buf(),
+            files: RefCell::default(),
+            dirs: RefCell::default(),
+        })
     }
 
     /// The error of `rel`, with what a link on the way means.
@@ -255,15 +280,21 @@ impl Project {
         } else {
             err
         };
-        Error::Io { path: self.root.join(rel), source }
+        Error::Io { path: self.root.join(names::escaped(rel)), source }
     }
 
-    /// `rel` as a path beneath the root (plain components only).
+    /// `rel` (stored form, see [`names`]) as a path beneath the root: plain names only, each
+    /// decoded to its bytes.
     fn rel(&self, rel: &str) -> io::Result<RelPath> {
         let bad = || io::Error::new(io::ErrorKind::InvalidInput, "not a path inside the project");
-        let path = self.ws.resolve("path", rel).map_err(|_| bad())?;
-        if path.is_root() || path.as_path() != Path::new(rel) {
-            return Err(bad());
+        let mut path = RelPath::default();
+        for part in rel.split('/') {
+            let name = names::decode(part).ok_or_else(bad)?;
+            let bytes = name.as_bytes();
+            if bytes.is_empty() || bytes == b"." || bytes == b".." || bytes.contains(&b'/') {
+                return Err(bad());
+            }
+            path = path.join(name);
         }
         Ok(path)
     }
@@ -273,6 +304,8 @@ impl Project {
     fn parent(&self, rel: &str) -> io::Result<(Dir, OsString, RelPath)> {
         let path = self.rel(rel)?;
         let name = path.file_name().unwrap_or_default().to_os_string();
+        // Every change goes through here: its folder is synced at the end.
+        self.dirs.borrow_mut().insert(path.parent());
         Ok((self.ws.open_dir_nofollow(&path.parent())?, name, path))
     }
 
@@ -324,14 +357,17 @@ impl Project {
         self.place(rel, |dir, name| {
             atomic::replace_in(dir, name, |file| {
                 file.write_all(bytes)?;
+                self.files.borrow_mut().push(file.try_clone()?);
                 file.set_permissions(std::fs::Permissions::from_mode(mode))
             })
         })
     }
 
-    /// Puts a symlink to `target` at `rel`.
+    /// Puts a symlink to `target` (stored form) at `rel`.
     fn place_link(&self, rel: &str, target: &str) -> Result<bool, Error> {
-        self.place(rel, |dir, name| atomic::replace_with_symlink(dir, name, Path::new(target)))
+        let bad = || io::Error::new(io::ErrorKind::InvalidData, "a damaged link target");
+        let target = names::decode(target).ok_or_else(bad).map_err(|e| self.error(rel, e))?;
+        self.place(rel, |dir, name| atomic::replace_with_symlink(dir, name, Path::new(&target)))
     }
 
     fn place(
@@ -356,6 +392,9 @@ impl Project {
         };
         let perms = cap_std::fs::Permissions::from_std(std::fs::Permissions::from_mode(mode));
         dir.set_permissions(".", perms).map_err(|e| self.error(rel, e))?;
+        if let Ok(path) = self.rel(rel) {
+            self.dirs.borrow_mut().insert(path);
+        }
         Ok(true)
     }
 }
@@ -382,10 +421,35 @@ fn remove_entry(ws: &Workspace, dir: &Dir, path: &RelPath, name: &OsStr) -> io::
     Ok(all)
 }
 
-/// Flushes what the restore wrote before its journal goes (one `syncfs` rather than a `fsync`
-/// per file). A failure leaves the journal's work to be checked again by the next recovery.
-fn sync(root: &Path) {
-    if let Ok(dir) = fs::File::open(root) {
-        let _ = rustix::fs::syncfs(&dir);
+impl Project {
+    /// Makes what the restore changed durable before its journal is removed: each file it wrote
+    /// (`fsync`: its content, size and mode) and each folder whose entries it renamed, created or
+    /// removed, or whose mode it set (`fsync`). That is exactly what a crash could otherwise lose
+    /// after the journal is gone; everything else on the file system is not the restore's to
+    /// flush (a `syncfs` waited for every other writer's dirty data too). The two lists are
+    /// synced by two threads, so that the file system can join their flushes. False when one
+    /// failed: the caller then keeps the journal, so that the next [`Store::recover`] compares
+    /// the tree with the target again.
+    fn sync(&self) -> bool {
+        let files = std::mem::take(&mut *self.files.borrow_mut());
+        let dirs: Vec<Dir> = std::mem::take(&mut *self.dirs.borrow_mut())
+            .iter()
+            .filter_map(|rel| self.ws.open_dir_nofollow(rel).ok())
+            .collect();
+        let half = files.len() / 2;
+        let (a, b) = files.split_at(half);
+        let all = |files: &[fs::File]| files.iter().all(|f| f.sync_all().is_ok());
+        let files_ok = std::thread::scope(|scope| {
+            let other = scope.spawn(|| all(a));
+            all(b) & other.join().unwrap_or(false)
+        });
+        let dirs_ok = dirs.iter().all(|dir| {
+            rustix::fs::fsync(dir).is_ok() || {
+                // A handle that cannot be synced (opened for paths only): the folder itself.
+                let read = cap_std::fs::OpenOptions::new().read(true).clone();
+                dir.open_with(".", &read).and_then(|h| h.sync_all()).is_ok()
+            }
+        });
+        files_ok && dirs_ok
     }
 }

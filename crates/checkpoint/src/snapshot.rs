@@ -20,9 +20,10 @@
 //! matches them; only a worktree's `.git` file is followed to its git folder, by path, for that
 //! folder's `info/exclude` (which only says what to leave out).
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{self, Read as _};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -35,8 +36,8 @@ use rustix::io::Errno;
 
 use crate::error::{Error, IoContext};
 use crate::index::{Index, Stat};
-use crate::manifest::Entry;
-use crate::objects;
+use crate::manifest::{Entry, Uncaptured};
+use crate::{names, objects};
 
 /// Folders of version control systems: never captured, never touched.
 pub(crate) const VCS_DIRS: &[&str] = &[".git", ".hg", ".svn", ".jj"];
@@ -73,6 +74,10 @@ pub(crate) struct Walked {
     pub(crate) entries: Vec<(String, Entry)>,
     pub(crate) index: Index,
     pub(crate) written: u64,
+    /// What was found and could not be captured, by stored path, sorted.
+    pub(crate) uncaptured: Vec<Uncaptured>,
+    /// The objects this walk stored (that were not in the store).
+    pub(crate) new: Vec<String>,
 }
 
 /// Walks `root`, storing new contents in `objects_dir`.
@@ -103,10 +108,19 @@ pub(crate) fn walk(
         racy_from: now_ns() - RACY_WINDOW_NS,
         queue: Mutex::new(Queue { folders: Vec::new(), busy: 0, stop: false }),
         woken: Condvar::new(),
-        out: Mutex::new((Walked { entries: Vec::new(), index: Index::new(), written: 0 }, None)),
+        out: Mutex::new((
+            Walked {
+                entries: Vec::new(),
+                index: Index::new(),
+                written: 0,
+                uncaptured: Vec::new(),
+                new: Vec::new(),
+            },
+            None,
+        )),
     };
     // The root's folder is read here, so that a root that cannot be listed is an error.
-    let rules = Arc::new(walk.rules(&top, "", None));
+    let rules = Arc::new(walk.rules(&top, &RelPath::default(), None));
     let names = list(&top).at(root)?;
     let rules = walk.folder(&top, &RelPath::default(), "", &names, rules);
     if let Err(err) = rules {
@@ -118,7 +132,8 @@ pub(crate) fn walk(
         }
     });
     // A poisoned lock means a visitor panicked: the walk's result cannot be trusted.
-    let (walked, err) = walk.out.into_inner().map_err(|_| Error::Poisoned)?;
+    let (mut walked, err) = walk.out.into_inner().map_err(|_| Error::Poisoned)?;
+    walked.uncaptured.sort_by(|a, b| a.escaped.cmp(&b.escaped));
     match err {
         Some(err) => Err(err),
         None => Ok(walked),
@@ -183,14 +198,14 @@ fn list(dir: &Dir) -> io::Result<Vec<OsString>> {
 }
 
 /// `name` in `dir`, opened for reading with no symlink followed and without waiting (a pipe).
-fn open_in(dir: &Dir, name: &OsString) -> io::Result<File> {
+fn open_in(dir: &Dir, name: &OsStr) -> io::Result<File> {
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY;
     Ok(File::from(rustix::fs::openat(dir, name, flags | OFlags::CLOEXEC, Mode::empty())?))
 }
 
 /// The content of the regular file `name` in `dir` (none if it is not one or cannot be read).
 fn read_in(dir: &Dir, name: &str) -> Option<Vec<u8>> {
-    let mut file = open_in(dir, &OsString::from(name)).ok()?;
+    let mut file = open_in(dir, OsStr::new(name)).ok()?;
     if FileType::from_raw_mode(rustix::fs::fstat(&file).ok()?.st_mode) != FileType::RegularFile {
         return None;
     }
@@ -232,6 +247,13 @@ fn vanished(err: &io::Error) -> bool {
 }
 
 impl Walk<'_> {
+    /// Records `child` (stored form) as found and not captured, for `reason`.
+    fn uncaptured(&self, child: &str, reason: String) {
+        if let Ok(mut g) = self.out.lock() {
+            g.0.uncaptured.push(Uncaptured::new(child, reason));
+        }
+    }
+
     fn fail(&self, err: Error) {
         if let Ok(mut g) = self.out.lock() {
             g.1.get_or_insert(err);
@@ -278,22 +300,30 @@ impl Walk<'_> {
         }
     }
 
-    /// Opens and lists the folder `rel` (`text`, `/`-separated) beneath the root. A folder that
-    /// went, or that is a link now (swapped in after its parent was listed), is passed over:
-    /// no handle leads through a link. One that cannot be listed is left out, as before.
+    /// Opens and lists the folder `rel` (`text`, its stored form) beneath the root. A folder
+    /// that went, or that is a link now (swapped in after its parent was listed), is passed
+    /// over: no handle leads through a link. One that cannot be opened or listed is recorded
+    /// (empty) and named as not captured.
     fn one_folder(&self, rel: &RelPath, text: &str, parent: Arc<Rules>) -> Result<(), Error> {
-        let Ok(dir) = self.ws.open_dir_nofollow(rel) else { return Ok(()) };
-        let Ok(names) = list(&dir) else { return Ok(()) };
-        let rules = Arc::new(self.rules(&dir, text, Some(parent)));
+        let names = self.ws.open_dir_nofollow(rel).and_then(|dir| Ok((list(&dir)?, dir)));
+        let (names, dir) = match names {
+            Ok(listed) => listed,
+            Err(err) if vanished(&err) => return Ok(()),
+            Err(err) => {
+                self.uncaptured(text, format!("folder not listed: {err}"));
+                return Ok(());
+            }
+        };
+        let rules = Arc::new(self.rules(&dir, rel, Some(parent)));
         self.folder(&dir, rel, text, &names, rules)
     }
 
-    /// The rules of the folder `dir` (`text` beneath the root) on top of `parent`'s.
-    fn rules(&self, dir: &Dir, text: &str, parent: Option<Arc<Rules>>) -> Rules {
-        let path = self.root.join(text);
+    /// The rules of the folder `dir` (`rel` beneath the root) on top of `parent`'s.
+    fn rules(&self, dir: &Dir, rel: &RelPath, parent: Option<Arc<Rules>>) -> Rules {
+        let path = self.root.join(rel.as_path());
         let exclude = match rustix::fs::statat(dir, ".git", AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Directory => {
-                let info = RelPath::default().join(text).join(".git/info");
+                let info = rel.join(".git/info");
                 let info = self.ws.open_dir_nofollow(&info).ok();
                 info.and_then(|d| read_in(&d, "exclude"))
             }
@@ -306,8 +336,8 @@ impl Walk<'_> {
         };
         Rules {
             parent,
-            ignore: matcher(&path, self.ignore_file(dir, text, ".ignore")),
-            git: matcher(&path, self.ignore_file(dir, text, ".gitignore")),
+            ignore: matcher(&path, self.ignore_file(dir, rel, ".ignore")),
+            git: matcher(&path, self.ignore_file(dir, rel, ".gitignore")),
             exclude: matcher(&path, exclude),
         }
     }
@@ -315,12 +345,12 @@ impl Walk<'_> {
     /// The ignore file `name` of the folder `dir` (`text` beneath the root). One that is a
     /// symlink (a shared `.gitignore`) is read through the workspace's confined open, which
     /// follows links only while they stay inside the root: its lines only say what to leave out.
-    fn ignore_file(&self, dir: &Dir, text: &str, name: &str) -> Option<Vec<u8>> {
+    fn ignore_file(&self, dir: &Dir, rel: &RelPath, name: &str) -> Option<Vec<u8>> {
         let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
         if FileType::from_raw_mode(st.st_mode) != FileType::Symlink {
             return read_in(dir, name);
         }
-        let mut file = self.ws.open_read(&RelPath::default().join(text).join(name)).ok()?;
+        let mut file = self.ws.open_read(&rel.join(name)).ok()?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).ok()?;
         Some(bytes)
@@ -346,10 +376,10 @@ impl Walk<'_> {
     ) -> Result<(), Error> {
         let mut folders = Vec::new();
         for name in names {
-            // A name that is not UTF-8 cannot be recorded faithfully: it is left out.
-            let Some(utf8) = name.to_str() else { continue };
-            let child = if text.is_empty() { utf8.to_string() } else { format!("{text}/{utf8}") };
-            match self.entry(dir, name, &child, &rules) {
+            // A name that is not UTF-8 is kept as its bytes (see `crate::names`).
+            let stored = names::encode(name);
+            let child = if text.is_empty() { stored } else { format!("{text}/{stored}") };
+            match self.entry(dir, rel, name, &child, &rules) {
                 Ok(None) => {}
                 Ok(Some((e, idx, written))) => {
                     if matches!(e, Entry::Dir { .. }) {
@@ -358,6 +388,9 @@ impl Walk<'_> {
                     let Ok(mut g) = self.out.lock() else { return Err(Error::Poisoned) };
                     if let Some(i) = idx {
                         g.0.index.insert(child.clone(), i);
+                    }
+                    if let (true, Entry::File { oid, .. }) = (written > 0, &e) {
+                        g.0.new.push(oid.clone());
                     }
                     g.0.entries.push((child, e));
                     g.0.written += written;
@@ -378,10 +411,27 @@ impl Walk<'_> {
     /// The entry `name` of the folder `dir` (`child` beneath the root): looked at with an
     /// `lstat` relative to `dir`, read (when its stats differ from the index's) through a file
     /// opened in `dir` with no symlink followed, whose stats are then taken from the open file.
-    fn entry(&self, dir: &Dir, name: &OsString, child: &str, rules: &Rules) -> Result<One, Error> {
-        let path = self.root.join(child);
-        let at = |e: Errno| Error::Io { path: path.clone(), source: e.into() };
-        let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map_err(at)?;
+    fn entry(
+        &self,
+        dir: &Dir,
+        rel: &RelPath,
+        name: &OsStr,
+        child: &str,
+        rules: &Rules,
+    ) -> Result<One, Error> {
+        let path = self.root.join(rel.as_path()).join(name);
+        // What cannot be read is named in the checkpoint's result (what went is passed over);
+        // the walk goes on. Only the store's own errors fail a checkpoint.
+        let lost = |e: io::Error| {
+            if !vanished(&e) {
+                self.uncaptured(child, format!("unreadable: {e}"));
+            }
+            Ok(None)
+        };
+        let st = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => st,
+            Err(e) => return lost(e.into()),
+        };
         let kind = FileType::from_raw_mode(st.st_mode);
         let is_dir = kind == FileType::Directory;
         if is_dir && self.excluded.iter().any(|x| name == x.as_str()) {
@@ -397,15 +447,24 @@ impl Walk<'_> {
                     Ok(target) => target,
                     // No link any more (a folder swapped back since the lstat): passed over.
                     Err(Errno::INVAL) => return Ok(None),
-                    Err(e) => return Err(at(e)),
+                    Err(e) => return lost(e.into()),
                 };
-                let Ok(target) = target.into_string() else { return Ok(None) };
+                let target = names::encode(OsStr::from_bytes(target.as_bytes()));
                 return Ok(Some((Entry::Link { target }, None, 0)));
             }
             FileType::Directory => return Ok(Some((Entry::Dir { mode }, None, 0))),
             FileType::RegularFile => {}
-            // Sockets, pipes and devices are not content.
-            _ => return Ok(None),
+            // Sockets, pipes and devices are not content: named as not captured.
+            other => {
+                let what = match other {
+                    FileType::Socket => "socket",
+                    FileType::Fifo => "fifo",
+                    FileType::CharacterDevice | FileType::BlockDevice => "device",
+                    _ => "not a file, link or folder",
+                };
+                self.uncaptured(child, what.to_string());
+                return Ok(None);
+            }
         }
         let stat = Stat::of(&st);
         if stat.size() > self.config.max_file_size {
@@ -421,8 +480,14 @@ impl Walk<'_> {
         }
         // Opened in the folder's handle: a link swapped in since the lstat fails (ELOOP), and
         // what was opened is described by its own stats, not by the lstat's.
-        let mut file = open_in(dir, name).at(&path)?;
-        let st = rustix::fs::fstat(&file).map_err(at)?;
+        let mut file = match open_in(dir, name) {
+            Ok(file) => file,
+            Err(e) => return lost(e),
+        };
+        let st = match rustix::fs::fstat(&file) {
+            Ok(st) => st,
+            Err(e) => return lost(e.into()),
+        };
         if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
             return Ok(None);
         }
@@ -431,7 +496,9 @@ impl Walk<'_> {
             return Ok(Some((Entry::Skipped { size: stat.size() }, None, 0)));
         }
         let mut bytes = Vec::with_capacity(usize::try_from(stat.size()).unwrap_or(0));
-        file.read_to_end(&mut bytes).at(&path)?;
+        if let Err(e) = file.read_to_end(&mut bytes) {
+            return lost(e);
+        }
         let oid = objects::hash(&bytes);
         let written = objects::put(self.objects_dir, &oid, &bytes)?;
         // A file that changed while it was read, or whose last change is too close to the start

@@ -3,6 +3,11 @@
 //! file's object, a link's target, a skipped file's size, a sub-folder's tree), compressed and
 //! named by its sha256 like every object: an unchanged folder has the same id in every
 //! checkpoint and is stored once. Comparing two trees skips every sub-folder whose id is equal.
+//!
+//! Names and link targets are in their stored form ([`crate::names`]): UTF-8 ones as they are,
+//! others as a NUL and their bytes in hex. That form is the format's only version mark: trees
+//! written before it (UTF-8 names only, the others were left out) read and restore unchanged, and
+//! a tree of UTF-8 names has the same id as before.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -37,10 +42,11 @@ fn join(dir: &str, name: &str) -> String {
 }
 
 /// Stores the trees of `entries` (paths with `/`, folders included); the root tree's id and the
-/// compressed bytes written.
+/// compressed bytes written. The ids of the trees that were not in the store go to `new`.
 pub(crate) fn build(
     objects_dir: &std::path::Path,
     entries: Vec<(String, Entry)>,
+    new: &mut Vec<String>,
 ) -> Result<(String, u64), Error> {
     let mut dirs: HashMap<String, Tree> = HashMap::new();
     let mut modes: HashMap<String, u32> = HashMap::new();
@@ -75,12 +81,18 @@ pub(crate) fn build(
         let tree = dirs.remove(&key).unwrap_or_default();
         let (oid, w) = put(objects_dir, &tree)?;
         written += w;
+        if w > 0 {
+            new.push(oid.clone());
+        }
         let mode = modes.get(&key).copied().unwrap_or(0o755);
         let (dir, name) = split(&key);
         dirs.entry(dir.to_string()).or_default().insert(name.to_string(), Node::Dir { oid, mode });
     }
     let root = dirs.remove("").unwrap_or_default();
     let (oid, w) = put(objects_dir, &root)?;
+    if w > 0 {
+        new.push(oid.clone());
+    }
     Ok((oid, written + w))
 }
 
@@ -135,7 +147,11 @@ pub(crate) fn changes(
     let mut out = Vec::new();
     compare(objects_dir, old, Some(new), "", &mut out)?;
     // `/` sorts first, so that a folder's paths follow it directly (`a/b`, `a/b/c`, `a/b-x`).
-    let key = |p: &str| p.bytes().map(|c| if c == b'/' { 0 } else { c }).collect::<Vec<u8>>();
+    // Names compare as their bytes (see `crate::names`).
+    let key = |p: &str| {
+        let raw = crate::names::bytes(p).unwrap_or_else(|| p.as_bytes().to_vec());
+        raw.into_iter().map(|c| if c == b'/' { 0 } else { c }).collect::<Vec<u8>>()
+    };
     out.sort_by_cached_key(|d| key(&d.0));
     Ok(out)
 }

@@ -69,6 +69,13 @@ pub fn turn_changes(root: &Path, settings: &Settings, session: &str) -> Option<S
     ))
 }
 
+/// One line per path `what` could not capture, with why and its escaped name when it differs.
+fn not_captured(paths: &[hands_checkpoint::Uncaptured], what: &str) {
+    for u in paths {
+        println!("{}", hands_core::redact::text(&format!("not captured by the {what}: {u}")));
+    }
+}
+
 /// Runs `action` on the checkpoints of `root`.
 pub fn run(root: &Path, settings: &Settings, action: Action) -> anyhow::Result<ExitCode> {
     let store = Store::open_with(root, settings).context("cannot open the checkpoint store")?;
@@ -86,14 +93,19 @@ pub fn run(root: &Path, settings: &Settings, action: Action) -> anyhow::Result<E
                         serde_json::json!({"n": c.id, "session": c.session, "turn": c.turn,
                             "kind": c.kind, "created_at": c.created_at(),
                             "files_changed": c.changes.files, "additions": c.changes.added,
-                            "deletions": c.changes.removed, "tree": c.tree})
+                            "deletions": c.changes.removed, "tree": c.tree,
+                            "uncaptured": c.uncaptured})
                     })
                     .collect();
                 println!("{}", serde_json::to_string_pretty(&rows)?);
             } else {
                 for c in list {
+                    let missed = match c.uncaptured.len() {
+                        0 => String::new(),
+                        n => format!("; {n} not captured (see diff {})", c.id),
+                    };
                     println!(
-                        "{:>5}  {:<10}  {}  {}  {}  {}",
+                        "{:>5}  {:<10}  {}  {}  {}  {}{missed}",
                         c.id,
                         c.kind.as_str(),
                         c.created_at(),
@@ -134,6 +146,7 @@ pub fn run(root: &Path, settings: &Settings, action: Action) -> anyhow::Result<E
                 }
             }
             println!("{}", Summary::of(&changes));
+            not_captured(&new.uncaptured, "checkpoint");
         }
         Action::Restore { n } => {
             let target = store.load(n)?;
@@ -148,6 +161,7 @@ pub fn run(root: &Path, settings: &Settings, action: Action) -> anyhow::Result<E
             for s in &r.skipped {
                 println!("left as is (above the size cap): {s}");
             }
+            not_captured(&r.uncaptured, "undo checkpoint");
         }
         Action::Gc => {
             let now =

@@ -67,6 +67,10 @@ async fn pick(host: &Host, id: &str, input: &Lines, n: &str, scope: Option<&str>
                 done.undo,
                 scope_word(scope)
             ));
+            for u in &done.uncaptured {
+                let line = format!("not captured by the undo checkpoint: {u}");
+                term::errln(&hands_core::redact::text(&line));
+            }
         }
         Err(err) => term::errln(&format!("hands: {err}")),
     }

@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use hands_checkpoint::{ChangeKind, Checkpoint, Kind, Meta, Rewound, Store};
+use hands_checkpoint::{ChangeKind, Checkpoint, Kind, Meta, Rewound, Store, Uncaptured};
 use hands_store::MessageRecord;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -39,6 +39,10 @@ pub struct CheckpointInfo {
     pub additions: usize,
     /// Lines removed since then.
     pub deletions: usize,
+    /// What the checkpoint found but could not capture (a socket, a FIFO, an unreadable file),
+    /// by name: restoring it cannot bring those back.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uncaptured: Vec<Uncaptured>,
 }
 
 impl From<&Checkpoint> for CheckpointInfo {
@@ -51,6 +55,7 @@ impl From<&Checkpoint> for CheckpointInfo {
             files_changed: cp.changes.files,
             additions: cp.changes.added,
             deletions: cp.changes.removed,
+            uncaptured: cp.uncaptured.clone(),
         }
     }
 }
@@ -116,6 +121,10 @@ pub struct RestoreOutcome {
     pub undo: u64,
     /// Files and links written or deleted (0 when only the conversation was restored).
     pub files_changed: usize,
+    /// What the undo checkpoint could not capture (a socket, a FIFO, an unreadable file), by
+    /// name: restoring the undo cannot bring those back.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uncaptured: Vec<Uncaptured>,
 }
 
 /// A stored message as a rewind keeps it.
@@ -274,7 +283,8 @@ impl Host {
             live.emit(EventKind::ConversationRestored { checkpoint: n, messages: wanted.len() })
                 .await;
         }
-        Ok(RestoreOutcome { restored: n, scope, undo: undo.id, files_changed })
+        let uncaptured = undo.uncaptured.clone();
+        Ok(RestoreOutcome { restored: n, scope, undo: undo.id, files_changed, uncaptured })
     }
 
     /// The session's stored messages as they were when `target` was taken: the messages now,

@@ -5,4 +5,5 @@
 
 mod checkpoint;
 mod confined;
+mod names;
 mod private_files;

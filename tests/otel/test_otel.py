@@ -283,3 +283,43 @@ def test_with_export_off_no_exporter_runs_and_nothing_connects(tmp_path, receive
     assert "hands-otel" in exporter_threads(on.threads()), on.threads()
     assert on.close() == 0, on.stderr()
     assert receiver.http_connections >= 1 and receiver.named("execute_tool read_file")
+
+
+def test_a_session_api_turn_continues_the_traceparent_header(tmp_path, receiver):
+    """(5) `hands serve`: the `traceparent` header of the request that starts a turn is the turn's
+    parent; SIGTERM flushes the spans."""
+    from harness import Hands
+
+    class Traced(Hands):
+        def env(self) -> dict[str, str]:
+            env = {k: v for k, v in super().env().items() if not k.startswith("OTEL_")}
+            env["OTEL_EXPORTER_OTLP_ENDPOINT"] = f"http://127.0.0.1:{receiver.http_port}"
+            return env
+
+    steps = [
+        {"text": "Reading.", "tool_calls": [{"name": "read_file", "input": {"path": "notes.txt"}}]},
+        {"text": "Done."},
+    ]
+    model = ScriptedModel("openai", steps, tmp_path / "model")
+    root = project(tmp_path)
+    hands = Traced(hands_binary(), tmp_path / "home", root, model).start()
+    try:
+        session = hands.create_session()
+        events = hands.events(session["id"])
+        answer = hands.request("POST", f"/v1/sessions/{session['id']}/messages",
+                               json={"text": "read the notes"}, headers={"traceparent": TRACEPARENT})
+        assert answer.status_code == 202, answer.text
+        end = events.turn_end(answer.json()["turn_id"])
+        assert end["reason"] == "completed", end
+        assert hands.stop() == 0, hands.stderr()
+    finally:
+        if hands.alive():
+            hands.stop()
+        model.stop()
+    turns = receiver.named("invoke_agent hands")
+    tools = receiver.named("execute_tool read_file")
+    assert len(turns) == 1 and len(tools) == 1, [s.name for s in receiver.spans]
+    assert turns[0].trace_id == TRACE_ID and turns[0].parent_span_id == PARENT_ID
+    assert tools[0].trace_id == TRACE_ID and tools[0].parent_span_id == turns[0].span_id
+    assert turns[0].attributes["hands.session.id"] == session["id"]
+    assert {s.name for s in receiver.named("chat gpt-e2e")} == {"chat gpt-e2e"}

@@ -77,7 +77,7 @@ pub(crate) fn model_span(
     tracing::info_span!(
         target: "hands::span",
         "chat",
-        otel.name = %format_args!("chat {}", provider.model()),
+        otel.name = %format!("chat {}", provider.model()),
         otel.kind = "client",
         otel.status_code = Empty,
         gen_ai.operation.name = "chat",

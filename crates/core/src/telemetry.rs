@@ -180,7 +180,7 @@ pub fn tool_span(session: &crate::Session, call: &crate::ToolCall) -> tracing::S
     let span = tracing::info_span!(
         target: "hands::span",
         "execute_tool",
-        otel.name = %format_args!("execute_tool {}", call.name),
+        otel.name = %format!("execute_tool {}", call.name),
         otel.kind = "internal",
         otel.status_code = Empty,
         gen_ai.operation.name = "execute_tool",
@@ -198,7 +198,7 @@ pub fn tool_span(session: &crate::Session, call: &crate::ToolCall) -> tracing::S
     );
     adopt_remote_parent(&span, outside);
     if capture_content() && !span.is_disabled() {
-        span.record("gen_ai.tool.call.arguments", captured(&call.args.to_string()));
+        span.record("gen_ai.tool.call.arguments", captured(&call.args.to_string()).as_str());
     }
     span
 }
@@ -249,7 +249,7 @@ pub fn record_tool_end(
     }
     span.record("hands.tool.result_bytes", bytes as u64);
     if capture_content() {
-        span.record("gen_ai.tool.call.result", captured(&output.joined_text()));
+        span.record("gen_ai.tool.call.result", captured(&output.joined_text()).as_str());
     }
 }
 

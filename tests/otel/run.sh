@@ -22,8 +22,8 @@ missing() {
 }
 
 command -v "$PY" >/dev/null || missing "$PY is not installed"
-"$PY" -c 'import pytest, grpc, opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc' 2>/dev/null ||
-  missing "opentelemetry-proto, grpcio or pytest is missing: $PY -m pip install -r tests/otel/requirements.txt (in a venv)"
+"$PY" -c 'import pytest, httpx, grpc, opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc' 2>/dev/null ||
+  missing "opentelemetry-proto, grpcio, httpx or pytest is missing: $PY -m pip install -r tests/otel/requirements.txt (in a venv)"
 
 HANDS_BIN="${HANDS_BIN:-${CARGO_TARGET_DIR:-$REPO/target}/debug/hands}"
 case "$HANDS_BIN" in /*) ;; *) HANDS_BIN="$REPO/$HANDS_BIN" ;; esac

@@ -185,6 +185,7 @@ def test_a_run_exports_its_turn_with_the_model_request_and_the_tool_call_as_chil
     t = tool.attributes
     assert t["gen_ai.tool.name"] == "read_file" and t["hands.tool.outcome"] == "ok"
     assert t["hands.tool.result_bytes"] > len("hello from the project")
+    assert isinstance(t["hands.tool.duration_ms"], int) and c["gen_ai.request.max_tokens"] > 0
     assert t["hands.turn.id"] == a["hands.turn.id"]
     assert "gen_ai.tool.call.arguments" not in t and "gen_ai.tool.call.result" not in t
     assert first.end_ns <= tool.start_ns, "the tool ran after the model asked for it"

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use hands_core::telemetry::int;
 use tracing::Span;
 use tracing::field::Empty;
 
@@ -50,9 +51,9 @@ pub(crate) fn record_turn_end(span: &Span, outcome: &Outcome) {
         return;
     }
     span.record("hands.turn.outcome", outcome.reason.as_str());
-    span.record("hands.turn.steps", u64::from(outcome.steps));
-    span.record("gen_ai.usage.input_tokens", outcome.usage.input_tokens);
-    span.record("gen_ai.usage.output_tokens", outcome.usage.output_tokens);
+    span.record("hands.turn.steps", int(outcome.steps));
+    span.record("gen_ai.usage.input_tokens", int(outcome.usage.input_tokens));
+    span.record("gen_ai.usage.output_tokens", int(outcome.usage.output_tokens));
     match outcome.reason {
         EndReason::Error => {
             span.record("otel.status_code", "error");
@@ -83,7 +84,7 @@ pub(crate) fn model_span(
         gen_ai.operation.name = "chat",
         gen_ai.provider.name = provider.name(),
         gen_ai.request.model = provider.model(),
-        gen_ai.request.max_tokens = request.max_tokens,
+        gen_ai.request.max_tokens = i64::from(request.max_tokens),
         gen_ai.conversation.id = %session.id(),
         gen_ai.usage.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,
@@ -103,13 +104,13 @@ pub(crate) fn record_model_end(
     if span.is_disabled() {
         return;
     }
-    span.record("hands.model.latency_ms", u64::try_from(latency.as_millis()).unwrap_or(u64::MAX));
+    span.record("hands.model.latency_ms", int(latency.as_millis()));
     match result {
         Ok(response) => {
             span.record("hands.model.outcome", "ok");
             span.record("otel.status_code", "ok");
-            span.record("gen_ai.usage.input_tokens", response.usage.input_tokens);
-            span.record("gen_ai.usage.output_tokens", response.usage.output_tokens);
+            span.record("gen_ai.usage.input_tokens", int(response.usage.input_tokens));
+            span.record("gen_ai.usage.output_tokens", int(response.usage.output_tokens));
             let reason = match &response.stop {
                 StopReason::EndTurn => "stop",
                 StopReason::ToolUse => "tool_call",

@@ -203,6 +203,12 @@ pub fn tool_span(session: &crate::Session, call: &crate::ToolCall) -> tracing::S
     span
 }
 
+/// `n` as an OTel integer attribute (`tracing-opentelemetry` exports `i64`s as integers; an
+/// unsigned value would become a string).
+pub fn int(n: impl TryInto<i64>) -> i64 {
+    n.try_into().unwrap_or(i64::MAX)
+}
+
 /// How a tool call ended, as its span says: `ok`, `error`, `denied` or `cancelled`.
 pub fn tool_outcome(
     output: Option<&crate::ToolOutput>,
@@ -229,7 +235,7 @@ pub fn record_tool_end(
         return;
     }
     span.record("hands.tool.outcome", outcome);
-    span.record("hands.tool.duration_ms", u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX));
+    span.record("hands.tool.duration_ms", int(elapsed.as_millis()));
     if outcome == "ok" {
         span.record("otel.status_code", "ok");
     } else {
@@ -247,7 +253,7 @@ pub fn record_tool_end(
     if let Some(structured) = &output.structured {
         bytes += serde_json::to_vec(structured).map_or(0, |v| v.len());
     }
-    span.record("hands.tool.result_bytes", bytes as u64);
+    span.record("hands.tool.result_bytes", int(bytes));
     if capture_content() {
         span.record("gen_ai.tool.call.result", captured(&output.joined_text()).as_str());
     }

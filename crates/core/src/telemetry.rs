@@ -64,7 +64,8 @@ impl TraceParent {
     pub fn parse(traceparent: &str, tracestate: Option<&str>) -> Option<Self> {
         let value = traceparent.trim_matches([' ', '\t']);
         let bytes = value.as_bytes();
-        if bytes.len() < 55 {
+        // ASCII only: every field below is sliced at fixed byte offsets.
+        if bytes.len() < 55 || !value.is_ascii() {
             return None;
         }
         let version = hex_byte(&value[0..2])?;

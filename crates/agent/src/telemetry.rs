@@ -9,8 +9,7 @@ use hands_core::telemetry::int;
 use tracing::Span;
 use tracing::field::Empty;
 
-use crate::model::{ModelRequest, ModelResponse, Provider, ProviderError, StopReason};
-use crate::turn::{EndReason, Outcome};
+use crate::model::{ModelRequest, ModelResponse, Provider, ProviderError, StopReason, Usage};
 
 /// The span of a turn: a child of the current exported span (a sub-agent's turn runs inside
 /// its parent's `spawn_agent` call), else of the task's remote parent (the session API's
@@ -45,25 +44,26 @@ pub(crate) fn turn_span(
     span
 }
 
-/// How the turn ended, on its span.
-pub(crate) fn record_turn_end(span: &Span, outcome: &Outcome) {
+/// How the turn ended (`reason`: the stored turn status), on its span.
+pub(crate) fn record_turn_end(span: &Span, reason: &'static str, steps: u32, usage: Usage) {
     if span.is_disabled() {
         return;
     }
-    span.record("hands.turn.outcome", outcome.reason.as_str());
-    span.record("hands.turn.steps", int(outcome.steps));
-    span.record("gen_ai.usage.input_tokens", int(outcome.usage.input_tokens));
-    span.record("gen_ai.usage.output_tokens", int(outcome.usage.output_tokens));
-    match outcome.reason {
-        EndReason::Error => {
+    span.record("hands.turn.outcome", reason);
+    span.record("hands.turn.steps", int(steps));
+    span.record("gen_ai.usage.input_tokens", int(usage.input_tokens));
+    span.record("gen_ai.usage.output_tokens", int(usage.output_tokens));
+    let failure = match reason {
+        "error" => Some("provider"),
+        "max_steps" => Some("max_steps"),
+        _ => None,
+    };
+    match failure {
+        Some(kind) => {
             span.record("otel.status_code", "error");
-            span.record("error.type", "provider");
+            span.record("error.type", kind);
         }
-        EndReason::MaxSteps => {
-            span.record("otel.status_code", "error");
-            span.record("error.type", "max_steps");
-        }
-        EndReason::Completed | EndReason::Aborted => {
+        None => {
             span.record("otel.status_code", "ok");
         }
     }

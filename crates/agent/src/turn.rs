@@ -354,7 +354,12 @@ impl Turn<'_> {
         let span = crate::telemetry::turn_span(self.session, self.turn_id, self.provider);
         let run = tracing::Instrument::instrument(self.run_traced(messages, user), span.clone());
         let outcome = run.await;
-        crate::telemetry::record_turn_end(&span, &outcome);
+        crate::telemetry::record_turn_end(
+            &span,
+            outcome.reason.as_str(),
+            outcome.steps,
+            outcome.usage,
+        );
         outcome
     }
 

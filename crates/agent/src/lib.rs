@@ -15,6 +15,7 @@ pub mod provider_sampling;
 mod secrets;
 mod skill;
 pub mod subagent;
+mod telemetry;
 mod todo;
 pub mod turn;
 

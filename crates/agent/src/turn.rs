@@ -387,6 +387,19 @@ impl Turn<'_> {
 
     /// Run the turn: `user` is appended to `messages`, and so is everything that follows.
     pub async fn run(&self, messages: &mut Vec<Message>, user: Message) -> Outcome {
+        let span = crate::telemetry::turn_span(self.session, self.turn_id, self.provider);
+        let run = tracing::Instrument::instrument(self.run_traced(messages, user), span.clone());
+        let outcome = run.await;
+        crate::telemetry::record_turn_end(
+            &span,
+            outcome.reason.as_str(),
+            outcome.steps,
+            outcome.usage,
+        );
+        outcome
+    }
+
+    async fn run_traced(&self, messages: &mut Vec<Message>, user: Message) -> Outcome {
         // While the turn runs no restore may change the project under it (see checkpointing).
         let _running = self.hold_project().await;
         // A checkpoint before the turn's first call of a tool that is not read-only, and one at
@@ -521,6 +534,15 @@ impl Turn<'_> {
     /// One model call; streamed text goes to the observer, deltas that queued up while it was
     /// busy joined into one. Ends with `Cancelled` as soon as the turn is aborted.
     async fn call_model(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
+        let span = crate::telemetry::model_span(self.session, self.provider, request);
+        let started = Instant::now();
+        let result =
+            tracing::Instrument::instrument(self.stream_model(request), span.clone()).await;
+        crate::telemetry::record_model_end(&span, &result, started.elapsed());
+        result
+    }
+
+    async fn stream_model(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
         let sink = move |delta: &str| {
             let _ = tx.send(delta.to_owned());

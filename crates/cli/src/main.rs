@@ -17,11 +17,11 @@ mod secrets;
 mod serve;
 mod settings;
 mod store;
+mod telemetry;
 mod term;
 mod tools;
 mod view;
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -187,7 +187,6 @@ fn main() -> ExitCode {
             return ExitCode::from(if err.use_stderr() { 2 } else { 0 });
         }
     };
-    init_tracing();
     match run(cli) {
         Ok(code) => code,
         Err(err) => {
@@ -195,26 +194,6 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
-}
-
-fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("HANDS_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    // rmcp traces every message whole: a secret page's URL (its own capability) must not reach
-    // the log, whatever HANDS_LOG says. Only a filter that traces needs the cap (adding it to
-    // a quieter one would make rmcp louder).
-    let traces = filter.max_level_hint() == Some(tracing_subscriber::filter::LevelFilter::TRACE);
-    let filter = match "rmcp::service=debug".parse() {
-        Ok(cap) if traces => filter.add_directive(cap),
-        _ => filter,
-    };
-    // Colour only for a person at a terminal: clients that capture hands' stderr (MCP hosts,
-    // logs) get plain text.
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(log::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
@@ -225,19 +204,43 @@ fn run(cli: Cli) -> Result<ExitCode> {
     if !root.is_dir() {
         anyhow::bail!("the root {} is not a directory", root.display());
     }
-    let mut loaded = load_settings(&root, &cli.set)?;
-    // `--resume` without `--root`: the session's own project (its configuration, skills,
-    // preview), wherever the command is typed.
-    let mut root = root;
-    if let (Command::Run { resume: Some(id), .. } | Command::Chat { resume: Some(id), .. }, None) =
-        (&cli.command, &cli.root)
-        && let Some(stored) = run::stored_root(&loaded.settings.store, id)?
-        && stored.is_dir()
-        && !run::same_dir(&stored, &root)
-    {
-        loaded = load_settings(&stored, &cli.set)?;
-        root = stored;
+    // The settings' own warnings go to the log before the exporter (which they configure) runs.
+    let (loaded, root) = tracing::subscriber::with_default(telemetry::early(), || {
+        let mut loaded = load_settings(&root, &cli.set)?;
+        // `--resume` without `--root`: the session's own project (its configuration, skills,
+        // preview), wherever the command is typed.
+        let mut root = root;
+        if let (
+            Command::Run { resume: Some(id), .. } | Command::Chat { resume: Some(id), .. },
+            None,
+        ) = (&cli.command, &cli.root)
+            && let Some(stored) = run::stored_root(&loaded.settings.store, id)?
+            && stored.is_dir()
+            && !run::same_dir(&stored, &root)
+        {
+            loaded = load_settings(&stored, &cli.set)?;
+            root = stored;
+        }
+        anyhow::Ok((loaded, root))
+    })?;
+    // Spans are exported from the commands that run tools; they are flushed when it returns.
+    let exports = matches!(
+        cli.command,
+        Command::Run { .. }
+            | Command::Chat { .. }
+            | Command::Mcp { .. }
+            | Command::Serve { .. }
+            | Command::Call { .. }
+    );
+    let telemetry = telemetry::init(&loaded.settings.otel, exports);
+    let result = run_command(cli, root, loaded);
+    if let Some(telemetry) = telemetry {
+        telemetry.shutdown();
     }
+    result
+}
+
+fn run_command(cli: Cli, root: PathBuf, loaded: settings::Loaded) -> Result<ExitCode> {
     // No child (bash, processes, the preview, MCP servers, a sandbox) gets hands' credentials.
     let model_key = loaded.settings.model.api_key_env.iter();
     let store_url = std::iter::once(&loaded.settings.store.url_env);

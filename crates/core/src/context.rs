@@ -33,6 +33,8 @@ pub struct Context {
     progress: Option<ProgressSink>,
     /// What the user said yes to, once they did (set by the approval step).
     approved: Option<Arc<crate::approval::Approved>>,
+    /// Set when the user declined the call (its span's outcome is `denied`).
+    denied: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl std::fmt::Debug for Context {
@@ -56,6 +58,7 @@ impl Context {
             turn: turn.map(Arc::from),
             progress: None,
             approved: None,
+            denied: Arc::default(),
         }
     }
 
@@ -101,6 +104,16 @@ impl Context {
     /// when it runs compares it with this, so that what runs is what was shown.
     pub fn approved(&self) -> Option<&crate::approval::Approved> {
         self.approved.as_deref()
+    }
+
+    /// Note that the user declined this call (the approval step does).
+    pub fn mark_denied(&self) {
+        self.denied.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// True once the user declined this call.
+    pub fn was_denied(&self) -> bool {
+        self.denied.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The project root.

@@ -43,6 +43,7 @@ mod services;
 mod session;
 mod snapshot;
 mod source;
+pub mod telemetry;
 mod tool;
 
 pub use annotations::Annotations;

@@ -465,8 +465,14 @@ impl Registry {
         let ctx = Context::new(session, call.id.as_str(), call.turn.clone())
             .with_progress(options.progress);
         let token = ctx.cancel_token().clone();
+        let span = crate::telemetry::tool_span(session, &call);
+        let started = std::time::Instant::now();
+        let watch = ctx.clone();
         let req = Request { ctx, call: &call, tool: tool.as_ref(), prepared: &prepared };
-        let run = Next::new(&self.chain, &self.endpoint).run(req);
+        let run = tracing::Instrument::instrument(
+            Next::new(&self.chain, &self.endpoint).run(req),
+            span.clone(),
+        );
         let result = match options.cancel {
             None => run.await,
             Some(cancel) => {
@@ -483,6 +489,11 @@ impl Registry {
                 }
             }
         };
+        let output = result.as_ref().ok();
+        let outcome =
+            crate::telemetry::tool_outcome(output, watch.was_denied(), token.is_cancelled());
+        crate::telemetry::record_tool_end(&span, output, outcome, started.elapsed());
+        drop(span);
         if prepared.policy().mutates {
             // The call may have changed the project (a new index.html): sources look again.
             self.live.check(Refresh::Mutation);

@@ -420,6 +420,11 @@ impl ServerHandler for McpServer {
                 Resumed::Answered(running) => self.drive(running, binding, &context).await,
             };
         }
+        // SEP-414: the client's W3C trace context in `_meta` (a malformed one is ignored).
+        let trace = [request.meta.as_deref(), Some(&*context.meta)]
+            .into_iter()
+            .flatten()
+            .find_map(|meta| hands_core::telemetry::TraceParent::from_meta(meta));
         let call = ToolCall::new(["mcp-", &session.next_call_id()].concat(), request.name, args);
         let call = registry.prepare(&session, call);
         let rounds = asks_in_rounds(&context);
@@ -430,7 +435,7 @@ impl ServerHandler for McpServer {
         if tasks && call.policy().outlasts {
             let registry = Arc::clone(&self.factory.registry);
             let owner = session.id().to_owned();
-            let task = crate::tasks::start(&self.factory.tasks, registry, session, call);
+            let task = crate::tasks::start(&self.factory.tasks, registry, session, call, trace);
             self.factory.own_task(&task.task.task_id, owner);
             return Ok(CallToolResponse::Task(task));
         }
@@ -439,8 +444,9 @@ impl ServerHandler for McpServer {
             let cancel = CancellationToken::new();
             let options = CallOptions { progress: sink, cancel: Some(cancel.clone()) };
             let registry = Arc::clone(&self.factory.registry);
+            let run = async move { registry.run(&session, call, options).await };
             let running =
-                Running::start(async move { registry.run(&session, call, options).await }, cancel);
+                Running::start(hands_core::telemetry::with_remote_parent(trace, run), cancel);
             drop(forwarder);
             return self.drive(running, binding, &context).await;
         }
@@ -448,10 +454,10 @@ impl ServerHandler for McpServer {
         cancel_when_client_gone(&context, &cancel);
         let options = CallOptions { progress: sink, cancel: Some(cancel) };
         // A model reads notices as text: `[notice] …` blocks after the result's own.
-        let result = registry
-            .run(&session, call, options)
-            .await
-            .map(hands_core::ToolOutput::notices_as_text);
+        let result =
+            hands_core::telemetry::with_remote_parent(trace, registry.run(&session, call, options))
+                .await
+                .map(hands_core::ToolOutput::notices_as_text);
         if let Some(forwarder) = forwarder {
             // Let the last reports go out before the result; the sink is gone with the call.
             let _ = tokio::time::timeout(Duration::from_millis(200), forwarder).await;

@@ -25,6 +25,7 @@ pub(crate) fn start(
     registry: Arc<Registry>,
     session: Session,
     prepared: PreparedCall,
+    trace: Option<hands_core::telemetry::TraceParent>,
 ) -> CreateTaskResult {
     let options =
         TaskOptions::new().with_poll_interval_ms(POLL_INTERVAL_MS).with_status_message("running");
@@ -33,7 +34,9 @@ pub(crate) fn start(
             let cancel = CancellationToken::new();
             let options = CallOptions { progress: None, cancel: Some(cancel.clone()) };
             let mut running = Running::start(
-                async move { registry.run(&session, prepared, options).await },
+                hands_core::telemetry::with_remote_parent(trace, async move {
+                    registry.run(&session, prepared, options).await
+                }),
                 cancel,
             );
             // tasks/cancel stops the call, not only the waiting.

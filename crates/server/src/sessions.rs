@@ -114,12 +114,15 @@ pub async fn transcript(
 pub async fn post_message(
     State(state): State<AppState>,
     Path(id): Path<String>,
+    headers: axum::http::HeaderMap,
     JsonBody(body): JsonBody<PostMessage>,
 ) -> Result<Response, ApiError> {
     if body.text.trim().is_empty() {
         return Err(ApiError::bad_request("text is empty: send the user's message"));
     }
-    let turn_id = state.host.post_message(&id, body.text).await?;
+    // The client's trace goes on into the turn (a malformed `traceparent` is ignored).
+    let post = state.host.post_message(&id, body.text);
+    let turn_id = hands_core::telemetry::with_remote_parent(trace_parent(&headers), post).await?;
     Ok((StatusCode::ACCEPTED, Json(TurnAccepted { turn_id })).into_response())
 }
 
@@ -137,9 +140,11 @@ pub async fn abort(
 pub async fn call_tool(
     State(state): State<AppState>,
     Path((id, name)): Path<(String, String)>,
+    headers: axum::http::HeaderMap,
     JsonBody(body): JsonBody<CallTool>,
 ) -> Result<Response, ApiError> {
-    let output = state.host.call_tool(&id, body.turn_id, &name, Value::Object(body.args)).await?;
+    let call = state.host.call_tool(&id, body.turn_id, &name, Value::Object(body.args));
+    let output = hands_core::telemetry::with_remote_parent(trace_parent(&headers), call).await?;
     // As over MCP: the session's notices follow the result as `[notice] …` text (they are also
     // announced as `process_notice` events).
     Ok(Json(output.notices_as_text()).into_response())
@@ -198,4 +203,10 @@ pub async fn process_output(
     let lines = query.lines.unwrap_or(100).clamp(1, 2_000) as usize;
     let output = state.host.process_output(&id, &process_id, lines).await?;
     Ok(Json(ProcessOutput { process_id, output }))
+}
+
+/// The W3C trace context of a request (`traceparent`, `tracestate` headers), when well formed.
+fn trace_parent(headers: &axum::http::HeaderMap) -> Option<hands_core::telemetry::TraceParent> {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    hands_core::telemetry::TraceParent::parse(header("traceparent")?, header("tracestate"))
 }

@@ -252,7 +252,9 @@ impl TurnTask {
 
     /// Run the turn on its own task.
     pub(super) fn spawn(self) {
-        tokio::spawn(self.run());
+        // The caller's trace context (the session API's `traceparent`) goes with the turn.
+        let parent = hands_core::telemetry::remote_parent();
+        tokio::spawn(hands_core::telemetry::with_remote_parent(parent, self.run()));
     }
 
     /// Run the loop, then record how the turn ended: `error` (if any), the turn's record, the

@@ -101,6 +101,8 @@ pub struct Settings {
     /// `[database]`: the database db_schema and supabase_setup read, when it is not
     /// connect_supabase's (a secret of the project holding a PostgreSQL URL, or a SQLite file).
     pub database: hands_connect::DatabaseConfig,
+    /// `[otel]`: OpenTelemetry traces of turns, model requests and tool calls (the user's only).
+    pub otel: hands_otel::OtelConfig,
 }
 
 /// `[mcp]`: how `hands mcp` serves its client.
@@ -151,6 +153,7 @@ impl Default for Settings {
             reference_projects: BTreeMap::new(),
             security: hands_scan::SecurityConfig::default(),
             database: hands_connect::DatabaseConfig::default(),
+            otel: hands_otel::OtelConfig::default(),
         }
     }
 }

@@ -47,6 +47,9 @@ pub(super) const USER_ONLY: &[&str] = &[
     "web_search",
     // Folders outside the project the model may read: a repository must not add one.
     "reference_projects",
+    // Where traces go and whether they carry content: a repository must not send its session's
+    // tool calls to a collector of its own.
+    "otel",
     // The advisory database and the audit commands: a repository must not clear its own
     // vulnerable dependencies, nor send its lock files somewhere (issue 15).
     "security",

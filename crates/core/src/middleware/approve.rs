@@ -74,16 +74,19 @@ impl Middleware for Approve {
                 let ctx = req.ctx.clone().with_approved(approved);
                 next.run(Request { ctx, ..req }).await
             }
-            Decision::Deny(words) => Ok(ToolOutput::error(match words {
-                Some(words) if !words.trim().is_empty() => {
-                    format!("The user declined {} and said: {words}", req.call.name)
-                }
-                _ => format!(
-                    "The user declined {}; it was not run. Ask what they want instead, or try \
+            Decision::Deny(words) => {
+                req.ctx.mark_denied();
+                Ok(ToolOutput::error(match words {
+                    Some(words) if !words.trim().is_empty() => {
+                        format!("The user declined {} and said: {words}", req.call.name)
+                    }
+                    _ => format!(
+                        "The user declined {}; it was not run. Ask what they want instead, or try \
                      another way.",
-                    req.call.name
-                ),
-            })),
+                        req.call.name
+                    ),
+                }))
+            }
         }
     }
 

@@ -222,9 +222,16 @@ impl From<Refusal> for ErrorData {
 #[derive(Default)]
 pub(crate) struct ParkedCalls {
     calls: Mutex<HashMap<String, Parked>>,
+    /// This node's id among several (`requestState` names it, see [`crate::node`]).
+    node: std::sync::OnceLock<String>,
 }
 
 impl ParkedCalls {
+    /// Tag every `requestState` from now on with `node` (the first id set stays).
+    pub(crate) fn set_node(&self, node: &str) {
+        let _ = self.node.set(node.to_owned());
+    }
+
     fn calls(&self) -> std::sync::MutexGuard<'_, HashMap<String, Parked>> {
         self.calls.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -240,6 +247,7 @@ impl ParkedCalls {
         let key = format!("hands-{}", NEXT.fetch_add(1, Ordering::Relaxed));
         let state = random_state()
             .map_err(|err| ErrorData::internal_error(format!("no random state: {err}"), None))?;
+        let state = crate::node::tagged(self.node.get().map(String::as_str), &state);
         let result = question(&key, &ask.params, &state);
         self.insert(state, Parked { binding, running, ask, key, since: Instant::now() });
         Ok(result)

@@ -53,9 +53,10 @@ def check(requests: list, results, call_id, project: Path) -> None:
     broke, fixed = seen.get(call_id(1)), seen.get(call_id(2))
     assert broke is not None and fixed is not None, f"the edits' results never reached the model: {sorted(seen)}"
     # The error of the breaking edit, in its own result: where it is and what it is.
-    assert "src/main.ts:3:" in broke and "TS2345" in broke, f"no type error in the breaking edit's result:\n{broke}"
+    assert "src/main.ts:3:" in broke and "[2345]" in broke, f"no type error in the breaking edit's result:\n{broke}"
     assert "not assignable" in broke, broke
-    assert "TS2345" not in fixed, f"the fixing edit still reports the error:\n{fixed}"
+    assert "1 error fixed, no errors now" in fixed, fixed
+    assert "[2345]" not in fixed, f"the fixing edit still reports the error:\n{fixed}"
     assert (project / "src" / "main.ts").read_text().endswith("add(1, 2);\n")
 
 

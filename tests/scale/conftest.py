@@ -86,14 +86,14 @@ class Cluster:
         return model
 
     def node(self, model: ScriptedModel | None, *, lease_ms: int = 2000, renew_ms: int = 400,
-             sweep_ms: int = 400, extra: str = "", start: bool = True) -> Node:
+             sweep_ms: int = 400, extra: str = "", start: bool = True, approval: str = "auto") -> Node:
         index = len(self.nodes)
         home = self.tmp / f"node-{index}"
         home.mkdir()
         cluster = (f"node_id = \"node-{index}\"\nlease_ms = {lease_ms}\nrenew_ms = {renew_ms}\n"
                    f"sweep_ms = {sweep_ms}\ndrain_grace_ms = 2000\n{extra}")
         node = Node(self.hands_bin, home, self.project, model, url=self.pg.url(self.db), cluster=cluster,
-                    token=self.token)
+                    token=self.token, approval=approval)
         node.name = f"node-{index}"
         self.nodes.append(node)
         return node.start() if start else node

@@ -22,7 +22,7 @@ use crate::gone::ClientGone;
 use crate::server::ServerFactory;
 
 /// Largest request body accepted at `/mcp`.
-const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
 /// `[server]`: who may talk to `hands serve`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -73,6 +73,17 @@ pub fn router(
     config: &ServerConfig,
     shutdown: CancellationToken,
 ) -> Router {
+    router_with(factory, config, shutdown, |mcp| mcp)
+}
+
+/// [`router`], with `wrap` applied to the `/mcp` route inside the guard (`hands serve` adds its
+/// forwarding to other nodes there, for requests that passed the guard).
+pub fn router_with(
+    factory: Arc<ServerFactory>,
+    config: &ServerConfig,
+    shutdown: CancellationToken,
+    wrap: impl FnOnce(Router) -> Router,
+) -> Router {
     // Host and Origin are checked by the guard, the same way for every route. No SSE priming
     // events (an event id with empty data, SEP-1699): clients of protocol 2025-06-18 and older
     // (Gemini CLI) parse every event's data as JSON and drop the server on them, and hands never
@@ -92,8 +103,7 @@ pub fn router(
         mcp_config,
     );
     let pages = factory_pages;
-    let app = Router::new()
-        .route_service("/mcp", mcp)
+    let app = wrap(Router::new().route_service("/mcp", mcp))
         .route("/healthz", get(|| async { "ok\n" }))
         .merge(pages.routes());
     guarded(app, config)

@@ -6,6 +6,7 @@ mod approve;
 mod ask;
 mod gone;
 mod http;
+mod node;
 mod output;
 mod progress;
 mod rounds;
@@ -14,7 +15,8 @@ mod server;
 mod stdio;
 mod tasks;
 
-pub use http::{HttpError, ServerConfig, guarded, router};
+pub use http::{HttpError, MAX_BODY_BYTES, ServerConfig, guarded, router, router_with};
+pub use node::{node_of, tagged as tagged_with_node};
 pub use secret_page::{PAGE_PREFIX as SECRET_PAGE_PREFIX, SecretPages};
 pub use server::{McpServer, PAGE_SIZE, ServerFactory, SessionHook};
 pub use stdio::{StdioError, serve_stdio, shutdown_signal};

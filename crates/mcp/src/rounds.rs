@@ -6,7 +6,9 @@
 //! answer to the same call, which goes on from where it waited. The handle is bound to the
 //! session, the tool and the arguments (a SHA-256 of them): a retry with anything else is refused
 //! and the parked call is told no, so an answer never runs another call. Parked calls are bounded
-//! in count ([`MAX_PARKED`]) and time ([`PARKED_FOR`]); one that expires is told no.
+//! in count ([`MAX_PARKED`]) and time ([`PARKED_FOR`]); one that expires is told no. On a node of
+//! several, the state starts with the node's id ([`crate::node`]), so that whichever node gets
+//! the retry sends it here.
 
 use std::collections::HashMap;
 use std::io::Read as _;
@@ -222,9 +224,16 @@ impl From<Refusal> for ErrorData {
 #[derive(Default)]
 pub(crate) struct ParkedCalls {
     calls: Mutex<HashMap<String, Parked>>,
+    /// This node's id among several (`requestState` names it, see [`crate::node`]).
+    node: std::sync::OnceLock<String>,
 }
 
 impl ParkedCalls {
+    /// Tag every `requestState` from now on with `node` (the first id set stays).
+    pub(crate) fn set_node(&self, node: &str) {
+        let _ = self.node.set(node.to_owned());
+    }
+
     fn calls(&self) -> std::sync::MutexGuard<'_, HashMap<String, Parked>> {
         self.calls.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -240,6 +249,7 @@ impl ParkedCalls {
         let key = format!("hands-{}", NEXT.fetch_add(1, Ordering::Relaxed));
         let state = random_state()
             .map_err(|err| ErrorData::internal_error(format!("no random state: {err}"), None))?;
+        let state = crate::node::tagged(self.node.get().map(String::as_str), &state);
         let result = question(&key, &ask.params, &state);
         self.insert(state, Parked { binding, running, ask, key, since: Instant::now() });
         Ok(result)
@@ -377,6 +387,19 @@ mod tests {
             Err(Refusal::OtherCall)
         ));
         assert!(matches!(parked.resume(&state, mine, Some(answer)), Err(Refusal::Unknown)));
+    }
+
+    #[tokio::test]
+    async fn a_node_of_several_names_itself_in_the_state_and_takes_only_the_whole_state() {
+        let parked = Arc::new(ParkedCalls::default());
+        parked.set_node("node-7");
+        let (running, ask) = asking_call().await;
+        let mine = binding("s", "bash", &json!({}));
+        let state = parked.park(mine, running, ask).unwrap().request_state.unwrap();
+        assert_eq!(crate::node::node_of(&state).as_deref(), Some("node-7"), "{state}");
+        let (_, bare) = state.split_once('.').unwrap();
+        assert!(matches!(parked.resume(bare, mine, None), Err(Refusal::Unknown)));
+        assert!(matches!(parked.resume(&state, mine, None), Ok(Resumed::AskedAgain(_))));
     }
 
     #[tokio::test]

@@ -60,6 +60,8 @@ pub struct ServerFactory {
     tasks: rmcp::task_manager::TaskManager,
     /// Which session started each task: only that session may read, answer or cancel it.
     task_owners: Mutex<HashMap<String, String>>,
+    /// This node's id among several `hands serve` nodes: task ids and `requestState` name it.
+    node: std::sync::OnceLock<String>,
 }
 
 /// Called at each connection's `initialize` with its session, the client and the client's
@@ -99,7 +101,20 @@ impl ServerFactory {
             heartbeat: crate::progress::heartbeat_from_env(),
             tasks: rmcp::task_manager::TaskManager::new(),
             task_owners: Mutex::default(),
+            node: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Run as node `node` of several: the handles 2026-07-28 clients get back (a parked call's
+    /// `requestState`, a task id) name it, so that any node can send the client's next request
+    /// on to this one (see [`crate::node_of`]). Set once, before serving.
+    pub fn set_node(&self, node: &str) {
+        let _ = self.node.set(node.to_owned());
+        self.parked.set_node(node);
+    }
+
+    fn node(&self) -> Option<&str> {
+        self.node.get().map(String::as_str)
     }
 
     /// Set the hook run at each connection's `initialize` (replacing any earlier one).
@@ -191,13 +206,21 @@ pub struct McpServer {
 
 impl McpServer {
     /// Refuse a task another session started, as if it did not exist (red-team round 3: a second
-    /// MCP session read and cancelled the first one's task by its id).
-    fn owned(&self, task_id: &str, context: &RequestContext<RoleServer>) -> Result<(), ErrorData> {
+    /// MCP session read and cancelled the first one's task by its id); `Ok` with the task manager's
+    /// id of the task (the one the client has without this node's tag).
+    fn owned<'a>(
+        &self,
+        task_id: &'a str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<&'a str, ErrorData> {
         let session = self.session_for(context);
         let owners = self.factory.task_owners.lock().unwrap_or_else(PoisonError::into_inner);
-        match owners.get(task_id) {
-            Some(owner) if owner == session.id() => Ok(()),
-            _ => Err(ErrorData::invalid_params(format!("unknown task `{task_id}`"), None)),
+        match (owners.get(task_id), crate::node::untagged(self.factory.node(), task_id)) {
+            (Some(owner), Some(local)) if owner == session.id() => Ok(local),
+            _ => Err(ErrorData::invalid_params(
+                format!("unknown task `{}`", hands_core::redact::text(task_id)),
+                None,
+            )),
         }
     }
 
@@ -435,7 +458,8 @@ impl ServerHandler for McpServer {
         if tasks && call.policy().outlasts {
             let registry = Arc::clone(&self.factory.registry);
             let owner = session.id().to_owned();
-            let task = crate::tasks::start(&self.factory.tasks, registry, session, call, trace);
+            let mut task = crate::tasks::start(&self.factory.tasks, registry, session, call, trace);
+            task.task.task_id = crate::node::tagged(self.factory.node(), &task.task.task_id);
             self.factory.own_task(&task.task.task_id, owner);
             return Ok(CallToolResponse::Task(task));
         }
@@ -489,8 +513,10 @@ impl ServerHandler for McpServer {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        self.owned(&request.task_id, &context)?;
-        self.factory.tasks.get_task(&request.task_id).map(GetTaskResult::new)
+        let local = self.owned(&request.task_id, &context)?;
+        let mut task = self.factory.tasks.get_task(local)?;
+        task.task.task_id = request.task_id;
+        Ok(GetTaskResult::new(task))
     }
 
     async fn update_task(
@@ -498,8 +524,8 @@ impl ServerHandler for McpServer {
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.owned(&request.task_id, &context)?;
-        self.factory.tasks.update_task(&request.task_id, request.input_responses)
+        let local = self.owned(&request.task_id, &context)?;
+        self.factory.tasks.update_task(local, request.input_responses)
     }
 
     async fn cancel_task(
@@ -507,8 +533,8 @@ impl ServerHandler for McpServer {
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.owned(&request.task_id, &context)?;
-        self.factory.tasks.cancel_task(&request.task_id)
+        let local = self.owned(&request.task_id, &context)?;
+        self.factory.tasks.cancel_task(local)
     }
 }
 

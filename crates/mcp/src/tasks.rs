@@ -4,7 +4,9 @@
 //! such a call answers at once with a task; the call runs on in rmcp's [`TaskManager`], which
 //! answers `tasks/get`. A question the call asks the user (an approval, ask_user) becomes the
 //! task's `input_required` state and its answer comes with `tasks/update`; `tasks/cancel` cancels
-//! the call itself (its processes are stopped), and the task ends `cancelled`.
+//! the call itself (its processes are stopped), and the task ends `cancelled`. On a node of
+//! several, the id a client gets starts with the node's id ([`crate::node`]): any node sends
+//! `tasks/*` for it here.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

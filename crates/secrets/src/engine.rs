@@ -55,7 +55,7 @@ pub struct Engine {
     /// The index in `replacements` of each stored form.
     owner: Vec<usize>,
     /// `[secret:NAME]` of each stored value.
-    pub(crate) replacements: Vec<Vec<u8>>,
+    replacements: Vec<Vec<u8>>,
     /// Hashes of the windows a stored form can be sampled at.
     filter: Vec<u64>,
     /// Hashes of every stored form's first 8 bytes: checked at each possible start around a
@@ -73,7 +73,7 @@ pub struct Engine {
     longest: usize,
     /// Every stored form with the index of its replacement, sorted: where a producer cut a
     /// value short, a binary search tells whether the text before the cut starts one.
-    pub(crate) cuts: Vec<(Vec<u8>, usize)>,
+    cuts: Vec<(Vec<u8>, usize)>,
 }
 
 /// The searcher of the rules' anchors: Teddy where the processor has it, else an automaton.
@@ -712,6 +712,6 @@ impl Redactor for Engine {
     }
 
     fn cut(&self, before: &[u8]) -> Option<(usize, Vec<u8>)> {
-        crate::cut::cut(self, before)
+        crate::cut::cut(&self.cuts, &self.replacements, before)
     }
 }

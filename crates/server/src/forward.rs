@@ -29,7 +29,7 @@ const TRIES: usize = 6;
 /// What the layer needs.
 #[derive(Clone)]
 pub struct Forwarder {
-    host: Arc<Host>,
+    pub(crate) host: Arc<Host>,
     client: reqwest::Client,
     max_body_bytes: usize,
     /// Requests sent on to another node.
@@ -152,7 +152,7 @@ pub async fn layer(State(forwarder): State<Forwarder>, request: Request, next: N
     .into_response()
 }
 
-async fn send(
+pub(crate) async fn send(
     forwarder: &Forwarder,
     base: &str,
     parts: &axum::http::request::Parts,

@@ -28,6 +28,7 @@ mod egress;
 mod error;
 mod events;
 pub mod forward;
+mod forward_mcp;
 mod health;
 pub mod listener;
 pub mod metrics;
@@ -69,7 +70,13 @@ pub fn router(
     shutdown: CancellationToken,
 ) -> Router {
     let guard = config.mcp();
+    let (node, clustered) = host.node_id();
+    if clustered {
+        // The handles 2026-07-28 clients get name this node, so that any node sends them here.
+        mcp_factory.set_node(node);
+    }
     let forwarder = forward::Forwarder::new(Arc::clone(&host), config.max_body_bytes);
+    let mcp_forwarder = forwarder.clone();
     let forwarded = Arc::clone(&forwarder.forwarded);
     let api = routes::api(Arc::clone(&host), config.max_body_bytes, shutdown.clone())
         .layer(axum::middleware::from_fn_with_state(forwarder, forward::layer))
@@ -80,7 +87,10 @@ pub fn router(
     let ui =
         hands_mcp::guarded(ui::routes(), &hands_mcp::ServerConfig { token: None, ..guard.clone() });
     let health = hands_mcp::guarded(health::routes(host), &guard);
-    hands_mcp::router(mcp_factory, &guard, shutdown)
+    let forward_mcp = |mcp: Router| {
+        mcp.layer(axum::middleware::from_fn_with_state(mcp_forwarder, forward_mcp::layer))
+    };
+    hands_mcp::router_with(mcp_factory, &guard, shutdown, forward_mcp)
         .merge(api)
         .merge(ui)
         .merge(health)

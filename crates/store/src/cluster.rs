@@ -80,6 +80,9 @@ pub trait Cluster: Send + Sync {
     ) -> BoxFuture<'a, StoreResult<Vec<String>>>;
     /// Give the lease up (nothing happens when the token is no longer current).
     fn release<'a>(&'a self, session_id: &'a str, token: i64) -> BoxFuture<'a, StoreResult<()>>;
+    /// Where node `node_id` is reached, while it is registered (a node that left for good, or
+    /// was unseen for a day, is not).
+    fn node_url<'a>(&'a self, node_id: &'a str) -> BoxFuture<'a, StoreResult<Option<String>>>;
     /// Who holds the session's lease, when someone does and it has not expired.
     fn owner<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, StoreResult<Option<LeaseOwner>>>;
     /// Sessions with a turn left running and no live lease (their node died): at most `limit`.

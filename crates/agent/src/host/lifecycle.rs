@@ -267,6 +267,13 @@ impl Host {
         })
     }
 
+    /// Where node `node_id` is reached (its advertise URL), while it is registered; `None` alone
+    /// or for a node that is not (it left for good).
+    pub async fn node_url(&self, node_id: &str) -> HostResult<Option<String>> {
+        let Some(cluster) = &self.node.cluster else { return Ok(None) };
+        Ok(cluster.node_url(node_id).await?)
+    }
+
     /// This node's name, and whether it shares the store with others.
     pub fn node_id(&self) -> (&str, bool) {
         (&self.node.id, self.node.cluster.is_some())

@@ -3,5 +3,6 @@
 // Tests may unwrap: a failure is the test failing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod cut;
 mod engine;
 mod store;

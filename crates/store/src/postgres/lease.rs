@@ -221,6 +221,17 @@ impl Cluster for PgCluster {
         })
     }
 
+    fn node_url<'a>(&'a self, node_id: &'a str) -> BoxFuture<'a, StoreResult<Option<String>>> {
+        Box::pin(async move {
+            let mut conn = self.store.conn("reading a node").await?;
+            let rows = conn
+                .query("SELECT url FROM nodes WHERE id = $1", &[&node_id])
+                .await
+                .map_err(|e| backend("reading a node", &e))?;
+            Ok(rows.first().map(|row| row.get(0)))
+        })
+    }
+
     fn owner<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, StoreResult<Option<LeaseOwner>>> {
         Box::pin(async move {
             let mut conn = self.store.conn("reading a lease").await?;

@@ -390,7 +390,7 @@ mod tests {
             model: "gpt-4o-mini".into(),
             ..ModelConfig::default()
         };
-        let provider = from_config_with(&cfg, |_| None).unwrap();
+        let provider = from_config_with(&cfg, |_| Some("k".into())).unwrap();
         assert_eq!(provider.name(), "openai");
         assert_eq!(provider.model(), "gpt-4o-mini");
         assert_eq!(provider.context_window(), 128_000);

@@ -140,15 +140,20 @@ pub fn edited_files(root: &Path, info: &Info, args: &Value) -> Vec<PathBuf> {
     locations(root, args).into_iter().map(|l| l.path).collect()
 }
 
+/// A diff for the editor, both sides redacted as every text hands shows is: a file may hold a
+/// stored secret (a key in `.env`), and the editor keeps the thread or hands it to its own model.
+fn diff(path: PathBuf, new: String, old: Option<String>) -> ToolCallContent {
+    let shown = |text: String| hands_core::redact::text(&text).into_owned();
+    ToolCallContent::Diff(Diff::new(path, shown(new)).old_text(old.map(shown)))
+}
+
 /// Diffs of the files that changed: `(path, text before (None: the file did not exist), text
 /// after (None: it is gone))`. Unchanged files are left out.
 pub fn diffs(changes: Vec<(PathBuf, Option<String>, Option<String>)>) -> Vec<ToolCallContent> {
     changes
         .into_iter()
         .filter(|(_, old, new)| old != new)
-        .map(|(path, old, new)| {
-            ToolCallContent::Diff(Diff::new(path, new.unwrap_or_default()).old_text(old))
-        })
+        .map(|(path, old, new)| diff(path, new.unwrap_or_default(), old))
         .collect()
 }
 
@@ -165,7 +170,7 @@ pub fn proposed_diff(
     }
     let path = absolute(root, arg(args, "path")?);
     if let Some(new) = args.get("content").and_then(Value::as_str) {
-        return Some(ToolCallContent::Diff(Diff::new(path, new.to_owned()).old_text(current)));
+        return Some(diff(path, new.to_owned(), current));
     }
     let old = args.get("old_string").and_then(Value::as_str)?;
     let new = args.get("new_string").and_then(Value::as_str).unwrap_or_default();
@@ -174,12 +179,9 @@ pub fn proposed_diff(
         Some(text) if !old.is_empty() && text.contains(old) => {
             let after =
                 if replace_all { text.replace(old, new) } else { text.replacen(old, new, 1) };
-            Some(ToolCallContent::Diff(Diff::new(path, after).old_text(text)))
+            Some(diff(path, after, Some(text)))
         }
-        _ => Some(ToolCallContent::Diff(
-            Diff::new(path, new.to_owned())
-                .old_text(Some(old.to_owned()).filter(|o| !o.is_empty())),
-        )),
+        _ => Some(diff(path, new.to_owned(), Some(old.to_owned()).filter(|o| !o.is_empty()))),
     }
 }
 

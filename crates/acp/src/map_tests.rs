@@ -163,3 +163,48 @@ fn todos_become_plan_entries_and_modes_session_modes() {
     assert_eq!(state["currentModeId"], "plan");
     assert_eq!(state["availableModes"].as_array().map(Vec::len), Some(2));
 }
+
+/// Replaces the canary, as the binary's redactor replaces a stored secret.
+struct Canary;
+
+const CANARY: &str = "CANARY_4711_value";
+
+impl hands_core::redact::Redactor for Canary {
+    fn redact(&self, input: &[u8], _more: bool, out: &mut Vec<u8>) -> usize {
+        let text = String::from_utf8_lossy(input).replace(CANARY, "[secret:TOKEN]");
+        out.extend_from_slice(text.as_bytes());
+        input.len()
+    }
+
+    fn finds(&self, input: &[u8]) -> bool {
+        String::from_utf8_lossy(input).contains(CANARY)
+    }
+}
+
+#[test]
+fn diffs_are_redacted_on_both_sides() {
+    hands_core::redact::install(std::sync::Arc::new(Canary));
+    let before = format!("token={CANARY}\n");
+    let after = format!("token={CANARY}\nmore\n");
+    let done = diffs(vec![("/r/.env".into(), Some(before.clone()), Some(after))]);
+    let write = format!("k={CANARY}");
+    let proposed = proposed_diff(
+        Path::new("/r"),
+        &WRITE,
+        &json!({"path": "a", "content": write}),
+        Some(before),
+    );
+    let edit = json!({"path": ".env", "old_string": "more", "new_string": CANARY});
+    let edited = proposed_diff(Path::new("/r"), &WRITE, &edit, None);
+    let shown = format!(
+        "{} {} {}",
+        serde_json::to_value(&done).unwrap_or_default(),
+        serde_json::to_value(&proposed).unwrap_or_default(),
+        serde_json::to_value(&edited).unwrap_or_default()
+    );
+    hands_core::redact::install(std::sync::Arc::new(hands_core::redact::Nothing));
+    assert!(!shown.contains(CANARY), "{shown}");
+    assert!(shown.contains(r#""newText":"token=[secret:TOKEN]\nmore\n""#), "{shown}");
+    assert!(shown.contains(r#""oldText":"token=[secret:TOKEN]\n""#), "{shown}");
+    assert!(shown.contains(r#""newText":"k=[secret:TOKEN]""#), "{shown}");
+}

@@ -72,7 +72,8 @@ pub fn turn_changes(root: &Path, settings: &Settings, session: &str) -> Option<S
 /// One line per path `what` could not capture, with why and its escaped name when it differs.
 fn not_captured(paths: &[hands_checkpoint::Uncaptured], what: &str) {
     for u in paths {
-        println!("{}", hands_core::redact::text(&format!("not captured by the {what}: {u}")));
+        let line = format!("not captured by the {what}: {u}");
+        println!("{}", crate::term::line(&hands_core::redact::text(&line)));
     }
 }
 
@@ -109,8 +110,8 @@ pub fn run(root: &Path, settings: &Settings, action: Action) -> anyhow::Result<E
                         c.id,
                         c.kind.as_str(),
                         c.created_at(),
-                        c.session,
-                        c.turn.as_deref().unwrap_or("-"),
+                        crate::term::line(&c.session),
+                        crate::term::line(c.turn.as_deref().unwrap_or("-")),
                         c.changes
                     );
                 }
@@ -127,15 +128,18 @@ pub fn run(root: &Path, settings: &Settings, action: Action) -> anyhow::Result<E
             };
             let changes = hands_checkpoint::diff(&store, Some(&old), &new)?;
             // A changed line may hold a stored value (a key pasted into a file): shown redacted,
-            // like every other surface.
-            let shown = |text: &str| hands_core::redact::text(text).into_owned();
+            // like every other surface. Names and lines are escaped: a file a turn made may be
+            // named with a line break and terminal sequences, to forge or hide a line of what the
+            // user reviews before a restore.
+            let name = |text: &str| crate::term::line(&hands_core::redact::text(text));
+            let shown = |text: &str| crate::term::text(&hands_core::redact::text(text));
             for c in &changes {
                 println!(
                     "{:<9} {:>+6} {:>6}  {}",
                     serde_json::to_value(c.kind)?.as_str().unwrap_or(""),
                     c.added,
                     format!("-{}", c.removed),
-                    shown(&c.path)
+                    name(&c.path)
                 );
             }
             if !stat {
@@ -159,7 +163,7 @@ pub fn run(root: &Path, settings: &Settings, action: Action) -> anyhow::Result<E
                 r.undo.id
             );
             for s in &r.skipped {
-                println!("left as is (above the size cap): {s}");
+                println!("left as is (above the size cap): {}", crate::term::line(s));
             }
             not_captured(&r.uncaptured, "undo checkpoint");
         }

@@ -92,8 +92,12 @@ impl TraceParent {
         if trace_id == [0; 16] || span_id == [0; 8] {
             return None;
         }
-        let tracestate =
-            tracestate.map(str::trim).filter(|s| valid_tracestate(s)).map(str::to_owned);
+        // A tracestate holding a stored secret is dropped, not passed on to the collector (a
+        // redacted one would not be a tracestate any more).
+        let tracestate = tracestate
+            .map(str::trim)
+            .filter(|s| valid_tracestate(s) && !crate::redact::current().finds(s.as_bytes()))
+            .map(str::to_owned);
         Some(Self { trace_id, span_id, flags, tracestate })
     }
 
@@ -309,6 +313,31 @@ mod tests {
             let tp = TraceParent::parse(GOOD, Some(bad)).unwrap();
             assert_eq!(tp.tracestate, None, "{bad:?}");
         }
+    }
+
+    /// Replaces the canary, as the binary's redactor replaces a stored secret.
+    struct Canary;
+
+    impl crate::redact::Redactor for Canary {
+        fn redact(&self, input: &[u8], _more: bool, out: &mut Vec<u8>) -> usize {
+            let text = String::from_utf8_lossy(input).replace("CANARY9", "[secret:K]");
+            out.extend_from_slice(text.as_bytes());
+            input.len()
+        }
+
+        fn finds(&self, input: &[u8]) -> bool {
+            String::from_utf8_lossy(input).contains("CANARY9")
+        }
+    }
+
+    #[test]
+    fn a_tracestate_holding_a_secret_is_dropped() {
+        crate::redact::install(std::sync::Arc::new(Canary));
+        let tp = TraceParent::parse(GOOD, Some("k=CANARY9,o=1")).unwrap();
+        let plain = TraceParent::parse(GOOD, Some("k=v")).unwrap();
+        crate::redact::install(std::sync::Arc::new(crate::redact::Nothing));
+        assert_eq!(tp.tracestate, None);
+        assert_eq!(plain.tracestate.as_deref(), Some("k=v"));
     }
 
     #[test]

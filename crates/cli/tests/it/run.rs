@@ -980,6 +980,40 @@ fn a_turn_that_changed_nothing_names_no_checkpoint() {
     assert!(!out.stderr.contains("checkpoints restore"), "{}", out.stderr);
 }
 
+/// A file a turn named with a line break and terminal sequences cannot forge or hide a line of
+/// `hands checkpoints diff`: its name is shown escaped, on its own line.
+#[test]
+fn a_forged_file_name_is_escaped_in_the_checkpoint_diff() {
+    if !python() {
+        return;
+    }
+    let world = World::new();
+    let model = Model::start(
+        "anthropic",
+        world.dir(),
+        &json!([
+            {"tool_calls": [{"id": "b1", "name": "bash", "input": {"command":
+                "touch \"$(printf 'a\\033[2K\\033[1A\\nadded         +1     -0  FORGED.txt')\""}}]},
+            {"text": "Done."},
+        ]),
+    );
+    world.user_config(&format!("approval = \"auto\"\n{}", model.config()));
+    let out = output(world.hands().args(["run", "make a file"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let list = checkpoints(&world);
+    let end = list.as_array().unwrap().last().unwrap()["n"].to_string();
+    let diff = output(world.hands().args(["checkpoints", "diff", &end, "--stat"]));
+    assert_eq!(diff.code, 0, "{}", diff.stderr);
+    assert!(
+        !diff.stdout.contains('\u{1b}'),
+        "a raw escape reached the terminal: {:?}",
+        diff.stdout
+    );
+    let added: Vec<&str> = diff.stdout.lines().filter(|l| l.starts_with("added")).collect();
+    assert_eq!(added.len(), 1, "one file, one line: {:?}", diff.stdout);
+    assert!(added[0].contains("\\n") && added[0].contains("FORGED.txt"), "{:?}", added[0]);
+}
+
 /// `hands checkpoints list --json`.
 fn checkpoints(world: &World) -> Value {
     let out = output(world.hands().args(["checkpoints", "list", "--json"]));

@@ -109,6 +109,10 @@ pub enum EventKind {
         /// and the program's origin, the target, a write's content or diff. Several lines.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         details: Option<String>,
+        /// The user may allow the tool for the rest of the session (`scope: "session"`); false
+        /// where each call is theirs to decide (a plan).
+        #[serde(default = "yes")]
+        session_allowable: bool,
     },
     /// The approval was decided.
     ApprovalDecided {
@@ -116,6 +120,9 @@ pub enum EventKind {
         approval_id: String,
         /// Granted.
         approved: bool,
+        /// Granted for the rest of the session: later calls of the tool do not ask.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        for_session: bool,
     },
     /// A long-run process finished (or another notice for the model).
     ProcessNotice {
@@ -224,4 +231,9 @@ impl EventKind {
             Self::Error { .. } => "error",
         }
     }
+}
+
+/// `true`, the default of a flag that older events lack.
+fn yes() -> bool {
+    true
 }

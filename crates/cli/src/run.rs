@@ -357,7 +357,7 @@ impl Agent {
     /// Queue the prompts an event asks for, drop those that were settled elsewhere.
     fn follow(&self, asks: &mut Asks, view: &mut View, kind: &EventKind) {
         match kind {
-            EventKind::ApprovalRequested { approval_id, tool, summary, details } => {
+            EventKind::ApprovalRequested { approval_id, tool, summary, details, .. } => {
                 view.pause();
                 // The event's summary is cut at 300 characters: the call's own arguments give
                 // the whole of it.
@@ -419,11 +419,7 @@ impl Agent {
                 }
             }
             (Ask::Approval { id, .. }, Answer::Decision(decision)) => {
-                let (approve, reason) = match decision {
-                    Decision::Approve => (true, None),
-                    Decision::Deny(reason) => (false, reason),
-                };
-                self.host.decide(&self.id, id, approve, reason)
+                self.host.decide_with(&self.id, id, decision)
             }
             (Ask::Question(q), Answer::Text(text)) => {
                 self.host.answer(Some(&self.id), Some(&q.id), text)

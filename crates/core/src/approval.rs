@@ -27,6 +27,9 @@ pub struct ApprovalRequest {
     /// or an existing one's diff. Several lines; every approver shows it whole (escaped), after
     /// the summary. Secrets are replaced before any approver sees it.
     pub details: Option<String>,
+    /// The user may allow the tool for the rest of the session
+    /// ([`Decision::ApproveForSession`]); false where every call is theirs to decide.
+    pub session_allowable: bool,
 }
 
 /// What a tool shows the user about one call before it runs ([`Tool::review`](crate::Tool::review)),
@@ -82,6 +85,10 @@ pub struct Approved {
 pub enum Decision {
     /// Run the call.
     Approve,
+    /// Run the call, and every later call of the same tool in this session without asking
+    /// ([`SessionAllows`]). A tool whose every call is the user's own decision
+    /// ([`Policy::asks_each_time`](crate::Policy::asks_each_time)) is approved once only.
+    ApproveForSession,
     /// Do not run it; the optional words go back to the model.
     Deny(Option<String>),
 }
@@ -94,6 +101,40 @@ pub trait Approver: Send + Sync {
         request: &'a ApprovalRequest,
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Decision>;
+}
+
+impl Decision {
+    /// The call runs.
+    pub fn approves(&self) -> bool {
+        matches!(self, Self::Approve | Self::ApproveForSession)
+    }
+}
+
+/// The tools the user allowed for the rest of the session ([`Decision::ApproveForSession`]),
+/// kept as a session extension. Lives as long as the session does on this node: a session
+/// resumed elsewhere asks again.
+#[derive(Debug, Default)]
+pub struct SessionAllows(std::sync::Mutex<std::collections::BTreeSet<String>>);
+
+impl SessionAllows {
+    /// Allow `tool` from now on.
+    pub fn allow(&self, tool: &str) {
+        self.lock().insert(tool.to_owned());
+    }
+
+    /// `tool` was allowed for the session.
+    pub fn allows(&self, tool: &str) -> bool {
+        self.lock().contains(tool)
+    }
+
+    /// The tools allowed, sorted.
+    pub fn tools(&self) -> Vec<String> {
+        self.lock().iter().cloned().collect()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::BTreeSet<String>> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
 /// The approver a session has, kept as a session extension.

@@ -176,6 +176,11 @@ pub struct Policy {
     pub on_host: bool,
     /// It needs the front end's model (spawn_subagent): hidden where there is none.
     pub needs_model: bool,
+    /// Every call is the user's own decision (a plan): an allowance for the session
+    /// ([`Decision::ApproveForSession`](crate::approval::Decision::ApproveForSession)) never
+    /// covers its later calls.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub asks_each_time: bool,
     /// Its time limit in milliseconds when the configuration sets none (`timeouts.tools.NAME`
     /// overrides it); `None`: `timeouts.default_ms`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -201,6 +206,7 @@ impl Policy {
             family: Family::Other,
             on_host: false,
             needs_model: false,
+            asks_each_time: false,
             timeout_ms: None,
             guideline: None,
         }
@@ -262,6 +268,14 @@ impl Policy {
     #[must_use]
     pub fn needs_model(mut self) -> Self {
         self.needs_model = true;
+        self
+    }
+
+    /// Each call asks, whatever the user allowed for the session: see
+    /// [`Policy::asks_each_time`].
+    #[must_use]
+    pub fn asks_each_time(mut self) -> Self {
+        self.asks_each_time = true;
         self
     }
 

@@ -123,6 +123,22 @@ pub struct Decision {
     /// The user's words, passed to the model on a denial.
     #[serde(default)]
     pub reason: Option<String>,
+    /// With `approve`: `once` (the default) grants this call; `session` also grants every later
+    /// call of the same tool in this session without asking (never `exit_plan_mode`: a plan
+    /// is approved each time).
+    #[serde(default)]
+    pub scope: Scope,
+}
+
+/// How far a grant reaches.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// This call.
+    #[default]
+    Once,
+    /// This call and the tool's later calls in the session.
+    Session,
 }
 
 /// `POST /vibe/answer`: the compatibility form of an answer. Unknown fields are ignored here, as

@@ -12,8 +12,8 @@ use serde_json::Value;
 use crate::body::JsonBody;
 use crate::error::ApiError;
 use crate::schemas::{
-    Answer, CallTool, CreateSession, Decision, PostMessage, ProcessOutput, SessionList, Transcript,
-    TurnAccepted, UpdateSession, valid_id,
+    Answer, CallTool, CreateSession, Decision, PostMessage, ProcessOutput, Scope, SessionList,
+    Transcript, TurnAccepted, UpdateSession, valid_id,
 };
 use crate::state::AppState;
 
@@ -166,7 +166,12 @@ pub async fn decide(
     Path((id, approval_id)): Path<(String, String)>,
     JsonBody(body): JsonBody<Decision>,
 ) -> Result<StatusCode, ApiError> {
-    state.host.decide(&id, &approval_id, body.approve, body.reason)?;
+    let decision = match (body.approve, body.scope) {
+        (true, Scope::Once) => hands_core::approval::Decision::Approve,
+        (true, Scope::Session) => hands_core::approval::Decision::ApproveForSession,
+        (false, _) => hands_core::approval::Decision::Deny(body.reason),
+    };
+    state.host.decide_with(&id, &approval_id, decision)?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -495,13 +495,24 @@ impl Host {
         approve: bool,
         reason: Option<String>,
     ) -> HostResult<()> {
+        let decision = if approve { Decision::Approve } else { Decision::Deny(reason) };
+        self.decide_with(session, approval_id, decision)
+    }
+
+    /// Settle a pending approval with `decision` ([`Decision::ApproveForSession`] allows the
+    /// tool for the rest of the session). `Conflict` when no such approval is waiting.
+    pub fn decide_with(
+        &self,
+        session: &str,
+        approval_id: &str,
+        decision: Decision,
+    ) -> HostResult<()> {
         let waiting = self.approvals.take(session, approval_id).map_err(|pending| {
             HostError::Conflict(format!(
                 "no approval `{approval_id}` is waiting in session {session}; waiting: {}",
                 if pending.is_empty() { "none".to_owned() } else { pending.join(", ") }
             ))
         })?;
-        let decision = if approve { Decision::Approve } else { Decision::Deny(reason) };
         // The approver may have given up meanwhile (an abort); then nothing waits for this.
         waiting.reply(decision);
         Ok(())

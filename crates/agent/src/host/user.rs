@@ -119,14 +119,18 @@ impl Approver for HostApprover {
                     tool: request.tool.clone(),
                     summary: request.summary.clone(),
                     details: request.details.clone(),
+                    session_allowable: request.session_allowable,
                 })
                 .await;
             let decision = tokio::select! {
                 decision = decision => decision.unwrap_or(Decision::Deny(None)),
                 () = cancel.cancelled() => Decision::Deny(Some("the call was aborted".into())),
             };
-            let approved = decision == Decision::Approve;
-            self.hub.emit(EventKind::ApprovalDecided { approval_id: id.clone(), approved }).await;
+            let approved = decision.approves();
+            let for_session = decision == Decision::ApproveForSession && request.session_allowable;
+            self.hub
+                .emit(EventKind::ApprovalDecided { approval_id: id.clone(), approved, for_session })
+                .await;
             decision
         })
     }

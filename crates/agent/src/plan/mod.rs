@@ -99,6 +99,7 @@ impl Tool for ExitPlanMode {
             .label(Label::Plan { key: "plan" })
             .family(Family::Session)
             .on_host()
+            .asks_each_time()
     }
 
     /// Under `approval = "ask"` the user approves the plan before the build tools come back.

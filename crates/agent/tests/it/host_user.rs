@@ -78,6 +78,7 @@ async fn approval_fixture(steps: Vec<Step>) -> (Fixture, String, Subscription) {
 }
 
 use hands_agent::host::Subscription;
+use hands_core::approval::Decision;
 
 #[tokio::test]
 async fn an_approved_call_runs() {
@@ -102,10 +103,37 @@ async fn an_approved_call_runs() {
     let rest = until(&mut sub, |k| matches!(k, EventKind::TurnEnded { .. })).await;
     assert!(rest.iter().any(|e| matches!(
         &e.kind,
-        EventKind::ApprovalDecided { approved: true, approval_id: a } if a == approval_id
+        EventKind::ApprovalDecided { approved: true, approval_id: a, .. } if a == approval_id
     )));
     assert_eq!(std::fs::read_to_string(fx.root.path().join("ok.txt")).unwrap(), "yes");
     assert!(matches!(fx.host.decide(&id, approval_id, true, None), Err(HostError::Conflict(_))));
+}
+
+#[tokio::test]
+async fn a_tool_allowed_for_the_session_runs_again_without_a_question() {
+    let (fx, id, mut sub) = approval_fixture(vec![
+        call("write_file", json!({"path": "a.txt", "content": "a"})),
+        call("write_file", json!({"path": "b.txt", "content": "b"})),
+        say("done"),
+    ])
+    .await;
+    fx.host.post_message(&id, "write two".into()).await.unwrap();
+    let seen = until(&mut sub, |k| matches!(k, EventKind::ApprovalRequested { .. })).await;
+    let EventKind::ApprovalRequested { approval_id, session_allowable, .. } =
+        &seen.last().unwrap().kind
+    else {
+        panic!()
+    };
+    assert!(session_allowable, "a write may be allowed for the session");
+    fx.host.decide_with(&id, approval_id, Decision::ApproveForSession).unwrap();
+    let rest = until(&mut sub, |k| matches!(k, EventKind::TurnEnded { .. })).await;
+    assert!(rest.iter().any(|e| matches!(
+        &e.kind,
+        EventKind::ApprovalDecided { approved: true, for_session: true, .. }
+    )));
+    let asked = rest.iter().filter(|e| matches!(e.kind, EventKind::ApprovalRequested { .. }));
+    assert_eq!(asked.count(), 0, "the second write was not asked about: {rest:#?}");
+    assert_eq!(std::fs::read_to_string(fx.root.path().join("b.txt")).unwrap(), "b");
 }
 
 #[tokio::test]
@@ -144,12 +172,13 @@ async fn plan_then_exit_plan_mode_then_build() {
     fx.host.post_message(&id, "add a main".into()).await.unwrap();
     // exit_plan_mode asks for approval of the plan under approval = "ask".
     let seen = until(&mut sub, |k| matches!(k, EventKind::ApprovalRequested { .. })).await;
-    let EventKind::ApprovalRequested { approval_id, tool, summary, .. } =
+    let EventKind::ApprovalRequested { approval_id, tool, summary, session_allowable, .. } =
         &seen.last().unwrap().kind
     else {
         panic!()
     };
     assert_eq!(tool, "exit_plan_mode");
+    assert!(!session_allowable, "a plan is approved each time");
     assert!(summary.contains("create main.rs"), "{summary}");
     fx.host.decide(&id, approval_id, true, None).unwrap();
     // write_file needs approval too.

@@ -5,7 +5,9 @@
 //! timeout; an abort of the session ends the wait.
 
 use super::{Middleware, Next, Request};
-use crate::approval::{ApprovalRequest, Approved, ApproverHandle, Decision, summary};
+use crate::approval::{
+    ApprovalRequest, Approved, ApproverHandle, Decision, SessionAllows, summary,
+};
 use crate::config::Approval;
 use crate::{ChainError, ToolError, ToolOutput};
 
@@ -32,6 +34,11 @@ impl Middleware for Approve {
             return next.run(req).await;
         }
         let session = req.ctx.session();
+        // The user allowed this tool for the rest of the session: no question, as if it had
+        // been asked and approved (the call still goes through every other step).
+        if session.get_extension::<SessionAllows>().is_some_and(|a| a.allows(&req.call.name)) {
+            return next.run(req).await;
+        }
         let Some(ApproverHandle(approver)) =
             session.get_extension::<ApproverHandle>().as_deref().cloned()
         else {
@@ -67,9 +74,14 @@ impl Middleware for Approve {
             summary,
             args,
             details,
+            session_allowable: !req.tool.spec().policy.asks_each_time,
         };
-        match approver.approve(&request, req.ctx.cancel_token()).await {
-            Decision::Approve => {
+        let decision = approver.approve(&request, req.ctx.cancel_token()).await;
+        if decision == Decision::ApproveForSession && request.session_allowable {
+            session.extension::<SessionAllows>().allow(&req.call.name);
+        }
+        match decision {
+            Decision::Approve | Decision::ApproveForSession => {
                 let approved = Approved { summary: request.summary, details: request.details };
                 let ctx = req.ctx.clone().with_approved(approved);
                 next.run(Request { ctx, ..req }).await

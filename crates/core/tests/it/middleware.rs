@@ -444,6 +444,70 @@ async fn approval_under_ask_asks_for_changes_only() {
 }
 
 #[tokio::test]
+async fn a_tool_allowed_for_the_session_is_not_asked_about_again() {
+    use hands_core::approval::{ApproverHandle, Decision, SessionAllows};
+    let mut cfg = config();
+    cfg.approval = hands_core::config::Approval::Ask;
+    let (write, writes) = Echo::new("write_file", false);
+    let (bash, bashes) = Echo::new("bash", false);
+    let (plan, plans) = Echo::new("exit_plan_mode", false);
+    let plan = plan.with(|p| p.asks_each_time());
+    let r = Registry::builder(cfg).tool(write).tool(bash).tool(plan).build();
+    // Popped from the end: the first write is allowed for the session, the plan too (which
+    // covers only that call), bash once.
+    let approver = Arc::new(Scripted {
+        answers: Mutex::new(vec![
+            Decision::Approve,
+            Decision::ApproveForSession,
+            Decision::ApproveForSession,
+        ]),
+        asked: Mutex::new(Vec::new()),
+    });
+    let s = Session::new("s", "/tmp");
+    s.insert_extension(ApproverHandle(approver.clone()));
+    for (id, tool) in [("1", "write_file"), ("2", "write_file"), ("3", "write_file")] {
+        let out = r.dispatch(&s, ToolCall::new(id, tool, json!({"text": id}))).await.unwrap();
+        assert!(!out.is_error, "{}", out.joined_text());
+    }
+    assert_eq!(writes.load(Ordering::SeqCst), 3);
+    let out = r.dispatch(&s, ToolCall::new("4", "exit_plan_mode", json!({"text": "p"}))).await;
+    assert!(!out.unwrap().is_error);
+    let out = r.dispatch(&s, ToolCall::new("5", "bash", json!({"text": "b"}))).await.unwrap();
+    assert!(!out.is_error);
+    assert_eq!((plans.load(Ordering::SeqCst), bashes.load(Ordering::SeqCst)), (1, 1));
+    // One question for the three writes; the plan's allowance covered nothing more.
+    assert_eq!(
+        *approver.asked.lock().unwrap(),
+        [
+            "write_file: {\"text\":\"1\"}",
+            "exit_plan_mode: {\"text\":\"p\"}",
+            "bash: {\"text\":\"b\"}"
+        ]
+    );
+    assert_eq!(s.get_extension::<SessionAllows>().unwrap().tools(), ["write_file"]);
+    // Another session asks again: the allowance is this session's.
+    let other = Session::new("other", "/tmp");
+    other.insert_extension(ApproverHandle(approver.clone()));
+    let r = Arc::new(r);
+    let pending = {
+        let (r, other) = (Arc::clone(&r), other.clone());
+        tokio::spawn(async move {
+            r.dispatch(&other, ToolCall::new("6", "write_file", json!({"text": "o"}))).await
+        })
+    };
+    for _ in 0..500 {
+        if approver.asked.lock().unwrap().len() == 4 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(approver.asked.lock().unwrap().len(), 4, "the other session asked");
+    other.abort();
+    assert!(pending.await.unwrap().unwrap().is_error);
+    assert_eq!(writes.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
 async fn notices_ride_on_the_next_result_once() {
     let r = Registry::builder(config()).tool(Echo::new("read_file", true).0).build();
     let s = Session::new("s", "/tmp");

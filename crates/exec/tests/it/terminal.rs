@@ -234,3 +234,76 @@ async fn bad_arguments_are_refused_with_what_to_do() {
     assert!(err.contains("not a key"), "{err}");
     assert_nothing_left(&env).await;
 }
+
+/// Approves every call but those whose summary names `PWNED`, and remembers what it was asked.
+struct Asked(std::sync::Mutex<Vec<String>>);
+
+impl hands_core::approval::Approver for Asked {
+    fn approve<'a>(
+        &'a self,
+        request: &'a hands_core::approval::ApprovalRequest,
+        _cancel: &'a hands_core::CancellationToken,
+    ) -> hands_core::BoxFuture<'a, hands_core::approval::Decision> {
+        use hands_core::approval::Decision;
+        self.0.lock().unwrap().push(request.summary.clone());
+        let no = request.summary.contains("PWNED");
+        Box::pin(async move { if no { Decision::Deny(None) } else { Decision::Approve } })
+    }
+}
+
+/// Found by an attacker's pass: one approval of `less` let terminal_send type `!command` into
+/// its shell escape, a command never shown. Keys that move and page do not ask; input that
+/// submits does, showing exactly what is typed.
+#[tokio::test(flavor = "multi_thread")]
+async fn under_ask_input_that_submits_asks_and_keys_that_move_do_not() {
+    use hands_core::{CoreConfig, Registry, Session, ToolCall};
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("a.txt"),
+        (1..=200).map(|n| format!("{n}\n")).collect::<String>(),
+    )
+    .unwrap();
+    let core = CoreConfig { approval: hands_core::config::Approval::Ask, ..CoreConfig::default() };
+    let mut config = hands_exec::ExecConfig::default();
+    config.processes.stop_grace_ms = 300;
+    let registry = hands_exec::register(Registry::builder(core), &config).build();
+    let session = Session::new("ask", tmp.path());
+    let asked = std::sync::Arc::new(Asked(std::sync::Mutex::new(Vec::new())));
+    session.insert_extension(hands_core::approval::ApproverHandle(asked.clone()));
+    let call = |id: &str, tool: &str, args: serde_json::Value| {
+        registry.dispatch(&session, ToolCall::new(id, tool, args))
+    };
+    let out =
+        call("1", "terminal_start", json!({"command": "less a.txt", "rows": 10, "yield_ms": 500}))
+            .await
+            .unwrap();
+    assert!(!out.is_error, "{}", out.joined_text());
+    let out =
+        call("2", "terminal_send", json!({"id": "p1", "text": "j", "keys": ["PageDown", "Up"]}))
+            .await
+            .unwrap();
+    assert!(!out.is_error, "{}", out.joined_text());
+    let out =
+        call("3", "terminal_send", json!({"id": "p1", "text": "!touch PWNED\n", "yield_ms": 500}))
+            .await
+            .unwrap();
+    assert!(out.is_error && out.joined_text().contains("declined"), "{}", out.joined_text());
+    let out = call("4", "terminal_send", json!({"id": "p1", "keys": ["Ctrl-O"]})).await.unwrap();
+    assert!(!out.is_error, "{}", out.joined_text());
+    let out = call("5", "terminal_send", json!({"id": "p1", "text": "q", "yield_ms": 300}))
+        .await
+        .unwrap();
+    assert!(!out.is_error, "{}", out.joined_text());
+    assert!(!tmp.path().join("PWNED").exists(), "the typed command did not run");
+    let asked = asked.0.lock().unwrap().clone();
+    assert_eq!(
+        asked,
+        [
+            "terminal_start: less a.txt",
+            "terminal_send: type into p1 (`less a.txt`): !touch PWNED⏎",
+            "terminal_send: type into p1 (`less a.txt`): ^O",
+        ],
+        "only the start and the input that submits were asked about"
+    );
+    session.close().await;
+}

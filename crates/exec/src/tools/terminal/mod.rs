@@ -21,6 +21,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
+use hands_core::approval::Review;
 use hands_core::{Annotations, Context, Tool, ToolError, ToolOutput};
 use hands_core::{Family, Label, Modes, Policy};
 use schemars::JsonSchema;
@@ -278,6 +279,32 @@ impl TerminalSend {
     }
 }
 
+/// Input that may make the program run something: any control byte but Tab, Esc (a key's
+/// sequence), Ctrl-C and Ctrl-D.
+fn submits(bytes: &[u8]) -> bool {
+    bytes.iter().any(|&b| b < 0x20 && !matches!(b, b'\t' | 0x1b | 0x03 | 0x04))
+}
+
+/// `bytes` as the user should read them: printable text as it is, Enter as `⏎`, other control
+/// bytes as `^X`, the rest escaped.
+fn typed(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    for chunk in String::from_utf8_lossy(bytes).chars() {
+        match chunk {
+            '\r' | '\n' => out.push('⏎'),
+            '\x1b' => out.push_str("^["),
+            c if (c as u32) < 0x20 => {
+                out.push('^');
+                out.push(char::from(b'@' + c as u8));
+            }
+            '\x7f' => out.push_str("^?"),
+            c if c.is_control() => out.extend(c.escape_unicode()),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// The bytes `text` and `keys` type: text first (a newline as Enter), then the keys.
 fn keystrokes(
     text: Option<&str>,
@@ -339,10 +366,27 @@ impl Tool for TerminalSend {
             .timeout_ms(MAX_WAIT_MS + 10_000)
     }
 
-    /// Typing into a terminal the model started was approved with its start (terminal_start asks
-    /// as bash does): the program it talks to is the one approved.
-    fn needs_approval(&self) -> bool {
-        false
+    /// Keys that only move, page, complete or interrupt were approved with the terminal's start
+    /// (terminal_start asks as bash does). Input that submits — Enter, or another control key
+    /// a program may take as "run it" (bash's Ctrl-O, a line editor's Ctrl-J) — asks: a pager's
+    /// `!command`, an editor's `:!command` or a line typed into a shell runs what the start's
+    /// approval never showed.
+    fn call_policy(&self, args: &Self::Args) -> hands_core::CallPolicy {
+        let submits = keystrokes(args.text.as_deref(), &args.keys, false)
+            .map_or(true, |bytes| submits(&bytes));
+        hands_core::CallPolicy {
+            needs_approval: submits,
+            mutates: true,
+            cacheable: false,
+            outlasts: false,
+        }
+    }
+
+    /// The terminal's program and exactly what is typed, control keys named.
+    async fn review(&self, ctx: &Context, args: &Self::Args) -> Result<Review, ToolError> {
+        let proc = find(ctx, &self.config, &args.id)?;
+        let bytes = keystrokes(args.text.as_deref(), &args.keys, false)?;
+        Ok(Review::summary(format!("terminal_send: type into {}: {}", label(&proc), typed(&bytes))))
     }
 
     fn output_schema(&self) -> Option<serde_json::Value> {

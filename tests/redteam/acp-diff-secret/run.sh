@@ -1,7 +1,7 @@
 #!/bin/bash
 # ACP: edit_file's diff (permission request + tool_call_update) carries a stored secret's value unredacted.
 # exit 1 while the hole is open.
-source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/round3/common.sh"
 D=$(mktemp -d "${TMPDIR:-/tmp}/hands-rt3.XXXXXX"); setup_home $D 18621
 CAN=CANARYv4lue9X7q2Z
 printf '%s\n' "$CAN" | $HANDS_BIN secrets set ACME_TOKEN --root $D/proj >/dev/null

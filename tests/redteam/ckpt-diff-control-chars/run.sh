@@ -1,7 +1,7 @@
 #!/bin/bash
 # `hands checkpoints diff` / `list` print file names' control characters raw: ESC sequences reach the
 # terminal and a newline in a name forges extra "added ..." lines. exit 1 while open.
-source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/round3/common.sh"
 D=$(mktemp -d "${TMPDIR:-/tmp}/hands-rt3.XXXXXX"); setup_home $D 18644
 cat > $D/s.json <<'J'
 [[{"tool":"bash","input":{"command":"printf x > \"$(printf 'n\\x1b[2K\\x1b[1Ahidden\\nadded         +1     -0  FORGED.txt')\""}}],[{"text":"ok"}]]

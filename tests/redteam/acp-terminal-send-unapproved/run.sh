@@ -2,7 +2,7 @@
 # The user approves `less a.txt` (a pager: reads a file). terminal_send then types `!touch ...`
 # into less's shell escape: a command that was never shown runs with no second permission request.
 # exit 1 while open.
-source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/round3/common.sh"
 command -v less >/dev/null || { echo "no less on this machine"; exit 2; }
 D=$(mktemp -d "${TMPDIR:-/tmp}/hands-rt3.XXXXXX"); setup_home $D 18636
 seq 1 200 > $D/proj/a.txt

@@ -1,7 +1,7 @@
 #!/bin/bash
 # A stored secret's value passed in an MCP client's _meta.tracestate is exported to the OTLP
 # collector unredacted (span context tracestate). exit 1 while open.
-source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/round3/common.sh"
 D=$(mktemp -d "${TMPDIR:-/tmp}/hands-rt3.XXXXXX"); setup_home $D 18699
 CAN=CANARYv4lue9X7q2Z
 printf '%s\n' "$CAN" | $HANDS_BIN secrets set ACME_TOKEN --root $D/proj >/dev/null

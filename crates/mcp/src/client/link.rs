@@ -98,14 +98,20 @@ pub(crate) struct Held {
 impl Held {
     /// What a call needs of the session (cheap to clone).
     pub(crate) fn conn(&self) -> Option<Conn> {
-        self.service
-            .as_ref()
-            .map(|s| Conn { peer: s.peer().clone(), routes: Arc::clone(&self.routes) })
+        self.service.as_ref().map(|s| Conn {
+            peer: s.peer().clone(),
+            routes: Arc::clone(&self.routes),
+            pid: self.pid,
+        })
     }
 
     /// True once the transport has closed (the child died, the session ended).
     pub(crate) fn is_closed(&self) -> bool {
-        self.service.as_ref().is_none_or(RunningService::is_closed)
+        // rmcp's `is_closed` says only whether the session was cancelled or closed by us: a
+        // server that went away (EOF) leaves it false, so its channel and process are asked too.
+        self.service.as_ref().is_none_or(|s| {
+            s.is_closed() || s.peer().is_transport_closed() || self.pid.is_some_and(|p| !alive(p))
+        })
     }
 }
 
@@ -122,9 +128,18 @@ impl Drop for Held {
 pub(crate) struct Conn {
     peer: Peer<RoleClient>,
     routes: Arc<Routes>,
+    /// A stdio server's pid: a call stops waiting once it has exited.
+    pid: Option<u32>,
 }
 
 impl Conn {
+    /// The server is gone: its session's channel closed, or its process exited (a zombie, or
+    /// reaped). Checked while a call waits, so that a request sent just as the server died —
+    /// before the session saw its end — does not wait out the call's whole limit.
+    fn gone(&self) -> bool {
+        self.peer.is_transport_closed() || self.pid.is_some_and(|pid| !alive(pid))
+    }
+
     /// True when the server is a hands (which answers a cancelled call with its partial result).
     fn is_hands(&self) -> bool {
         self.peer
@@ -139,6 +154,27 @@ impl Conn {
         Ok(listed)
     }
 }
+
+/// The process `pid` exists and has not exited (`/proc/PID/stat` is there and not a zombie's).
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // `pid (comm) S …`: the state follows the last `)`.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_none_or(|(_, rest)| !matches!(rest.trim_start().chars().next(), Some('Z' | 'X'))),
+        // No /proc (not Linux): assume alive, as before this check.
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            !std::path::Path::new("/proc/self/stat").exists()
+        }
+        Err(_) => true,
+    }
+}
+
+/// How often a waiting call checks that its server is still there.
+const GONE_CHECK: Duration = Duration::from_millis(500);
+
+/// How long a call whose server is gone still waits for an answer already on its way.
+const GONE_GRACE: Duration = Duration::from_millis(200);
 
 /// Connect and initialize, within `timeout`; the server's tool listings go to `tools`.
 pub(crate) async fn connect(
@@ -272,6 +308,14 @@ pub(crate) async fn call(conn: &Conn, call: Call) -> Result<ToolOutput, CallErro
     let cancel = ctx.as_ref().map_or_else(CancellationToken::new, |ctx| ctx.cancel_token().clone());
     let response = handle.await_response();
     tokio::pin!(response);
+    let gone = async {
+        loop {
+            tokio::time::sleep(GONE_CHECK).await;
+            if conn.gone() {
+                break;
+            }
+        }
+    };
     let cancelled = tokio::select! {
         result = &mut response => {
             pending.answered();
@@ -279,6 +323,16 @@ pub(crate) async fn call(conn: &Conn, call: Call) -> Result<ToolOutput, CallErro
         }
         () = tokio::time::sleep(timeout) => false,
         () = cancel.cancelled() => true,
+        () = gone => {
+            // An answer read just before the end still counts; otherwise the server is gone
+            // and the caller may restart it.
+            if let Ok(result) = tokio::time::timeout(GONE_GRACE, &mut response).await {
+                pending.answered();
+                return answer(result);
+            }
+            pending.answered();
+            return Err(CallError::Gone("the server exited before it answered".into()));
+        }
     };
     pending.cancel(if cancelled { "cancelled by the caller" } else { "timed out" }).await;
     if !cancelled {

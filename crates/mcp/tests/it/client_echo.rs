@@ -179,6 +179,80 @@ async fn a_killed_server_is_restarted_and_the_call_retried() {
     assert_eq!(starts.lines().count(), 2, "{starts}");
 }
 
+/// A killed server whose pipes another process still holds sends no end of file: a call made
+/// after the kill must still find it gone (its process exited) and restart it, not wait out the
+/// call's limit (30 s here; the holder lives 600 s).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_killed_server_whose_pipes_live_on_is_restarted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("starts.log");
+    let echo = echo_server().display().to_string();
+    let clients = McpClients::connect_blocking(
+        &config(&[("echo", stdio(echo, &[log.to_str().unwrap()]))]),
+        30_000,
+    );
+    let registry = registry(&clients);
+    let session = Session::one_shot(tmp.path());
+    let call = |n: &str, tool: &str, args| ToolCall::new(n, tool, args);
+    let first = registry.dispatch(&session, call("p1", "mcp__echo__pid", json!({}))).await;
+    let first = first.unwrap().joined_text();
+    // A grandchild that keeps the server's stdout and stdin open after the server is gone.
+    let holder = registry
+        .dispatch(
+            &session,
+            call(
+                "h",
+                "mcp__echo__sh",
+                json!({"command": "sleep 600 </proc/$PPID/fd/0 >/proc/$PPID/fd/1 2>/dev/null & echo $!"}),
+            ),
+        )
+        .await
+        .unwrap()
+        .joined_text();
+    let holder = holder.trim().to_owned();
+    assert!(holder.parse::<u32>().is_ok(), "the holder's pid: {holder}");
+    assert!(std::process::Command::new("kill").args(["-9", &first]).status().unwrap().success());
+    let second = registry.dispatch(&session, call("p2", "mcp__echo__pid", json!({}))).await;
+    let _ = std::process::Command::new("kill").args(["-9", &holder]).status();
+    let second = second.unwrap();
+    assert!(!second.is_error, "{second:?}");
+    assert_ne!(second.joined_text(), first, "a new process answers");
+    let starts = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(starts.lines().count(), 2, "{starts}");
+}
+
+/// A server that dies during a call, its pipes held by another process: the call stops waiting
+/// (its process exited), restarts the server once and tries again; the second death is reported.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_dying_mid_call_with_its_pipes_held_is_reported_gone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("starts.log");
+    let holders = tmp.path().join("holders");
+    let echo = echo_server().display().to_string();
+    let clients = McpClients::connect_blocking(
+        &config(&[("echo", stdio(echo, &[log.to_str().unwrap()]))]),
+        30_000,
+    );
+    let registry = registry(&clients);
+    let session = Session::one_shot(tmp.path());
+    let command = format!(
+        "sleep 600 </proc/$PPID/fd/0 >/proc/$PPID/fd/1 2>/dev/null & echo $! >>{}; kill -9 $PPID",
+        holders.display()
+    );
+    let out = registry
+        .dispatch(&session, ToolCall::new("k", "mcp__echo__sh", json!({"command": command})))
+        .await
+        .unwrap();
+    for pid in std::fs::read_to_string(&holders).unwrap_or_default().lines() {
+        let _ = std::process::Command::new("kill").args(["-9", pid]).status();
+    }
+    let text = out.joined_text();
+    assert!(out.is_error && text.contains("also after a restart"), "{text}");
+    assert!(text.contains("exited before it answered"), "{text}");
+    let starts = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(starts.lines().count(), 2, "{starts}");
+}
+
 #[test]
 fn no_servers_means_no_mcp_tools() {
     let clients = McpClients::connect_blocking(&McpServersConfig::default(), 120_000);

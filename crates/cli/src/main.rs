@@ -500,8 +500,13 @@ fn build_registry_profiled(
         &loaded.settings.fs,
     );
     // The preview tools, when the project has a preview (configured or detected).
-    let builder =
-        hands_preview::register(builder, &loaded.settings.preview, &loaded.settings.exec(), root);
+    let builder = hands_preview::register_with_net(
+        builder,
+        &loaded.settings.preview,
+        &loaded.settings.exec(),
+        &loaded.settings.net,
+        root,
+    );
     // diagnostics and code_navigation, and the language servers' diagnostics after every write.
     let builder = hands_code::register(builder, &loaded.settings.code, &loaded.settings.exec());
     // The web tools, fetching through the egress guard built from the user's [net] settings.

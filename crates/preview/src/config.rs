@@ -65,6 +65,9 @@ pub struct PreviewConfig {
     pub browser_timeout_ms: u64,
     /// Errors kept per session (the oldest go first; counts of repeats are not limited).
     pub max_errors: usize,
+    /// Offer preview_evaluate: the model may run JavaScript of its own in the preview's page
+    /// (the page's requests still follow the egress rule). Off unless the user turns it on.
+    pub evaluate: bool,
 }
 
 impl Default for PreviewConfig {
@@ -88,6 +91,7 @@ impl Default for PreviewConfig {
             ready_timeout_ms: 30_000,
             browser_timeout_ms: 20_000,
             max_errors: 500,
+            evaluate: false,
         }
     }
 }

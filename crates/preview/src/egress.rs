@@ -130,9 +130,21 @@ async fn serve(mut stream: TcpStream, config: &NetConfig, refused: &Mutex<Vec<Re
     let text = String::from_utf8_lossy(&head);
     let mut words = text.lines().next().unwrap_or("").split_whitespace();
     let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+    // Chromium's own calls are refused like the page's, but not listed among the page's
+    // refusals (preview_network): they are not the app's, and the model has nothing to do there.
+    let host = match method {
+        "CONNECT" => target.rsplit_once(':').map_or(target, |(h, _)| h).to_owned(),
+        _ => url::Url::parse(target)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned))
+            .unwrap_or_default(),
+    };
+    let listed = !browser_service(host.trim_matches(['[', ']']));
     if method != "CONNECT" {
         let reason = "a plain-http request outside the preview's origin (hands refuses it)";
-        keep(refused, target, reason.to_owned());
+        if listed {
+            keep(refused, target, reason.to_owned());
+        }
         let _ = stream.write_all(&refusal(reason)).await;
         return;
     }
@@ -143,10 +155,47 @@ async fn serve(mut stream: TcpStream, config: &NetConfig, refused: &Mutex<Vec<Re
             }
         }
         Err(reason) => {
-            keep(refused, target, reason.clone());
+            if listed {
+                keep(refused, target, reason.clone());
+            } else {
+                tracing::debug!(%target, "refused a background call of the preview's browser");
+            }
             let _ = stream.write_all(&refusal(&reason)).await;
         }
     }
+}
+
+/// Hosts Chromium itself calls in the background whatever its flags say — the accounts in the
+/// profile's cookie jar (`ListAccounts`, which no flag turns off), autofill, component updates,
+/// network time, safe browsing — never the page: refused by name, before any lookup, so that on
+/// a network with DNS the preview's browser does not call home. `*.` entries match every name
+/// under the domain.
+const BROWSER_SERVICES: &[&str] = &[
+    "accounts.google.com",
+    "content-autofill.googleapis.com",
+    "update.googleapis.com",
+    "safebrowsing.googleapis.com",
+    "optimizationguide-pa.googleapis.com",
+    "clientservices.googleapis.com",
+    "passwordsleakcheck-pa.googleapis.com",
+    "android.clients.google.com",
+    "clients1.google.com",
+    "clients2.google.com",
+    "clients3.google.com",
+    "clients4.google.com",
+    "clients5.google.com",
+    "clients6.google.com",
+    "sb-ssl.google.com",
+    "*.gvt1.com",
+];
+
+/// `host` is one of Chromium's own services ([`BROWSER_SERVICES`]).
+fn browser_service(host: &str) -> bool {
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    BROWSER_SERVICES.iter().any(|entry| match entry.strip_prefix("*.") {
+        Some(domain) => host == domain || host.ends_with(&format!(".{domain}")),
+        None => host == *entry,
+    })
 }
 
 /// Connect to `host:port` when the guard's rule allows one of its addresses.
@@ -155,6 +204,12 @@ async fn tunnel_to(target: &str, config: &NetConfig) -> Result<TcpStream, String
         .rsplit_once(':')
         .and_then(|(h, p)| Some((h.trim_matches(['[', ']']), p.parse::<u16>().ok()?)))
         .ok_or_else(|| format!("{target:?} is not host:port"))?;
+    if browser_service(host) {
+        return Err(format!(
+            "{host} is one of Chromium's own background services, not the page's: the preview's \
+             browser does not call home"
+        ));
+    }
     let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
         .await
         .map_err(|err| format!("{host} could not be resolved ({err})"))?
@@ -217,5 +272,57 @@ mod tests {
         let accepted =
             tokio::time::timeout(std::time::Duration::from_millis(50), target.accept()).await;
         assert!(accepted.is_err(), "the proxy connected to the refused target");
+    }
+
+    /// The user's `[net] allow_hosts` is the proxy's rule too: a named local service the user
+    /// allowed is tunnelled to, and another loopback port still refused.
+    #[tokio::test]
+    async fn allow_hosts_lets_the_page_reach_what_the_user_allowed() {
+        let target = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
+        let port = target.local_addr().unwrap().port();
+        let config = NetConfig { allow_hosts: vec!["127.0.0.1".into()], ..NetConfig::default() };
+        let egress = Egress::start(config).await.unwrap();
+        let mut browser = TcpStream::connect(egress.addr).await.unwrap();
+        let head = format!("CONNECT 127.0.0.1:{port} HTTP/1.1\r\nHost: x\r\n\r\n");
+        browser.write_all(head.as_bytes()).await.unwrap();
+        let (mut served, _) = target.accept().await.unwrap();
+        let mut answer = [0u8; 12];
+        browser.read_exact(&mut answer).await.unwrap();
+        assert_eq!(&answer, b"HTTP/1.1 200", "{:?}", String::from_utf8_lossy(&answer));
+        served.write_all(b"through").await.unwrap();
+        let mut rest = Vec::new();
+        let mut buf = [0u8; 64];
+        while !rest.ends_with(b"through") {
+            let n = browser.read(&mut buf).await.unwrap();
+            assert!(n > 0, "the tunnel closed: {:?}", String::from_utf8_lossy(&rest));
+            rest.extend_from_slice(&buf[..n]);
+        }
+        assert!(egress.refused().is_empty(), "{:?}", egress.refused());
+        let mut other = TcpStream::connect(egress.addr).await.unwrap();
+        other.write_all(b"CONNECT 127.0.0.2:9 HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+        let mut answer = String::new();
+        other.read_to_string(&mut answer).await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    }
+
+    /// Chromium's own background calls are refused by name, before any lookup (no "could not be
+    /// resolved": on a network with DNS they would have been tunnelled).
+    #[tokio::test]
+    async fn the_browsers_own_services_are_refused_by_name() {
+        let egress = Egress::start(NetConfig::default()).await.unwrap();
+        for host in
+            ["accounts.google.com", "Content-Autofill.googleapis.com.", "redirector.gvt1.com"]
+        {
+            let mut browser = TcpStream::connect(egress.addr).await.unwrap();
+            let head = format!("CONNECT {host}:443 HTTP/1.1\r\nHost: x\r\n\r\n");
+            browser.write_all(head.as_bytes()).await.unwrap();
+            let mut answer = String::new();
+            browser.read_to_string(&mut answer).await.unwrap();
+            assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+            assert!(answer.contains("Chromium's own background services"), "{answer}");
+        }
+        assert!(egress.refused().is_empty(), "not the page's: {:?}", egress.refused());
+        assert!(!browser_service("fonts.googleapis.com") && !browser_service("gvt1.com.evil.test"));
+        assert!(!browser_service("maps.google.com") && browser_service("gvt1.com"));
     }
 }

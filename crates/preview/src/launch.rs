@@ -296,7 +296,15 @@ pub const CHROMIUM_FLAGS: &[&str] = &[
     "--disable-default-apps",
     "--disable-extensions",
     "--disable-breakpad",
-    "--disable-features=Translate,MediaRouter,OptimizationHints",
+    // Background calls of the browser itself; those no flag stops (the profile's Google
+    // accounts) are refused by name at the egress proxy.
+    "--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication,\
+     NetworkTimeServiceQuerying,OptimizationGuideModelDownloading,CertificateTransparencyComponentUpdater",
+    "--disable-client-side-phishing-detection",
+    "--disable-domain-reliability",
+    "--disable-field-trial-config",
+    "--metrics-recording-only",
+    "--no-pings",
     "--mute-audio",
     "--hide-scrollbars",
     "--password-store=basic",

@@ -78,9 +78,10 @@ pub use preview::{CloseReport, Preview, PreviewStatus, Settings, Stage};
 pub use service::{PreviewReader, Screenshot};
 pub use static_server::StaticServer;
 pub use tools::{
-    ActArgs, ConsoleArgs, NetworkArgs, PreviewAct, PreviewClose, PreviewConsole, PreviewNetwork,
-    PreviewOpen, PreviewScreenshot, PreviewSnapshot, PreviewStatusTool, ReadRuntimeErrors,
-    RuntimeErrorsArgs, RuntimeErrorsResult, ScreenshotArgs, SnapshotArgs,
+    ActArgs, ConsoleArgs, EvaluateArgs, NetworkArgs, PreviewAct, PreviewClose, PreviewConsole,
+    PreviewEvaluate, PreviewNetwork, PreviewOpen, PreviewScreenshot, PreviewSnapshot,
+    PreviewStatusTool, ReadRuntimeErrors, RuntimeErrorsArgs, RuntimeErrorsResult, ScreenshotArgs,
+    SnapshotArgs,
 };
 
 /// The names of the preview tools.
@@ -94,19 +95,37 @@ pub const TOOLS: &[&str] = &[
     "preview_act",
     "preview_network",
     "preview_console",
+    "preview_evaluate",
 ];
 
 /// Register the preview tools as a live source: offered while the project at `root` has a
 /// preview (configured or detected), looked for again after every mutating call and, at most once
 /// a second, when the tools are listed (see [`source::PreviewSource`]); and the
 /// [`PreviewService`] front ends read a session's preview through ([`PreviewReader`]).
+///
+/// The page may reach what the default `[net]` rule allows; [`register_with_net`] applies the
+/// user's.
 pub fn register(
     builder: RegistryBuilder,
     config: &PreviewConfig,
     exec: &ExecConfig,
     root: &Path,
 ) -> RegistryBuilder {
-    builder
-        .source(Arc::new(source::PreviewSource::new(root, config, exec)))
-        .service::<Arc<dyn PreviewService>>(PreviewReader::service(config))
+    register_with_net(builder, config, exec, &hands_net::NetConfig::default(), root)
+}
+
+/// [`register`], with the user's `[net]` settings as the rule of the page's requests outside its
+/// origin (`allow_hosts` lets the page reach a named local service, as it lets web_fetch).
+pub fn register_with_net(
+    builder: RegistryBuilder,
+    config: &PreviewConfig,
+    exec: &ExecConfig,
+    net: &hands_net::NetConfig,
+    root: &Path,
+) -> RegistryBuilder {
+    builder.source(Arc::new(source::PreviewSource::new(root, config, exec, net))).service::<Arc<
+        dyn PreviewService,
+    >>(
+        PreviewReader::service(config),
+    )
 }

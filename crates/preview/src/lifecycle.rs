@@ -160,7 +160,7 @@ impl Preview {
         self.set_stage(Stage::LaunchingBrowser);
         // Every request of the page but those to the preview's origin goes through the egress
         // proxy (see egress.rs).
-        let egress = Egress::start(hands_net::NetConfig::default()).await.map_err(|err| {
+        let egress = Egress::start(self.settings.net.clone()).await.map_err(|err| {
             LaunchError::Failed(format!("Cannot start the preview's egress proxy: {err}."))
         })?;
         let origin = url::Url::parse(&url).map_err(|err| {

@@ -34,6 +34,8 @@ pub struct Settings {
     pub preview: PreviewConfig,
     /// `[bash]`, `[processes]`: the supervisor's settings.
     pub exec: ExecConfig,
+    /// `[net]`: the rule of the page's requests outside its origin (the egress proxy's).
+    pub net: hands_net::NetConfig,
 }
 
 pub use hands_core::preview::Stage;

@@ -12,8 +12,9 @@ use hands_core::{DynTool, Refresh, ToolSource, erase};
 use hands_exec::ExecConfig;
 
 use crate::{
-    PreviewAct, PreviewClose, PreviewConfig, PreviewConsole, PreviewNetwork, PreviewOpen,
-    PreviewScreenshot, PreviewSnapshot, PreviewStatusTool, ReadRuntimeErrors, Settings, detect,
+    PreviewAct, PreviewClose, PreviewConfig, PreviewConsole, PreviewEvaluate, PreviewNetwork,
+    PreviewOpen, PreviewScreenshot, PreviewSnapshot, PreviewStatusTool, ReadRuntimeErrors,
+    Settings, detect,
 };
 
 /// Listings look at the disk at most this often.
@@ -30,9 +31,16 @@ pub struct PreviewSource {
 }
 
 impl PreviewSource {
-    /// The preview tools of the project at `root`, with `[preview]` and the exec settings.
-    pub fn new(root: &Path, config: &PreviewConfig, exec: &ExecConfig) -> Self {
-        let settings = Arc::new(Settings { preview: config.clone(), exec: exec.clone() });
+    /// The preview tools of the project at `root`, with `[preview]`, the exec settings and the
+    /// `[net]` rule of the page's requests.
+    pub fn new(
+        root: &Path,
+        config: &PreviewConfig,
+        exec: &ExecConfig,
+        net: &hands_net::NetConfig,
+    ) -> Self {
+        let settings =
+            Arc::new(Settings { preview: config.clone(), exec: exec.clone(), net: net.clone() });
         let tools = vec![
             erase(PreviewOpen::new(Arc::clone(&settings))),
             erase(PreviewStatusTool),
@@ -44,6 +52,10 @@ impl PreviewSource {
             erase(PreviewNetwork),
             erase(PreviewConsole),
         ];
+        let mut tools = tools;
+        if config.evaluate {
+            tools.push(erase(PreviewEvaluate));
+        }
         let present = detect::has_preview(root, config);
         if !present {
             tracing::debug!(root = %root.display(), "no preview yet: the preview tools wait");

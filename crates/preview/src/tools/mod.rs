@@ -6,6 +6,7 @@
 mod preview_act;
 mod preview_close;
 mod preview_console;
+mod preview_evaluate;
 mod preview_network;
 mod preview_open;
 mod preview_screenshot;
@@ -17,6 +18,7 @@ mod shared;
 pub use preview_act::{ActArgs, PreviewAct};
 pub use preview_close::PreviewClose;
 pub use preview_console::{ConsoleArgs, PreviewConsole};
+pub use preview_evaluate::{EvaluateArgs, PreviewEvaluate};
 pub use preview_network::{NetworkArgs, PreviewNetwork};
 pub use preview_open::PreviewOpen;
 pub use preview_screenshot::{PreviewScreenshot, ScreenshotArgs};

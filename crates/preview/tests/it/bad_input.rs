@@ -105,6 +105,19 @@ async fn without_a_preview_the_tools_are_not_offered() {
             .count(),
         8
     );
+    // preview_evaluate only where the user turned it on.
+    assert!(configured.registry.get("preview_evaluate").is_none());
+    let evaluating = Env::empty(|c| {
+        c.serve = "npm start".into();
+        c.evaluate = true;
+    });
+    assert!(
+        evaluating
+            .registry
+            .list(hands_core::Mode::Build)
+            .iter()
+            .any(|s| s.name == "preview_evaluate")
+    );
 }
 
 /// Issue 12, item 2: a project that gains an `index.html` mid-session gets the preview tools on

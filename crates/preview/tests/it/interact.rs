@@ -127,6 +127,9 @@ async fn the_agent_logs_in_adds_and_deletes_follows_a_link_and_finds_what_failed
     let (network, _) = env.ok("preview_network", json!({"since": 0, "status": "failed"})).await;
     assert!(network.contains("GET /api/report → 500 (Fetch"), "{network}");
     assert!(!network.contains("/api/items"), "filtered: {network}");
+    // Chromium's own background calls (the profile's Google accounts, update checks) made
+    // meanwhile are refused at the proxy and are not the page's: not listed.
+    assert!(!network.contains("google"), "the browser's own calls listed: {network}");
     let (posts, _) =
         env.ok("preview_network", json!({"since": 0, "method": "POST", "url": "/api/items"})).await;
     let seq: u64 = posts
@@ -250,14 +253,34 @@ async fn requests_outside_the_origin_are_refused_without_a_connection() {
             }
         }
     });
+    // A STUN server's port: WebRTC must send it nothing (no proxied UDP exists).
+    let stun = std::net::UdpSocket::bind(("127.0.0.1", 0)).unwrap();
+    let udp = stun.local_addr().unwrap().port();
+    stun.set_read_timeout(Some(std::time::Duration::from_millis(200))).unwrap();
+    let packets = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stun_thread = {
+        let (packets, stop) = (Arc::clone(&packets), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            // Bounded: 200 ms reads until told to stop (at most 10 minutes).
+            for _ in 0..3_000 {
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                if stun.recv_from(&mut [0; 1500]).is_ok() {
+                    packets.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        })
+    };
     let env = Env::fixture("interact-app", |c| {
         c.serve = "python3 server.py {port}".into();
-        c.url = format!("http://127.0.0.1:{{port}}/guarded.html?port={port}");
+        c.url = format!("http://127.0.0.1:{{port}}/guarded.html?port={port}&udp={udp}");
     });
     env.open().await;
     let done = act(
         &env,
-        json!([{"action": "wait", "selector": "#results li:nth-child(4)", "timeout_ms": 20000}]),
+        json!([{"action": "wait", "selector": "#results li:nth-child(5)", "timeout_ms": 20000}]),
     )
     .await;
     assert!(done.contains("shown"), "{done}");
@@ -270,9 +293,39 @@ async fn requests_outside_the_origin_are_refused_without_a_connection() {
     ] {
         assert!(results.contains(what), "{what} missing:\n{results}");
     }
+    assert!(results.contains("webrtc: 0 candidates"), "WebRTC gathered candidates:\n{results}");
+    stop.store(true, Ordering::SeqCst);
+    stun_thread.join().unwrap();
+    assert_eq!(packets.load(Ordering::SeqCst), 0, "WebRTC sent UDP to the STUN port");
     assert_eq!(seen.load(Ordering::SeqCst), 0, "the page reached the listener");
     let (network, _) = env.ok("preview_network", json!({"since": 0})).await;
     assert!(network.contains("Refused by the egress rule"), "{network}");
     assert!(network.contains(&format!("127.0.0.1:{port}")), "{network}");
+    env.session.close().await;
+}
+
+/// preview_evaluate, where the user turned it on: a value, an awaited promise, a throw, a cut.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn evaluate_runs_in_the_page_when_the_user_turned_it_on() {
+    if !require_for("interact-app") {
+        return;
+    }
+    let env = Env::fixture("interact-app", |c| {
+        c.serve = "python3 server.py {port}".into();
+        c.evaluate = true;
+    });
+    env.open().await;
+    let (title, _) = env.ok("preview_evaluate", json!({"expression": "document.title"})).await;
+    assert_eq!(title, "\"Interact fixture\"");
+    let (awaited, _) = env
+        .ok("preview_evaluate", json!({"expression": "fetch('/api/items').then(r => r.status)"}))
+        .await;
+    assert_eq!(awaited, "200");
+    let (thrown, _) = env.err("preview_evaluate", json!({"expression": "nope.nope"})).await;
+    assert!(thrown.contains("threw") && thrown.contains("nope is not defined"), "{thrown}");
+    let (cut, _) = env
+        .ok("preview_evaluate", json!({"expression": "'x'.repeat(5000)", "max_bytes": 300}))
+        .await;
+    assert!(cut.contains("[cut: 300 of 5002 bytes shown]"), "{cut}");
     env.session.close().await;
 }

@@ -12,6 +12,7 @@ fn preview_env() -> Env {
     // Chromium is not needed here: an example of preview_open stops at the missing browser.
     Env::with_files(&[("index.html", "<h1>hi</h1>")], |c| {
         c.chromium = "/nonexistent/chromium".into();
+        c.evaluate = true;
     })
 }
 

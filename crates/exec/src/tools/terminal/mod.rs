@@ -279,10 +279,39 @@ impl TerminalSend {
     }
 }
 
-/// Input that may make the program run something: any control byte but Tab, Esc (a key's
-/// sequence), Ctrl-C and Ctrl-D.
-fn submits(bytes: &[u8]) -> bool {
-    bytes.iter().any(|&b| b < 0x20 && !matches!(b, b'\t' | 0x1b | 0x03 | 0x04))
+/// Keys that only move or page and the few letters a pager pages and quits with: typed into the
+/// terminal without asking. Everything else may make the program run something it was not
+/// approved to run — Enter, but also bash's Ctrl-O or `Esc 1 Esc #` (which uncomments and runs
+/// the line), a vi-mode shell's `v` … `ZZ` — and asks.
+const MOVES_ONLY: &[&str] = &[
+    "up",
+    "down",
+    "left",
+    "right",
+    "home",
+    "end",
+    "pageup",
+    "page-up",
+    "pgup",
+    "pagedown",
+    "page-down",
+    "pgdn",
+    "ctrl-c",
+    "c-c",
+];
+
+/// Text a pager takes for paging or quitting: space, `q`, `j`, `k`, `b`, `g`, `G`.
+fn pages_only(text: &str) -> bool {
+    text.chars().all(|c| matches!(c, ' ' | 'q' | 'j' | 'k' | 'b' | 'g' | 'G'))
+}
+
+/// The call may make the program run something (see [`MOVES_ONLY`]).
+fn may_run(text: Option<&str>, keys: &[String]) -> bool {
+    let key_moves = |k: &String| {
+        let lower = k.trim().to_ascii_lowercase().replace(['_', ' ', '+'], "-");
+        MOVES_ONLY.contains(&lower.as_str())
+    };
+    !(text.is_none_or(pages_only) && keys.iter().all(key_moves))
 }
 
 /// `bytes` as the user should read them: printable text as it is, Enter as `⏎`, other control
@@ -366,16 +395,13 @@ impl Tool for TerminalSend {
             .timeout_ms(MAX_WAIT_MS + 10_000)
     }
 
-    /// Keys that only move, page, complete or interrupt were approved with the terminal's start
-    /// (terminal_start asks as bash does). Input that submits — Enter, or another control key
-    /// a program may take as "run it" (bash's Ctrl-O, a line editor's Ctrl-J) — asks: a pager's
-    /// `!command`, an editor's `:!command` or a line typed into a shell runs what the start's
-    /// approval never showed.
+    /// Keys that only move or page (and a pager's space, `q`, `j`, `k`, `b`, `g`) were approved
+    /// with the terminal's start (terminal_start asks as bash does). Any other input asks: a
+    /// pager's `!command`, an editor's `:!command`, a line typed into a shell — or a key binding
+    /// that runs the line without Enter — runs what the start's approval never showed.
     fn call_policy(&self, args: &Self::Args) -> hands_core::CallPolicy {
-        let submits = keystrokes(args.text.as_deref(), &args.keys, false)
-            .map_or(true, |bytes| submits(&bytes));
         hands_core::CallPolicy {
-            needs_approval: submits,
+            needs_approval: may_run(args.text.as_deref(), &args.keys),
             mutates: true,
             cacheable: false,
             outlasts: false,

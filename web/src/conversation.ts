@@ -242,6 +242,8 @@ export function userNotice(raw: string): { text: string; detail?: string } {
     text = text.slice(0, text.indexOf("\n"));
   }
   text = text
+    // `p2 (build: \`npm run build\`)` → `build`: the process by its name (else its command).
+    .replace(/^(Background process|Terminal) (\S+) \((?:([^:`]+): )?`([^`]*)`\)/, (_, what, _id, name, command) => `${what} ${name ?? command}`)
     .replace(/\s+[—-]\s+read_runtime_errors\b.*$/, " (see the Preview tab)")
     .replace(/\s*\(notify_on\)/g, "")
     // A sentence that tells the model which call to make next.

@@ -31,10 +31,11 @@ function storedWidth(): number | null {
 }
 
 /// The side panel's width: null until the user drags (the stylesheet's width then), else pixels.
-function useSideWidth(): [number | null, (px: number, keep: boolean) => void] {
+function useSideWidth(): [number | null, (px: number, keep: boolean, room: number) => void] {
   const [width, setWidth] = useState<number | null>(storedWidth);
-  const set = useCallback((px: number, keep: boolean) => {
-    const max = Math.max(MIN_SIDE, window.innerWidth - MIN_LOG);
+  /// `room`: the width of the conversation and the panel together.
+  const set = useCallback((px: number, keep: boolean, room: number) => {
+    const max = Math.max(MIN_SIDE, room - MIN_LOG);
     const w = Math.round(Math.min(max, Math.max(MIN_SIDE, px)));
     setWidth(w);
     if (keep) localStorage.setItem(WIDTH_KEY, String(w));
@@ -44,8 +45,9 @@ function useSideWidth(): [number | null, (px: number, keep: boolean) => void] {
 
 /// The handle between the conversation and the side panel: dragged (or moved with the arrow
 /// keys), it sets the panel's width.
-function Splitter({ width, aside, onWidth }: { width: number | null; aside: () => HTMLElement | null; onWidth: (px: number, keep: boolean) => void }) {
-  const current = () => width ?? aside()?.getBoundingClientRect().width ?? 352;
+function Splitter({ width, aside, onWidth }: { width: number | null; aside: () => HTMLElement | null; onWidth: (px: number, keep: boolean, room: number) => void }) {
+  const current = () => aside()?.getBoundingClientRect().width ?? width ?? 352;
+  const room = () => aside()?.parentElement?.getBoundingClientRect().width ?? window.innerWidth;
   return (
     <div
       class="splitter"
@@ -61,9 +63,9 @@ function Splitter({ width, aside, onWidth }: { width: number | null; aside: () =
         const startX = e.clientX;
         const start = current();
         handle.setPointerCapture(e.pointerId);
-        const move = (ev: PointerEvent) => onWidth(start + (startX - ev.clientX), false);
+        const move = (ev: PointerEvent) => onWidth(start + (startX - ev.clientX), false, room());
         const up = (ev: PointerEvent) => {
-          onWidth(start + (startX - ev.clientX), true);
+          onWidth(start + (startX - ev.clientX), true, room());
           handle.removeEventListener("pointermove", move);
           handle.removeEventListener("pointerup", up);
         };
@@ -73,7 +75,7 @@ function Splitter({ width, aside, onWidth }: { width: number | null; aside: () =
       onKeyDown={(e) => {
         if (e.key === "ArrowLeft" || e.key === "ArrowRight") {
           e.preventDefault();
-          onWidth(current() + (e.key === "ArrowLeft" ? 32 : -32), true);
+          onWidth(current() + (e.key === "ArrowLeft" ? 32 : -32), true, room());
         }
       }}
     />
@@ -237,7 +239,8 @@ export function SessionView({ id, onError }: { id: string; onError: (e: unknown)
       </header>
       <div
         class={`body ${current === "preview" ? "wide" : ""}`}
-        style={sideWidth ? { gridTemplateColumns: `minmax(0, 1fr) auto ${sideWidth}px` } : undefined}
+        // Never so wide that the conversation has no room (a smaller window than when it was set).
+        style={sideWidth ? { gridTemplateColumns: `minmax(0, 1fr) auto min(${sideWidth}px, calc(100% - ${MIN_LOG}px))` } : undefined}
       >
         <VirtualList
           class="log"

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import httpx
+from playwright.sync_api import expect
 
 from conftest import axe_violations, shoot
 
@@ -73,7 +74,7 @@ def test_plan_approved_then_a_write_denied_with_a_reason(setup, project: Path, o
     sid = hands.create_session(mode="plan")["id"]
     pg = open_page(hands.base_url)
     open_session(pg, hands, sid)
-    assert pg.page.get_by_label("Mode").input_value() == "plan"
+    expect(pg.page.get_by_label("Mode")).to_have_value("plan", timeout=TIMEOUT)
     send(pg, "plan it")
     card = pg.page.get_by_role("group", name="Approval request")
     card.wait_for(timeout=TIMEOUT)

@@ -21,6 +21,7 @@ function resultText(result: any): string {
 /// How a command ended, in the card's header.
 function exitWords(exit: Exit): string {
   if (exit.timedOut) return "timed out";
+  if (exit.reason !== undefined) return exit.reason;
   if (exit.signal !== undefined) return /^\d+$/.test(exit.signal) ? `signal ${exit.signal}` : exit.signal;
   return `exit ${exit.code}`;
 }

@@ -38,6 +38,8 @@ export interface Exit {
   code?: number;
   signal?: string;
   timedOut?: boolean;
+  /// A failure said in words that fit none of the above.
+  reason?: string;
 }
 
 export type ItemOf<K extends Item["kind"]> = Extract<Item, { kind: K }>;
@@ -197,14 +199,26 @@ export function apply(c: Conversation, e: HandsEvent): Conversation {
   return c;
 }
 
-/// How a bash call ended: the event's own fields when it has them, else the status line that
-/// ends bash's result (`[exit code N]`, `[killed by signal N (NAME)]`) or its time-out sentence,
-/// when the summary (the result's first 300 characters) reaches them.
+/// How a bash call ended: the event's own fields when it has them (`failure`, `exit_code`,
+/// `timed_out`, `signal`), else the status line that ends bash's result (`[exit code N]`,
+/// `[killed by signal N (NAME)]`) or its time-out sentence, when the summary (the result's first
+/// 300 characters) reaches them.
 export function exitOf(e: HandsEvent): Exit | undefined {
+  // `failure` ("exit 1", "timed out", "killed by signal 9 (SIGKILL)") and `exit_code` are set
+  // on a failed command only.
+  if (typeof e.failure === "string") {
+    if (/timed out/.test(e.failure)) return { timedOut: true };
+    const sig = /signal (\d+)(?: \((\w+)\))?/.exec(e.failure);
+    if (sig) return { signal: sig[2] ?? sig[1] };
+  }
   if (typeof e.exit_code === "number") return { code: e.exit_code };
+  if (typeof e.failure === "string") {
+    const code = /exit (?:code )?(-?\d+)/.exec(e.failure);
+    if (code) return { code: Number(code[1]) };
+  }
   if (e.timed_out === true) return { timedOut: true };
   if (e.signal !== undefined && e.signal !== null) return { signal: String(e.signal) };
-  return exitInText(e.summary ?? "");
+  return exitInText(e.summary ?? "") ?? (typeof e.failure === "string" ? { reason: e.failure } : undefined);
 }
 
 /// The end of a command as bash's result text tells it (`undefined` when it does not).
@@ -219,7 +233,7 @@ export function exitInText(text: string): Exit | undefined {
 
 /// Whether a command's end is a failure: a non-zero exit, a signal or a time-out.
 export function failed(exit: Exit | undefined): boolean {
-  return !!exit && (exit.timedOut === true || exit.signal !== undefined || (exit.code !== undefined && exit.code !== 0));
+  return !!exit && (exit.timedOut === true || exit.signal !== undefined || exit.reason !== undefined || (exit.code !== undefined && exit.code !== 0));
 }
 
 /// The answer in ask_user's result (`The user chose: …`, `The user answered: …`).

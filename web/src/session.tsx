@@ -139,7 +139,8 @@ export function SessionView({ id, onError }: { id: string; onError: (e: unknown)
     }
   };
   const abort = () => api.abort(id).catch((e) => onError(e));
-  const mode = c.mode ?? info?.mode ?? "build";
+  // Unknown until the session is read: never a wrong mode meanwhile.
+  const mode = c.mode ?? info?.mode;
   const hasPreview = !!preview && (preview.available || preview.stage !== "stopped");
   const openChanges = useCallback((n: number) => {
     setSelected(n);
@@ -221,8 +222,8 @@ export function SessionView({ id, onError }: { id: string; onError: (e: unknown)
         <label class="mode">
           Mode{" "}
           <select
-            value={mode}
-            disabled={c.running}
+            value={mode ?? ""}
+            disabled={c.running || !mode}
             onChange={async (e) => {
               const next = (e.target as HTMLSelectElement).value;
               try {

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import httpx
+from playwright.sync_api import expect
 
 from conftest import axe_violations, shoot
 
@@ -73,12 +74,14 @@ def test_plan_approved_then_a_write_denied_with_a_reason(setup, project: Path, o
     sid = hands.create_session(mode="plan")["id"]
     pg = open_page(hands.base_url)
     open_session(pg, hands, sid)
-    assert pg.page.get_by_label("Mode").input_value() == "plan"
+    expect(pg.page.get_by_label("Mode")).to_have_value("plan", timeout=TIMEOUT)
     send(pg, "plan it")
     card = pg.page.get_by_role("group", name="Approval request")
     card.wait_for(timeout=TIMEOUT)
-    assert "exit_plan_mode" in card.inner_text() and "Write out.txt" in card.inner_text()
-    card.get_by_role("button", name="Allow").click()
+    # The plan is rendered Markdown (a list), and a plan is never allowed for the session.
+    assert "Write out.txt" in card.get_by_label("The plan").locator("li").inner_text()
+    assert card.get_by_role("button", name="for this session").count() == 0
+    card.get_by_role("button", name="Approve the plan").click()
     pg.page.locator(".card.approval", has_text="exit_plan_mode: allowed").wait_for(timeout=TIMEOUT)
     # The mode switch is shown; then write_file asks, and is denied with the user's reason.
     write = pg.page.get_by_role("group", name="Approval request").filter(has_text="write_file")
@@ -87,7 +90,8 @@ def test_plan_approved_then_a_write_denied_with_a_reason(setup, project: Path, o
     details = write.get_by_label("What it will do").inner_text()
     assert details.startswith("new file, 1 line:") and "built" in details, details
     assert pg.page.get_by_label("Mode").input_value() == "build"
-    shoot(pg.page, "ui-approval.png")
+    # A plan is the user's each time; a write may be allowed for the rest of the session.
+    assert write.get_by_role("button", name="Allow write_file for this session").is_visible()
     write.get_by_label("Reason (optional)").fill("not now, thanks")
     write.get_by_role("button", name="Deny").click()
     pg.page.locator(".log", has_text="Understood, not writing it.").wait_for(timeout=TIMEOUT)

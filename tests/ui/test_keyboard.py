@@ -61,8 +61,8 @@ def test_approvals_allowed_and_denied_with_the_keyboard(setup, project: Path, op
     type_and_send(page, "write two files")
     card = page.get_by_role("group", name="Approval request")
     card.filter(has_text="kept.txt").wait_for(timeout=TIMEOUT)
-    # Back from the composer into the card: Allow, with Enter.
-    tab_to(page, lambda f: f["tag"] == "BUTTON" and f["text"] == "Allow" and f["inCard"], backwards=True)
+    # Back from the composer into the card: Allow once, with Enter.
+    tab_to(page, lambda f: f["tag"] == "BUTTON" and f["text"] == "Allow once" and f["inCard"], backwards=True)
     page.keyboard.press("Enter")
     page.locator(".card.approval", has_text="write_file: allowed").wait_for(timeout=TIMEOUT)
     assert (project / "kept.txt").read_text() == "yes\n"

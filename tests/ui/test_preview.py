@@ -143,6 +143,72 @@ def test_the_preview_pane_shows_the_app_its_errors_and_a_screenshot(setup, proje
     assert not pg.dialogs
 
 
+def test_the_user_starts_and_stops_the_preview_without_the_agent(setup, project: Path, open_page) -> None:
+    # Issue 34, item 5: the pane's Start/Stop call preview_open and preview_close directly, so the
+    # preview comes back after a server restart with no turn and no model request.
+    _copy_fixture("static-site", project)
+    model, hands = setup("anthropic", [{"text": "unused"}])
+    sid = hands.create_session()["id"]
+    pg = open_page(hands.base_url)
+    login_and_open(pg, hands, sid)
+    page = pg.page
+    page.get_by_role("tab", name="Preview").click()
+    pane = page.get_by_role("region", name="Preview")
+    pane.locator('.stage[data-stage="stopped"]').wait_for(timeout=TIMEOUT)
+    pane.get_by_role("button", name="Start preview").click()
+    pane.locator('.stage[data-stage="ready"]').wait_for(timeout=TIMEOUT)
+    body = page.frame_locator(".preview iframe").locator("body")
+    body.get_by_text(EXPECT["static-site"]["page"]).first.wait_for(timeout=TIMEOUT)
+    assert hands.request("GET", f"/v1/sessions/{sid}/preview").json()["running"] is True
+    pane.get_by_role("button", name="Stop preview").click()
+    pane.locator('.stage[data-stage="stopped"]').wait_for(timeout=TIMEOUT)
+    assert pane.locator("iframe").count() == 0
+    state = hands.request("GET", f"/v1/sessions/{sid}/preview").json()
+    assert state["running"] is False, state
+    # After a restart of hands serve (same port and state), the user brings the preview back.
+    hands.listen = f"127.0.0.1:{hands.port}"
+    assert hands.stop() == 0
+    page.locator('.stream[data-state="reconnecting"]').wait_for(timeout=TIMEOUT)
+    hands.start()
+    page.locator('.stream[data-state="live"]').wait_for(timeout=TIMEOUT)
+    pane.get_by_role("button", name="Start preview").click()
+    pane.locator('.stage[data-stage="ready"]').wait_for(timeout=TIMEOUT)
+    page.frame_locator(".preview iframe").locator("body").get_by_text(EXPECT["static-site"]["page"]).first.wait_for(timeout=TIMEOUT)
+    assert model.requests() == [], "the model was never asked"
+
+
+def test_a_runtime_error_notice_reads_for_the_user_not_as_the_model_reads_it(setup, project: Path, open_page) -> None:
+    # Issue 34, item 10: the notice the model gets (`… — read_runtime_errors`) is shown without
+    # the tool's name, pointing at the Preview tab.
+    (project / "index.html").write_text(
+        "<!doctype html><title>late</title><h1>late failure page</h1>\n"
+        "<script>setTimeout(() => { throw new Error('thrown a little later'); }, 800);</script>\n")
+    steps = [
+        {"tool_calls": [{"name": "preview_open", "input": {}}]},
+        # The error is thrown while this runs: its notice rides on this result.
+        {"tool_calls": [{"name": "bash", "input": {"command": "sleep 3"}}]},
+        {"text": "Noted."},
+    ]
+    _, hands = setup("anthropic", steps)
+    sid = hands.create_session()["id"]
+    pg = open_page(hands.base_url)
+    login_and_open(pg, hands, sid)
+    page = pg.page
+    box = page.get_by_label("Message")
+    box.fill("open it and wait")
+    box.press("Enter")
+    page.locator(".log", has_text="Noted.").wait_for(timeout=TIMEOUT)
+    notices = page.locator(".log .item .notice").all_inner_texts()
+    assert "1 new runtime error in the preview (see the Preview tab)" in notices, notices
+    assert not [n for n in notices if "read_runtime_errors" in n or "[notice]" in n], notices
+    # Opened, the bash card's result leaves the notice out too (it is a row of its own), though
+    # the stored result the model read carries it.
+    assert "[notice] 1 new runtime error" in str(hands.transcript(sid))
+    page.locator("details.tool", has_text="sleep 3").locator("summary").click()
+    page.locator("details.tool .result", has_text="exit code 0").wait_for(timeout=TIMEOUT)
+    assert "[notice]" not in page.locator("details.tool .result").last.inner_text()
+
+
 def test_the_preview_pane_has_no_serious_accessibility_violation(setup, project: Path, browser) -> None:
     _copy_fixture("static-site", project)
     _, hands = setup("anthropic", [{"tool_calls": [{"name": "preview_open", "input": {}}]}, {"text": "Open."}])

@@ -1,5 +1,7 @@
 // The session API client: every request carries the bearer token from sessionStorage in the
-// Authorization header (never in a URL).
+// Authorization header (never in a URL). Each request tells the page how the connection fares:
+// `hands:ok` (with its method) when the server answered, `hands:offline` when it could not be
+// reached; the page shows "reconnecting…" instead of the browser's `Failed to fetch`.
 
 const TOKEN_KEY = "hands.token";
 
@@ -13,9 +15,37 @@ export function setToken(value: string | null) {
 }
 
 export class ApiError extends Error {
-  constructor(public status: number, message: string) {
+  /// `status` 0: the server could not be reached (it is down, or the network is).
+  constructor(public status: number, message: string, public method = "GET") {
     super(message);
   }
+}
+
+/// The message of a request that did not reach the server.
+export const OFFLINE = "The server is not answering: reconnecting…";
+
+function signal(name: "hands:ok" | "hands:offline", method: string) {
+  window.dispatchEvent(new CustomEvent(name, { detail: { method } }));
+}
+
+/// Show `error` in the page's banner (for views that have no error callback of their own).
+export function reportError(error: unknown) {
+  window.dispatchEvent(new CustomEvent("hands:error", { detail: error }));
+}
+
+/// `fetch`, with a request that never reached the server turned into an ApiError with status 0.
+async function reach(path: string, init: RequestInit, method: string): Promise<Response> {
+  let res: Response;
+  try {
+    res = await fetch(path, init);
+  } catch (e) {
+    if ((e as Error)?.name === "AbortError") throw e;
+    signal("hands:offline", method);
+    throw new ApiError(0, OFFLINE, method);
+  }
+  // An answer, even an error, means the server is there again.
+  if (res.ok) signal("hands:ok", method);
+  return res;
 }
 
 function headers(extra: Record<string, string> = {}): Record<string, string> {
@@ -28,7 +58,7 @@ function headers(extra: Record<string, string> = {}): Record<string, string> {
 export async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
   const init: RequestInit = { method, headers: headers(body === undefined ? {} : { "Content-Type": "application/json" }) };
   if (body !== undefined) init.body = JSON.stringify(body);
-  const res = await fetch(path, init);
+  const res = await reach(path, init, method);
   if (!res.ok) {
     let message = `${res.status} ${res.statusText}`;
     try {
@@ -37,7 +67,7 @@ export async function call<T>(method: string, path: string, body?: unknown): Pro
     } catch {
       /* not JSON */
     }
-    throw new ApiError(res.status, message);
+    throw new ApiError(res.status, message, method);
   }
   if (res.status === 204) return undefined as T;
   return (await res.json()) as T;
@@ -126,7 +156,7 @@ const s = (id: string) => `/v1/sessions/${encodeURIComponent(id)}`;
 
 /// A binary body (a screenshot) as a blob, with the bearer header.
 export async function blob(path: string): Promise<Blob> {
-  const res = await fetch(path, { headers: headers() });
+  const res = await reach(path, { headers: headers() }, "GET");
   if (!res.ok) {
     let message = `${res.status} ${res.statusText}`;
     try {
@@ -150,8 +180,9 @@ export const api = {
   abort: (id: string) => call<void>("POST", `/v1/sessions/${encodeURIComponent(id)}/abort`),
   answer: (id: string, answer: string, question_id?: string) =>
     call<void>("POST", `/v1/sessions/${encodeURIComponent(id)}/answer`, { answer, question_id }),
-  decide: (id: string, approval: string, approve: boolean, reason?: string) =>
-    call<void>("POST", `/v1/sessions/${encodeURIComponent(id)}/approvals/${encodeURIComponent(approval)}`, { approve, reason }),
+  /// `scope: "session"` allows the tool for the rest of the session (not offered for a plan).
+  decide: (id: string, approval: string, approve: boolean, reason?: string, scope: "once" | "session" = "once") =>
+    call<void>("POST", `/v1/sessions/${encodeURIComponent(id)}/approvals/${encodeURIComponent(approval)}`, { approve, reason, scope }),
   secret: (id: string, request: string, body: { value: string } | { decline: true }) =>
     call<unknown>("POST", `/v1/sessions/${encodeURIComponent(id)}/secrets/${encodeURIComponent(request)}`, body),
   processes: (id: string) => call<{ processes: ProcessRow[] }>("GET", `/v1/sessions/${encodeURIComponent(id)}/processes`),
@@ -162,6 +193,9 @@ export const api = {
     ),
   stopProcess: (id: string, pid: string) =>
     call<unknown>("POST", `/v1/sessions/${encodeURIComponent(id)}/processes/${encodeURIComponent(pid)}/stop`),
+  /// A tool called directly, outside a turn (the preview's Start/Stop): its output.
+  callTool: (id: string, name: string, args: Record<string, unknown> = {}) =>
+    call<{ content?: { type: string; text?: string }[]; is_error?: boolean }>("POST", `${s(id)}/tools/${encodeURIComponent(name)}`, { args }),
   messages: (id: string, offset: number) => call<{ messages: any[] }>("GET", `${s(id)}/messages?offset=${offset}`),
   preview: (id: string) => call<PreviewState>("GET", `${s(id)}/preview`),
   previewErrors: (id: string) => call<{ errors: RuntimeError[]; counts: ErrorCounts }>("GET", `${s(id)}/preview/errors`),
@@ -203,6 +237,7 @@ export function follow(
         }
         if (!res.ok || !res.body) throw new Error(String(res.status));
         onState("live");
+        signal("hands:ok", "GET");
         delay = 250;
         const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
         let buf = "";
@@ -228,8 +263,10 @@ export function follow(
           }
           buf = buf.slice(start);
         }
-      } catch {
+      } catch (e) {
         if (stopped) return;
+        // A fetch that threw reached no server (an HTTP error is an Error thrown above).
+        if (e instanceof TypeError) signal("hands:offline", "GET");
       }
       if (stopped) return;
       onState("reconnecting");

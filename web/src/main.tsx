@@ -1,10 +1,18 @@
 // The web UI of `hands serve`: a login form when the server wants a token, the list of sessions,
 // and one session's page (the URL's hash names it, so a reload or a shared link returns to it).
-// Everything goes through the public session API.
+// Everything goes through the public session API. The banner shows the last error until a
+// later request of its kind succeeds, and a lost server as "reconnecting…" until it answers again.
 
 import { render } from "preact";
 import { useCallback, useEffect, useState } from "preact/hooks";
 import { api, ApiError, SessionInfo, token } from "./api";
+
+/// An error shown in the banner, with the method of the request that failed (a later success of
+/// a read clears a failed read; of a change, a failed change).
+interface Shown {
+  message: string;
+  method: string;
+}
 import { SessionView } from "./session";
 import { Login, Sessions } from "./sessions";
 import "./style.css";
@@ -21,8 +29,13 @@ function sessionFromUrl(): string | null {
 function App() {
   const [authed, setAuthed] = useState<"unknown" | "yes" | "no" | "failed">("unknown");
   const [current, setCurrent] = useState<string | null>(sessionFromUrl());
-  const [error, setError] = useState("");
+  const [error, setError] = useState<Shown | null>(null);
+  const [offline, setOffline] = useState(false);
   const [initial, setInitial] = useState<SessionInfo[]>([]);
+  const report = useCallback((e: unknown) => {
+    if (e instanceof ApiError && e.status === 0) setOffline(true);
+    else setError({ message: e instanceof Error ? e.message : String(e), method: e instanceof ApiError ? e.method : "POST" });
+  }, []);
 
   const check = useCallback(() => {
     const list = firstList ?? api.list();
@@ -36,7 +49,7 @@ function App() {
         if (e instanceof ApiError && e.status === 401) setAuthed(token() ? "failed" : "no");
         else {
           setAuthed("yes");
-          setError(e.message);
+          report(e);
         }
       });
   }, []);
@@ -44,11 +57,23 @@ function App() {
     check();
     const onHash = () => setCurrent(sessionFromUrl());
     const onUnauth = () => setAuthed("failed");
-    window.addEventListener("hashchange", onHash);
-    window.addEventListener("hands:unauthorized", onUnauth);
+    const onOk = (e: Event) => {
+      const method = (e as CustomEvent).detail?.method ?? "GET";
+      setOffline(false);
+      setError((old) => (old && (method !== "GET" || old.method === "GET") ? null : old));
+    };
+    const onOffline = () => setOffline(true);
+    const onError = (e: Event) => report((e as CustomEvent).detail);
+    const listeners: [string, (e: Event) => void][] = [
+      ["hashchange", onHash],
+      ["hands:unauthorized", onUnauth],
+      ["hands:ok", onOk],
+      ["hands:offline", onOffline],
+      ["hands:error", onError],
+    ];
+    for (const [name, f] of listeners) window.addEventListener(name, f);
     return () => {
-      window.removeEventListener("hashchange", onHash);
-      window.removeEventListener("hands:unauthorized", onUnauth);
+      for (const [name, f] of listeners) window.removeEventListener(name, f);
     };
   }, []);
 
@@ -60,17 +85,22 @@ function App() {
   };
   return (
     <div class="app">
-      <Sessions initial={initial} current={current} onOpen={open} onError={setError} />
+      <Sessions initial={initial} current={current} onOpen={open} onError={report} />
       <main>
-        {error && (
+        {offline && (
+          <div class="banner offline" role="status">
+            The connection to hands was lost: reconnecting…
+          </div>
+        )}
+        {error && !offline && (
           <div class="error banner" role="alert">
-            {error}{" "}
-            <button class="small" onClick={() => setError("")}>
+            {error.message}{" "}
+            <button class="small" onClick={() => setError(null)}>
               dismiss
             </button>
           </div>
         )}
-        {current ? <SessionView key={current} id={current} onError={setError} /> : <p class="empty">Create a session on a project root, or open one.</p>}
+        {current ? <SessionView key={current} id={current} onError={report} /> : <p class="empty">Create a session on a project root, or open one.</p>}
       </main>
     </div>
   );

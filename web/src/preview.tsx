@@ -3,10 +3,12 @@
 // same machine reaches it), else the latest screenshot with a refresh button, and the runtime
 // errors with their counts. Everything is read through the session API (the state polled, the
 // errors read when their counts change, the screenshot fetched as a blob with the bearer header);
-// reading the errors here does not move the model's read cursor.
+// reading the errors here does not move the model's read cursor. Start and Stop call the
+// preview's own tools (preview_open, preview_close) directly, outside a turn: the user brings
+// the preview back without the agent.
 
 import { useEffect, useRef, useState } from "preact/hooks";
-import { api, PreviewState, RuntimeError } from "./api";
+import { api, PreviewState, reportError, RuntimeError } from "./api";
 
 /// How often the state is read while the pane is shown.
 const POLL_MS = 1500;
@@ -63,18 +65,47 @@ export function PreviewPane({ session, state }: { session: string; state: Previe
   const [mode, setMode] = useState<"app" | "screenshot">("app");
   const [frame, setFrame] = useState(0);
   const showApp = live && mode === "app";
+  const [busy, setBusy] = useState<"" | "starting" | "stopping">("");
+  const [failure, setFailure] = useState("");
+  const run = (tool: "preview_open" | "preview_close") => {
+    setBusy(tool === "preview_open" ? "starting" : "stopping");
+    setFailure("");
+    api
+      .callTool(session, tool)
+      .then((out) => {
+        if (out?.is_error) setFailure((out.content ?? []).map((p) => p.text ?? "").join("\n"));
+      })
+      .catch(reportError)
+      .finally(() => setBusy(""));
+  };
+  const idle = state.stage === "stopped" || state.stage === "error";
   return (
     <section class="preview" aria-label="Preview">
       <div class="preview-bar">
         <span class={`stage ${state.stage}`} data-stage={state.stage}>
           Preview: {STAGES[state.stage] ?? state.stage}
         </span>
+        {state.available &&
+          (idle && !state.running ? (
+            <button class="small" disabled={!!busy} onClick={() => run("preview_open")}>
+              {busy === "starting" ? "Starting…" : "Start preview"}
+            </button>
+          ) : (
+            <button class="small" disabled={!!busy} onClick={() => run("preview_close")}>
+              {busy === "stopping" ? "Stopping…" : "Stop preview"}
+            </button>
+          ))}
         {state.url && (
           <a href={state.url} target="_blank" rel="noopener noreferrer" class="url">
             {state.url}
           </a>
         )}
       </div>
+      {failure && (
+        <pre class="error" role="alert">
+          {failure}
+        </pre>
+      )}
       {state.last_error && (
         <pre class="error" role="alert">
           {state.last_error}
@@ -104,7 +135,7 @@ export function PreviewPane({ session, state }: { session: string; state: Previe
           )}
         </div>
       )}
-      {!state.running && state.stage === "stopped" && <p class="notice">The agent opens the preview with its preview tools.</p>}
+      {!state.running && state.stage === "stopped" && <p class="notice">Start it here, or the agent opens it with its preview tools.</p>}
       <Errors session={session} state={state} />
     </section>
   );

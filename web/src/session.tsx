@@ -19,7 +19,70 @@ const keyOf = (it: Item) => it.key;
 const itemClass = (it: Item) => `item ${it.kind}`;
 const shown = (it: Item) => !(it.kind === "end" && it.reason === "completed");
 
-export function SessionView({ id, onError }: { id: string; onError: (m: string) => void }) {
+/// Where the side panel's width is kept, in pixels.
+const WIDTH_KEY = "hands.sideWidth";
+const MIN_SIDE = 240;
+/// What the conversation keeps at least when the side panel widens.
+const MIN_LOG = 320;
+
+function storedWidth(): number | null {
+  const n = Number(localStorage.getItem(WIDTH_KEY));
+  return Number.isFinite(n) && n >= MIN_SIDE ? n : null;
+}
+
+/// The side panel's width: null until the user drags (the stylesheet's width then), else pixels.
+function useSideWidth(): [number | null, (px: number, keep: boolean, room: number) => void] {
+  const [width, setWidth] = useState<number | null>(storedWidth);
+  /// `room`: the width of the conversation and the panel together.
+  const set = useCallback((px: number, keep: boolean, room: number) => {
+    const max = Math.max(MIN_SIDE, room - MIN_LOG);
+    const w = Math.round(Math.min(max, Math.max(MIN_SIDE, px)));
+    setWidth(w);
+    if (keep) localStorage.setItem(WIDTH_KEY, String(w));
+  }, []);
+  return [width, set];
+}
+
+/// The handle between the conversation and the side panel: dragged (or moved with the arrow
+/// keys), it sets the panel's width.
+function Splitter({ width, aside, onWidth }: { width: number | null; aside: () => HTMLElement | null; onWidth: (px: number, keep: boolean, room: number) => void }) {
+  const current = () => aside()?.getBoundingClientRect().width ?? width ?? 352;
+  const room = () => aside()?.parentElement?.getBoundingClientRect().width ?? window.innerWidth;
+  return (
+    <div
+      class="splitter"
+      role="separator"
+      aria-orientation="vertical"
+      aria-label="Resize the side panel"
+      aria-valuenow={Math.round(current())}
+      aria-valuemin={MIN_SIDE}
+      tabIndex={0}
+      onPointerDown={(e) => {
+        e.preventDefault();
+        const handle = e.currentTarget as HTMLElement;
+        const startX = e.clientX;
+        const start = current();
+        handle.setPointerCapture(e.pointerId);
+        const move = (ev: PointerEvent) => onWidth(start + (startX - ev.clientX), false, room());
+        const up = (ev: PointerEvent) => {
+          onWidth(start + (startX - ev.clientX), true, room());
+          handle.removeEventListener("pointermove", move);
+          handle.removeEventListener("pointerup", up);
+        };
+        handle.addEventListener("pointermove", move);
+        handle.addEventListener("pointerup", up);
+      }}
+      onKeyDown={(e) => {
+        if (e.key === "ArrowLeft" || e.key === "ArrowRight") {
+          e.preventDefault();
+          onWidth(current() + (e.key === "ArrowLeft" ? 32 : -32), true, room());
+        }
+      }}
+    />
+  );
+}
+
+export function SessionView({ id, onError }: { id: string; onError: (e: unknown) => void }) {
   const conv = useRef<Conversation>(empty());
   const [, tick] = useState(0);
   const [state, setState] = useState<StreamState>("connecting");
@@ -31,6 +94,8 @@ export function SessionView({ id, onError }: { id: string; onError: (m: string) 
   const [selected, setSelected] = useState<number | null>(null);
   const results = useMemo(() => new Results(id), [id]);
   const preview = usePreview(id);
+  const [sideWidth, setSideWidth] = useSideWidth();
+  const asideRef = useRef<HTMLElement>(null);
 
   useEffect(() => {
     conv.current = empty();
@@ -39,7 +104,7 @@ export function SessionView({ id, onError }: { id: string; onError: (m: string) 
       api
         .get(id)
         .then(setInfo)
-        .catch((e) => onError(e.message));
+        .catch((e) => onError(e));
     refresh();
     let frame = 0;
     const stop = follow(
@@ -70,11 +135,12 @@ export function SessionView({ id, onError }: { id: string; onError: (m: string) 
       await api.send(id, text);
       setDraft("");
     } catch (e: any) {
-      onError(e.message);
+      onError(e);
     }
   };
-  const abort = () => api.abort(id).catch((e) => onError(e.message));
-  const mode = c.mode ?? info?.mode ?? "build";
+  const abort = () => api.abort(id).catch((e) => onError(e));
+  // Unknown until the session is read: never a wrong mode meanwhile.
+  const mode = c.mode ?? info?.mode;
   const hasPreview = !!preview && (preview.available || preview.stage !== "stopped");
   const openChanges = useCallback((n: number) => {
     setSelected(n);
@@ -110,7 +176,7 @@ export function SessionView({ id, onError }: { id: string; onError: (m: string) 
                 setInfo(await api.update(id, { title: title.trim() }));
                 setRenaming(false);
               } catch (e: any) {
-                onError(e.message);
+                onError(e);
               }
             }}
           >
@@ -156,14 +222,14 @@ export function SessionView({ id, onError }: { id: string; onError: (m: string) 
         <label class="mode">
           Mode{" "}
           <select
-            value={mode}
-            disabled={c.running}
+            value={mode ?? ""}
+            disabled={c.running || !mode}
             onChange={async (e) => {
               const next = (e.target as HTMLSelectElement).value;
               try {
                 setInfo(await api.update(id, { mode: next }));
               } catch (err: any) {
-                onError(err.message);
+                onError(err);
               }
             }}
           >
@@ -172,7 +238,11 @@ export function SessionView({ id, onError }: { id: string; onError: (m: string) 
           </select>
         </label>
       </header>
-      <div class={`body ${current === "preview" ? "wide" : ""}`}>
+      <div
+        class={`body ${current === "preview" ? "wide" : ""}`}
+        // Never so wide that the conversation has no room (a smaller window than when it was set).
+        style={sideWidth ? { gridTemplateColumns: `minmax(0, 1fr) auto min(${sideWidth}px, calc(100% - ${MIN_LOG}px))` } : undefined}
+      >
         <VirtualList
           class="log"
           role="log"
@@ -183,13 +253,14 @@ export function SessionView({ id, onError }: { id: string; onError: (m: string) 
           data-last-event={c.lastId}
           data-gaps={c.gaps}
           data-running={c.running ? "yes" : "no"}
-          items={c.items.filter(shown)}
+          items={c.thinking && c.running ? [...c.items.filter(shown), { kind: "thinking", ...c.thinking }] : c.items.filter(shown)}
           keyOf={keyOf}
           estimate={estimate}
           itemClass={itemClass}
           render={(it) => <ItemView session={id} item={it} results={results} onChanges={openChanges} />}
         />
-        <aside>
+        <Splitter width={sideWidth} aside={() => asideRef.current} onWidth={setSideWidth} />
+        <aside ref={asideRef}>
           <div class="tabs" role="tablist" aria-label="Side panel">
             {tabs.map(([t, label]) => (
               <button key={t} role="tab" id={`tab-${t}`} aria-selected={current === t} aria-controls={`panel-${t}`} onClick={() => setTab(t)}>

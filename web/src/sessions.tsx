@@ -41,7 +41,7 @@ export function Sessions({ initial, current, onOpen, onError }: {
   initial: SessionInfo[];
   current: string | null;
   onOpen: (id: string | null) => void;
-  onError: (m: string) => void;
+  onError: (e: unknown) => void;
 }) {
   const [list, setList] = useState<SessionInfo[]>(initial);
   const [root, setRoot] = useState("");
@@ -49,7 +49,7 @@ export function Sessions({ initial, current, onOpen, onError }: {
     api
       .list()
       .then((r) => setList(r.sessions))
-      .catch((e) => onError(e.message));
+      .catch((e) => onError(e));
   }, []);
   useEffect(() => {
     // The first list on screen: the page is usable (what bench/ui.sh measures).
@@ -73,7 +73,7 @@ export function Sessions({ initial, current, onOpen, onError }: {
             refresh();
             onOpen(s.id);
           } catch (e: any) {
-            onError(e.message);
+            onError(e);
           }
         }}
       >
@@ -101,7 +101,7 @@ export function Sessions({ initial, current, onOpen, onError }: {
                   if (s.id === current) onOpen(null);
                   refresh();
                 } catch (e: any) {
-                  onError(e.message);
+                  onError(e);
                 }
               }}
             >

@@ -1,8 +1,18 @@
 // The session's side panels: its todo list (live from todos_changed) and its background
-// processes (polled: status, uptime, URL/port, a live tail of output, Stop).
+// processes (polled: status, uptime, URL or port, a live tail of output, Stop).
 
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, ProcessRow } from "./api";
+
+const webUrl = (p: ProcessRow) => typeof p.url === "string" && /^https?:\/\//.test(p.url);
+
+/// The state of a process, said once: `running`, `exited with code 0`, `stopped`, `timed out
+/// and was stopped` (the row's detail when it adds to its status).
+export function statusWords(p: ProcessRow): string {
+  const detail: string = typeof p.detail === "string" ? p.detail : "";
+  if (!detail || detail === p.status || /^stopped \((stopped|user|by the user)\)$/.test(detail)) return p.status;
+  return detail;
+}
 
 export function Processes({ session }: { session: string }) {
   const [rows, setRows] = useState<ProcessRow[]>([]);
@@ -23,12 +33,17 @@ export function Processes({ session }: { session: string }) {
       <ul>
         {rows.map((p) => (
           <li key={p.id}>
-            <span class="name">{p.name}</span> <span class="status">{p.status}</span>{" "}
-            <span class="meta">{Math.round(p.duration_ms / 1000)}s{p.port ? ` · :${p.port}` : ""}</span>
-            {p.url && /^https?:\/\//.test(p.url) && (
-              <a href={p.url} target="_blank" rel="noopener noreferrer">{p.url}</a>
+            <div class="proc-line">
+              <span class="name">{p.name}</span> <span class={`status ${p.status}`}>{statusWords(p)}</span>{" "}
+              <span class="meta">
+                {Math.round(p.duration_ms / 1000)}s{p.port && !webUrl(p) ? ` · port ${p.port}` : ""}
+              </span>
+            </div>
+            {webUrl(p) && (
+              <a class="url" href={p.url} target="_blank" rel="noopener noreferrer">
+                {p.url}
+              </a>
             )}
-            {p.detail && <pre>{p.detail}</pre>}
             {p.status === "running" && <button onClick={() => api.stopProcess(session, p.id)}>Stop</button>}
             <Tail session={session} process={p.id} name={p.name} running={p.status === "running"} />
           </li>

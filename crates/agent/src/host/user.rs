@@ -98,12 +98,17 @@ impl Approver for HostApprover {
         Box::pin(async move {
             let id = fresh_id("approval");
             let (reply, decision) = oneshot::channel();
+            // A summary cut short is never all that is shown: the whole argument follows.
+            let details = request
+                .details
+                .clone()
+                .or_else(|| hands_core::approval::whole_when_cut(&request.args));
             self.approvals.push(WaitingApproval {
                 session: request.session.clone(),
                 id: id.clone(),
                 tool: request.tool.clone(),
                 summary: request.summary.clone(),
-                details: request.details.clone(),
+                details: details.clone(),
                 reply,
             });
             struct Leave<'a>(&'a Approvals, &'a str);
@@ -118,7 +123,7 @@ impl Approver for HostApprover {
                     approval_id: id.clone(),
                     tool: request.tool.clone(),
                     summary: request.summary.clone(),
-                    details: request.details.clone(),
+                    details: details.clone(),
                     session_allowable: request.session_allowable,
                 })
                 .await;

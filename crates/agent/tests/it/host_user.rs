@@ -137,6 +137,26 @@ async fn a_tool_allowed_for_the_session_runs_again_without_a_question() {
 }
 
 #[tokio::test]
+async fn a_cut_summary_is_followed_by_the_whole_command() {
+    let command = format!("echo {} && touch tail-runs-too.txt", "x".repeat(400));
+    let (fx, id, mut sub) =
+        approval_fixture(vec![call("bash", json!({"command": command})), say("ok")]).await;
+    fx.host.post_message(&id, "run".into()).await.unwrap();
+    let seen = until(&mut sub, |k| matches!(k, EventKind::ApprovalRequested { .. })).await;
+    let EventKind::ApprovalRequested { approval_id, summary, details, .. } =
+        &seen.last().unwrap().kind
+    else {
+        panic!()
+    };
+    assert!(!summary.contains("tail-runs-too"), "the summary is cut: {summary}");
+    assert_eq!(details.as_deref(), Some(command.as_str()));
+    let info = fx.host.get_session(&id).await.unwrap();
+    assert_eq!(info.pending_approvals[0]["details"], command.as_str());
+    fx.host.decide(&id, approval_id, false, None).unwrap();
+    fx.host.wait_turn(&id).await.unwrap();
+}
+
+#[tokio::test]
 async fn a_denied_call_does_not_run_and_the_model_gets_the_reason() {
     let (fx, id, mut sub) = approval_fixture(vec![
         call("bash", json!({"command": "touch ran.txt"})),

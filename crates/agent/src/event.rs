@@ -56,12 +56,24 @@ pub enum EventKind {
         call_id: String,
         /// The tool.
         name: String,
-        /// Wall time of the call.
+        /// How long the call ran: its wall time less the time it waited for the user's
+        /// approval.
         duration_ms: u64,
         /// The result is an error.
         is_error: bool,
         /// The first line(s) of the result, at most 300 characters.
         summary: String,
+        /// Why a shell command (bash) failed, though its result may read as a success to the
+        /// model: `exit 1`, `timed out`, `killed by signal 9 (SIGKILL)`. Absent when it did not
+        /// fail.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        failure: Option<String>,
+        /// A failed command's exit code, when it exited.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
+        /// The last lines (at most 5) of a failed command's output, when it printed any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output_tail: Option<String>,
     },
     /// ask_user is waiting for an answer.
     Question {

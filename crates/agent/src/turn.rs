@@ -316,6 +316,89 @@ pub fn summary(output: &ToolOutput) -> String {
     out
 }
 
+/// Lines of a failed call's output its `tool_call_finished` event carries.
+const TAIL_LINES: usize = 5;
+/// Characters of each such line.
+const TAIL_LINE_CHARS: usize = 200;
+
+/// How a shell command failed, from its call's structured result: a non-zero exit, a timeout or
+/// a signal (a result the model may read as an answer is still a failure to the user), with the
+/// last lines of what it printed. A command's result is told by its shape (`output`,
+/// `timed_out` and `output_bytes`, as bash gives them), not by the tool's name: the agent does not
+/// know the tools. Nothing for other results, or a command that succeeded.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Failure {
+    /// `exit 1`, `timed out`, `killed by signal 9 (SIGKILL)`.
+    pub reason: Option<String>,
+    /// The exit code, when the shell exited.
+    pub exit_code: Option<i32>,
+    /// The last [`TAIL_LINES`] lines of the output, when there is output.
+    pub tail: Option<String>,
+}
+
+impl Failure {
+    /// The failure of the call that gave `output`, if it ran a command that failed.
+    pub fn of(output: &ToolOutput) -> Self {
+        let command = |r: &&Value| {
+            r.get("output").is_some_and(Value::is_string)
+                && r.get("timed_out").is_some_and(Value::is_boolean)
+                && r.get("output_bytes").is_some_and(Value::is_u64)
+        };
+        let Some(result) = output.structured.as_ref().filter(command) else {
+            return Self::default();
+        };
+        let exit_code =
+            result.get("exit_code").and_then(Value::as_i64).and_then(|c| i32::try_from(c).ok());
+        let signal = result.get("signal").and_then(Value::as_i64);
+        let reason = if result.get("timed_out").and_then(Value::as_bool) == Some(true) {
+            "timed out".to_owned()
+        } else if let Some(signal) = signal {
+            match signal_name(signal) {
+                Some(name) => format!("killed by signal {signal} ({name})"),
+                None => format!("killed by signal {signal}"),
+            }
+        } else {
+            match exit_code {
+                Some(code) if code != 0 => format!("exit {code}"),
+                _ => return Self::default(),
+            }
+        };
+        let text = result.get("output").and_then(Value::as_str).unwrap_or("");
+        let lines: Vec<&str> = text.trim_end().lines().collect();
+        let tail: Vec<String> = lines[lines.len().saturating_sub(TAIL_LINES)..]
+            .iter()
+            .map(|l| {
+                let mut line: String = l.chars().take(TAIL_LINE_CHARS).collect();
+                if l.chars().count() > TAIL_LINE_CHARS {
+                    line.push('…');
+                }
+                line
+            })
+            .collect();
+        let tail = tail.join("\n");
+        Self {
+            reason: Some(reason),
+            exit_code,
+            tail: (!tail.trim().is_empty()).then(|| hands_core::redact::text(&tail).into_owned()),
+        }
+    }
+}
+
+/// The usual names of the signals that end a shell.
+fn signal_name(signal: i64) -> Option<&'static str> {
+    Some(match signal {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        6 => "SIGABRT",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        15 => "SIGTERM",
+        _ => return None,
+    })
+}
+
 /// If the conversation ends with tool uses that have no results (hands stopped mid-call), the
 /// user message that answers them with "not finished" errors, to be appended before going on.
 pub fn repair(messages: &[Message]) -> Option<Message> {
@@ -656,7 +739,9 @@ impl Turn<'_> {
                 call.name
             )),
         };
-        self.observer.call_finished(call, &output, started.elapsed()).await;
+        // The call's running time: the wait for the user's approval is not part of it.
+        let ran = started.elapsed().saturating_sub(output.approval_wait);
+        self.observer.call_finished(call, &output, ran).await;
         output
     }
 }
@@ -756,5 +841,29 @@ mod tests {
         let long = summary(&ToolOutput::text("é".repeat(400)));
         assert_eq!(long.chars().count(), 300);
         assert!(long.ends_with('…'));
+    }
+
+    // Issue 34, item 3: a bash call that exited 1 was shown as a success.
+    #[test]
+    fn a_bash_call_fails_by_its_exit_code_timeout_or_signal_with_its_last_lines() {
+        let bash = |mut result: serde_json::Value| {
+            result["output_bytes"] = json!(10);
+            Failure::of(&ToolOutput::text("x").with_structured(result))
+        };
+        let output: String = (1..=7).map(|n| format!("line {n}\n")).collect();
+        let exited = bash(json!({"output": output, "exit_code": 3, "timed_out": false}));
+        assert_eq!(exited.reason.as_deref(), Some("exit 3"));
+        assert_eq!(exited.exit_code, Some(3));
+        assert_eq!(exited.tail.as_deref(), Some("line 3\nline 4\nline 5\nline 6\nline 7"));
+        let timed_out = bash(json!({"output": "", "timed_out": true}));
+        assert_eq!((timed_out.reason.as_deref(), timed_out.tail), (Some("timed out"), None));
+        let killed = bash(json!({"output": "x", "signal": 9, "timed_out": false}));
+        assert_eq!(killed.reason.as_deref(), Some("killed by signal 9 (SIGKILL)"));
+        assert_eq!(
+            bash(json!({"output": "ok", "exit_code": 0, "timed_out": false})),
+            Failure::default()
+        );
+        let other = ToolOutput::text("x").with_structured(json!({"exit_code": 1}));
+        assert_eq!(Failure::of(&other), Failure::default());
     }
 }

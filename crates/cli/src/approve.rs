@@ -39,18 +39,45 @@ struct Screen {
     whole: Option<String>,
 }
 
+/// The answers an approval offers: `y/N`, or `y/a/N` when the tool may be allowed for the rest
+/// of the session, then `more` (`, or say why not` where words go back to the model).
+#[derive(Debug, Clone, Copy)]
+struct Answers<'a> {
+    /// The tool `a` allows for the session; `None` where every call is the user's to decide.
+    session_tool: Option<&'a str>,
+    more: &'a str,
+}
+
+impl Answers<'_> {
+    /// `[y/a/N, or say why not] `, with `extra` (`, s shows it all`) after the letters.
+    fn ask(&self, extra: &str) -> String {
+        let letters = if self.session_tool.is_some() { "y/a/N" } else { "y/N" };
+        format!("[{letters}{extra}{}] ", self.more)
+    }
+
+    /// The line that says what `a` does, before the question; empty without `a`.
+    fn legend(&self) -> String {
+        self.session_tool.map_or_else(String::new, |tool| {
+            format!("  (a: allow every {} call for the rest of this session)\n", term::line(tool))
+        })
+    }
+}
+
 /// The approval prompt for `summary` (`tool: what it does`, uncut). One short line is asked
 /// about on one line; anything longer is shown as a block of escaped lines, long runs of blanks
 /// and of empty lines marked, and cut after [`APPROVAL_LINES`] lines or [`APPROVAL_SHOWN`]
-/// characters with a plain note of how much is not shown and how to see it. `more` follows `y/N`
-/// in the answers offered (`, or say why not` where words go back to the model).
-fn approval_screen(summary: &str, more: &str) -> Screen {
-    let ask = format!("hands: allow it? [y/N{more}] ");
+/// characters with a plain note of how much is not shown and how to see it.
+fn approval_screen(summary: &str, answers: Answers<'_>) -> Screen {
+    let legend = answers.legend();
+    let ask = format!("{legend}hands: allow it? {}", answers.ask(""));
     let lines = block_lines(summary);
     if let [only] = lines.as_slice()
         && only.chars().count() <= ONE_LINE
     {
-        return Screen { prompt: format!("hands: allow {only}? [y/N{more}] "), whole: None };
+        return Screen {
+            prompt: format!("{legend}hands: allow {only}? {}", answers.ask("")),
+            whole: None,
+        };
     }
     let (head, rest) = summary.split_once(": ").unwrap_or((summary, ""));
     let body = block_lines(rest);
@@ -85,9 +112,10 @@ fn approval_screen(summary: &str, more: &str) -> Screen {
         Some(line) => Screen {
             prompt: format!(
                 "{header}{shown}  … cut: {} of its {total_chars} characters (from line {}) are \
-                 not shown; answer s to see it all\nhands: allow it? [y/N, s shows it all{more}] ",
+                 not shown; answer s to see it all\n{legend}hands: allow it? {}",
                 total_chars - used,
                 line + 1,
+                answers.ask(", s shows it all"),
             ),
             whole: Some(format!("{header}{whole}{ask}")),
         },
@@ -135,7 +163,8 @@ impl Approver for TerminalApprover {
         if let Some(details) = &request.details {
             summary = format!("{summary}\n{details}");
         }
-        let screen = approval_screen(&summary, "");
+        // `hands call` runs one call: there is no rest of the session to allow it for.
+        let screen = approval_screen(&summary, Answers { session_tool: None, more: "" });
         Box::pin(async move {
             let ask = tokio::task::spawn_blocking(move || {
                 let mut prompt = screen.prompt;
@@ -153,7 +182,7 @@ impl Approver for TerminalApprover {
             });
             tokio::select! {
                 answer = ask => match answer {
-                    Ok(Ok(line)) => decision(&line),
+                    Ok(Ok(line)) => decision(&line, false),
                     _ => Decision::Deny(None),
                 },
                 () = cancel.cancelled() => Decision::Deny(Some("aborted".into())),
@@ -162,12 +191,16 @@ impl Approver for TerminalApprover {
     }
 }
 
-/// The decision a typed line gives: `y`/`yes` approves, other words deny and go to the model,
-/// `n`, `no` or an empty line deny.
-fn decision(line: &str) -> Decision {
+/// The decision a typed line gives: `y`/`yes` approves, `a` (where `session` allows it)
+/// approves this call and the tool's later ones in the session, other words deny and go to the
+/// model, `n`, `no` or an empty line deny.
+fn decision(line: &str, session: bool) -> Decision {
     let line = line.trim();
-    if matches!(line.to_ascii_lowercase().as_str(), "y" | "yes") {
+    let lower = line.to_ascii_lowercase();
+    if matches!(lower.as_str(), "y" | "yes") {
         Decision::Approve
+    } else if session && lower == "a" {
+        Decision::ApproveForSession
     } else if line.chars().count() > 1 && !line.eq_ignore_ascii_case("no") {
         Decision::Deny(Some(line.to_owned()))
     } else {
@@ -369,8 +402,14 @@ fn reader(input: impl std::io::Read + Send + 'static) -> mpsc::UnboundedReceiver
 
 /// Ask `lines`' person to approve `summary` (`tool: the whole command`; `plan`: the plan
 /// above); the decision, or a denial when the input ends. A call too long to show at once is
-/// cut with a note, and `s` shows it all.
-pub async fn ask_approval(lines: &Lines, summary: &str, plan: bool) -> Decision {
+/// cut with a note, and `s` shows it all. `session_tool`: the tool `a` allows for the rest of
+/// the session (`None` where each call is the user's to decide: then `a` is not offered).
+pub async fn ask_approval(
+    lines: &Lines,
+    summary: &str,
+    plan: bool,
+    session_tool: Option<&str>,
+) -> Decision {
     lines.discard_typed_ahead();
     let screen = if plan {
         Screen {
@@ -379,14 +418,14 @@ pub async fn ask_approval(lines: &Lines, summary: &str, plan: bool) -> Decision 
             whole: None,
         }
     } else {
-        approval_screen(summary, ", or say why not")
+        approval_screen(summary, Answers { session_tool, more: ", or say why not" })
     };
     lines.show(&screen.prompt);
     loop {
         match lines.next().await {
             Some(line) => match &screen.whole {
                 Some(whole) if line.trim().eq_ignore_ascii_case("s") => lines.show(whole),
-                _ => return decision(&line),
+                _ => return decision(&line, session_tool.is_some() && !plan),
             },
             None => {
                 return Decision::Deny(Some("the user's input ended before they answered".into()));
@@ -432,7 +471,7 @@ mod tests {
         assert!(prompt(&question(&[])).ends_with("?\nanswer (an empty line declines): "));
     }
 
-    const WHY: &str = ", or say why not";
+    const WHY: Answers<'static> = Answers { session_tool: None, more: ", or say why not" };
 
     // Issue 11, item 3: the approval showed a 300-character cut, and raw control bytes.
     #[test]
@@ -471,12 +510,31 @@ mod tests {
 
     #[test]
     fn yes_approves_and_other_words_deny_with_a_reason() {
-        assert_eq!(decision("y\n"), Decision::Approve);
-        assert_eq!(decision(" YES "), Decision::Approve);
+        assert_eq!(decision("y\n", true), Decision::Approve);
+        assert_eq!(decision(" YES ", false), Decision::Approve);
         for no in ["", "n", "no", "NO\n"] {
-            assert_eq!(decision(no), Decision::Deny(None), "{no:?}");
+            assert_eq!(decision(no, true), Decision::Deny(None), "{no:?}");
         }
-        assert_eq!(decision("use cargo test\n"), Decision::Deny(Some("use cargo test".into())));
+        assert_eq!(
+            decision("use cargo test\n", true),
+            Decision::Deny(Some("use cargo test".into()))
+        );
+    }
+
+    // Issue 34, item 1: `a` allows the tool for the rest of the session, where that is offered.
+    #[test]
+    fn a_allows_the_tool_for_the_session_only_where_offered() {
+        assert_eq!(decision(" A\n", true), Decision::ApproveForSession);
+        assert_eq!(decision("a", false), Decision::Deny(None));
+        let answers = Answers { session_tool: Some("write_file"), more: ", or say why not" };
+        let screen = approval_screen("write_file: a.txt", answers);
+        assert_eq!(
+            screen.prompt,
+            "  (a: allow every write_file call for the rest of this session)\nhands: allow \
+             write_file: a.txt? [y/a/N, or say why not] "
+        );
+        let long = approval_screen(&format!("bash: {}TAIL", "echo x; ".repeat(500)), answers);
+        assert!(long.prompt.ends_with("[y/a/N, s shows it all, or say why not] "), "{long:?}");
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod chat;
 mod checkpoints;
 mod connectors;
 mod log;
+mod markdown;
 mod profile;
 mod rewind;
 mod run;

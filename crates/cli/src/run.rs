@@ -245,6 +245,8 @@ pub struct Agent {
     registry: Arc<Registry>,
     /// `[checkpoints]`, to find the turn's checkpoints.
     pub checkpoints: hands_checkpoint::Settings,
+    /// `approval`: under `auto`, a plan nobody can be asked about is accepted as it was before.
+    approval: hands_core::config::Approval,
 }
 
 impl Agent {
@@ -253,6 +255,7 @@ impl Agent {
     pub async fn start(setup: Setup, start: Start, prompter: Prompter) -> Result<Self> {
         let preview = (setup.root.clone(), setup.settings.preview.clone());
         let checkpoints = setup.settings.checkpoints.clone();
+        let approval = setup.settings.approval;
         let parts = host_parts(setup.registry, &setup.settings)?;
         let registry = Arc::clone(&parts.registry);
         let host = Host::open(parts).await.context("cannot open the session host")?;
@@ -288,7 +291,7 @@ impl Agent {
             session.insert_extension(AskerHandle(Arc::new(NobodyAsker)));
             session.insert_extension(SecretAskerHandle(Arc::new(NobodySecretAsker)));
         }
-        Ok(Self { host, id, prompter, preview, registry, checkpoints })
+        Ok(Self { host, id, prompter, preview, registry, checkpoints, approval })
     }
 
     /// Post `text` and print the turn until it ends; how it ended (`completed`, `max_steps`,
@@ -357,7 +360,14 @@ impl Agent {
     /// Queue the prompts an event asks for, drop those that were settled elsewhere.
     fn follow(&self, asks: &mut Asks, view: &mut View, kind: &EventKind) {
         match kind {
-            EventKind::ApprovalRequested { approval_id, tool, summary, details, .. } => {
+            EventKind::ApprovalRequested {
+                approval_id,
+                tool,
+                summary,
+                details,
+                session_allowable,
+                ..
+            } => {
                 view.pause();
                 // The event's summary is cut at 300 characters: the call's own arguments give
                 // the whole of it.
@@ -370,10 +380,12 @@ impl Agent {
                 if let Some(details) = details {
                     summary = format!("{summary}\n{details}");
                 }
+                let plan = view.is_plan(tool);
                 asks.queue.push_back(Ask::Approval {
                     id: approval_id.clone(),
                     summary,
-                    plan: view.is_plan(tool),
+                    plan,
+                    session_tool: (*session_allowable && !plan).then(|| tool.clone()),
                 });
             }
             EventKind::Question { question_id, question, options } => {
@@ -435,6 +447,17 @@ impl Agent {
     /// Without a terminal: deny an approval with a reason, and say so.
     fn deny_unasked(&self, view: &mut View, ask: Ask) {
         match ask {
+            Ask::Approval { id, plan: true, .. }
+                if self.approval == hands_core::config::Approval::Auto =>
+            {
+                // A plan is asked about under `auto` too, where somebody can answer; here
+                // nobody can, and `auto` lets it through as it always did.
+                view.note(
+                    "hands: the plan was accepted unasked: there is no terminal to ask on \
+                     (approval = \"auto\")",
+                );
+                let _ = self.host.decide(&self.id, &id, true, None);
+            }
             Ask::Approval { id, summary, .. } => {
                 let summary = term::line(&summary);
                 if view.hinted {
@@ -484,9 +507,19 @@ fn kill_now(id: &str) {
 
 /// A prompt the host waits on.
 enum Ask {
-    Approval { id: String, summary: String, plan: bool },
+    /// `session_tool`: the tool the person may allow for the rest of the session (`a`).
+    Approval {
+        id: String,
+        summary: String,
+        plan: bool,
+        session_tool: Option<String>,
+    },
     Question(Question),
-    Secret { id: String, name: String, description: String },
+    Secret {
+        id: String,
+        name: String,
+        description: String,
+    },
 }
 
 impl Ask {
@@ -531,10 +564,11 @@ impl Asks {
         let task = {
             let lines = Arc::clone(&lines);
             match &ask {
-                Ask::Approval { summary, plan, .. } => {
-                    let (summary, plan) = (summary.clone(), *plan);
+                Ask::Approval { summary, plan, session_tool, .. } => {
+                    let (summary, plan, tool) = (summary.clone(), *plan, session_tool.clone());
                     tokio::spawn(async move {
-                        Answer::Decision(approve::ask_approval(&lines, &summary, plan).await)
+                        let tool = tool.as_deref();
+                        Answer::Decision(approve::ask_approval(&lines, &summary, plan, tool).await)
                     })
                 }
                 Ask::Question(q) => {

@@ -92,10 +92,25 @@ pub fn http(
                 open_browser(&format!("http://{addr}/"));
             }
         };
-        hands_server::serve_with(host, factory, listen, &config, ready)
-            .await
-            .map_err(anyhow::Error::from)
+        hands_server::serve_with(host, factory, listen, &config, ready).await.map_err(busy_port)
     })
+}
+
+/// A busy port said as what to do about it: another `--listen` address, or stop what listens.
+fn busy_port(err: hands_server::ServeError) -> anyhow::Error {
+    match &err {
+        hands_server::ServeError::Http(hands_mcp::HttpError::Io { addr, source })
+            if source.kind() == std::io::ErrorKind::AddrInUse =>
+        {
+            anyhow::anyhow!(
+                "{addr} is already in use (another `hands serve`, or another program, listens \
+                 there): pass another address with --listen, e.g. --listen 127.0.0.1:{}, or \
+                 stop what listens on {addr}",
+                addr.port().wrapping_add(1).max(1024)
+            )
+        }
+        _ => err.into(),
+    }
 }
 
 /// Start the user's browser on `url` without waiting for it; a failure is only reported.

@@ -8,8 +8,8 @@
 //! one-line summary cannot hide its tail after a screenful of spaces.
 //!
 //! The writers ([`out`], [`err`], [`errln`], [`write_to`]) escape whatever they are given, so no
-//! caller can forget; hands' own control sequences (the spinner's line clearing) go through
-//! [`clear_line`] only. A test keeps the other modules from printing by themselves.
+//! caller can forget; hands' own control sequences go through [`clear_line`] (the spinner's line
+//! clearing) and [`out_styled`] (a plan's Markdown styles) only. A test keeps the other modules from printing by themselves.
 
 use std::fmt::Write as _;
 use std::io::Write;
@@ -118,6 +118,20 @@ pub fn write_to(to: &mut impl Write, text: &str) -> std::io::Result<()> {
     to.flush()
 }
 
+/// True when stdout is a terminal (styles are written only then).
+pub fn stdout_is_terminal() -> bool {
+    use std::io::IsTerminal as _;
+    std::io::stdout().is_terminal()
+}
+
+/// Write text that [`crate::markdown::render`] made to stdout: its pieces are escaped there, and
+/// its only control sequences are the SGR styles it adds (bold, dim, colours).
+pub fn out_styled(rendered: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(rendered.as_bytes());
+    let _ = stdout.flush();
+}
+
 /// Clear stderr's current line (the spinner's): hands' own control sequence, the only one.
 pub fn clear_line(then: &str) {
     let mut stderr = std::io::stderr().lock();
@@ -189,6 +203,7 @@ mod tests {
             ("chat.rs", include_str!("chat.rs")),
             ("call.rs", include_str!("call.rs")),
             ("tools.rs", include_str!("tools.rs")),
+            ("markdown.rs", include_str!("markdown.rs")),
         ];
         let banned =
             ["println!", "print!(", "eprint", "write_all", "writeln!", "std::io::stdout()"];

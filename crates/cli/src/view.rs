@@ -1,8 +1,11 @@
 //! How `hands run` and `hands chat` show a turn: the model's text on stdout as it streams, and on
 //! stderr one line per finished tool call (`✓ read_file src/main.rs (3 ms)`), notices, todo
-//! lists, mode changes and errors; while a call runs longer than a second, a spinner on stderr
-//! when it is a terminal. Text and lines never share a line: a line on stderr first ends the
-//! text's line on stdout. Everything is written through [`crate::term`], escaped.
+//! lists, mode changes and errors; a bash call that failed is `✗` with its exit code (or timeout,
+//! or signal) and the last lines it printed. While the model is asked (from the request until
+//! its first text or call) and while a call runs longer than a second, a spinner on stderr when
+//! it is a terminal. A plan is shown as rendered Markdown ([`crate::markdown`]). Text and lines
+//! never share a line: a line on stderr first ends the text's line on stdout. Everything is
+//! written through [`crate::term`], escaped.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -37,8 +40,12 @@ pub struct View {
     calls: HashMap<String, Running>,
     /// stderr is a terminal (the spinner is drawn only there).
     tty: bool,
+    /// stdout is a terminal (a plan is styled only there).
+    out_tty: bool,
     spinner_shown: bool,
     frame: usize,
+    /// Since when the model has been asked, until its first text or call.
+    thinking: Option<Instant>,
     /// How to allow calls without a terminal was said once.
     pub hinted: bool,
     /// The session's mode as last shown (a change made before the turn is not news).
@@ -55,8 +62,11 @@ impl View {
             mid_line: false,
             calls: HashMap::new(),
             tty: std::io::stderr().is_terminal(),
+            out_tty: term::stdout_is_terminal(),
             spinner_shown: false,
             frame: 0,
+            // The turn was just posted: its first request to the model starts now.
+            thinking: Some(Instant::now()),
             hinted: false,
             mode,
             registry,
@@ -65,8 +75,14 @@ impl View {
 
     pub fn event(&mut self, kind: &EventKind) {
         match kind {
-            EventKind::TextDelta { text, .. } => self.text(text),
+            EventKind::TextDelta { text, .. } => {
+                if !text.is_empty() {
+                    self.thinking = None;
+                }
+                self.text(text);
+            }
             EventKind::ToolCallStarted { call_id, name, args, .. } => {
+                self.thinking = None;
                 let how =
                     self.registry.get(name).map_or(Label::Arguments, |t| t.spec().policy.label);
                 // A plan is shown whole, before the call's line.
@@ -74,7 +90,12 @@ impl View {
                     && let Some(plan) = args.get(key).and_then(Value::as_str)
                 {
                     self.break_line();
-                    self.text(&format!("\n{}\n\n", plan.trim_end()));
+                    self.clear_spinner();
+                    term::out_styled(&format!(
+                        "\n{}\n",
+                        crate::markdown::render(plan.trim_end(), self.out_tty)
+                    ));
+                    self.mid_line = false;
                 }
                 let (label, steps) = match how {
                     Label::Steps { .. } => {
@@ -99,24 +120,42 @@ impl View {
                 self.calls.insert(call_id.clone(), running);
             }
             EventKind::ToolCallFinished {
-                call_id, name, duration_ms, is_error, summary, ..
+                call_id,
+                name,
+                duration_ms,
+                is_error,
+                summary,
+                failure,
+                output_tail,
+                ..
             } => {
                 let (label, steps) = self
                     .calls
                     .remove(call_id)
                     .map_or_else(|| (term::line(name), Vec::new()), |c| (c.label, c.steps));
-                let mut line = format!(
-                    "{} {label} ({})",
-                    if *is_error { '✗' } else { '✓' },
-                    human(*duration_ms)
-                );
-                if *is_error && let Some(first) = summary.lines().find(|l| !l.trim().is_empty()) {
+                let failed = *is_error || failure.is_some();
+                let took = human(*duration_ms);
+                let mut line = match failure {
+                    Some(why) => format!("✗ {label} ({}, {took})", term::line(why)),
+                    None => format!("{} {label} ({took})", if failed { '✗' } else { '✓' }),
+                };
+                if failure.is_none()
+                    && *is_error
+                    && let Some(first) = summary.lines().find(|l| !l.trim().is_empty())
+                {
                     line.push_str(": ");
                     line.push_str(&cut(&term::line(first.trim()), 160));
                 }
                 self.note(&line);
                 for step in steps {
                     self.note(&format!("    · {step}"));
+                }
+                for tail in output_tail.iter().flat_map(|t| t.lines()) {
+                    self.note(&format!("    │ {}", cut(&term::line(tail), 160)));
+                }
+                if self.calls.is_empty() {
+                    // The results go back to the model: it is asked again.
+                    self.thinking = Some(Instant::now());
                 }
             }
             EventKind::ProcessNotice { text } => {
@@ -186,17 +225,27 @@ impl View {
     }
 
     pub fn end(&mut self) {
+        self.thinking = None;
         self.clear_spinner();
         self.break_line();
     }
 
-    /// A call has run long enough for the spinner, and there is a terminal to draw it on.
+    /// The model is asked or a call runs, and there is a terminal to draw the spinner on.
     pub fn spinning(&self) -> bool {
-        self.tty && !self.calls.is_empty()
+        self.tty && (!self.calls.is_empty() || self.thinking.is_some())
     }
 
     pub fn spin(&mut self) {
-        let Some(oldest) = self.calls.values().min_by_key(|c| c.started) else { return };
+        let Some(oldest) = self.calls.values().min_by_key(|c| c.started) else {
+            if let Some(since) = self.thinking {
+                self.break_line();
+                self.frame = (self.frame + 1) % FRAMES.len();
+                let seconds = since.elapsed().as_secs();
+                term::clear_line(&format!("{} thinking ({seconds} s)", FRAMES[self.frame]));
+                self.spinner_shown = true;
+            }
+            return;
+        };
         let elapsed = oldest.started.elapsed();
         if elapsed < SPIN_AFTER {
             return;

@@ -47,6 +47,11 @@ pub struct ToolOutput {
     /// MCP's shape; front ends render it where a model reads it ([`ToolOutput::notices_as_text`]).
     #[serde(skip)]
     pub notices: Vec<Notice>,
+    /// How long the call waited for the user's approval (set by the approval step): a front end
+    /// that times the call subtracts it, so that a call's duration is its running time, not the
+    /// time a person took to decide.
+    #[serde(skip)]
+    pub approval_wait: std::time::Duration,
 }
 
 impl ToolOutput {

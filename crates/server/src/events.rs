@@ -77,7 +77,8 @@ struct Cursor {
 
 /// What the cursor does next.
 enum Step {
-    Send(Event),
+    /// Boxed: an event is much larger than the other steps.
+    Send(Box<Event>),
     /// Read the store again after `last_sent` (a lag or a gap).
     Resubscribe,
     End,
@@ -131,7 +132,7 @@ impl Cursor {
     async fn step(&mut self) -> Step {
         while let Some(event) = self.replay.pop_front() {
             if event.id > self.last_sent {
-                return Step::Send(event);
+                return Step::Send(Box::new(event));
             }
         }
         loop {
@@ -141,7 +142,7 @@ impl Cursor {
             };
             match received {
                 Ok(event) if event.id <= self.last_sent => continue,
-                Ok(event) if event.id == self.last_sent + 1 => return Step::Send(event),
+                Ok(event) if event.id == self.last_sent + 1 => return Step::Send(Box::new(event)),
                 // Ids have no gaps: a jump means this receiver missed some; the store has them.
                 Ok(_) | Err(RecvError::Lagged(_)) => return Step::Resubscribe,
                 Err(RecvError::Closed) => return Step::End,

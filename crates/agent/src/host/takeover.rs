@@ -95,6 +95,9 @@ pub(super) async fn end_orphaned_turns(
             duration_ms: 0,
             is_error: true,
             summary: turn::summary(&output),
+            failure: None,
+            exit_code: None,
+            output_tail: None,
         })
         .await?;
     }

@@ -138,6 +138,7 @@ impl TurnRecorder {
     ) {
         let duration_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
         let result = serde_json::to_value(output).unwrap_or(Value::Null);
+        let failure = turn::Failure::of(output);
         let record_id = lock(&self.record_ids).remove(id).unwrap_or_else(|| id.to_owned());
         if let Err(err) =
             self.store.finish_tool_call(&record_id, result, output.is_error, duration_ms).await
@@ -152,6 +153,9 @@ impl TurnRecorder {
                 duration_ms,
                 is_error: output.is_error,
                 summary: turn::summary(output),
+                failure: failure.reason,
+                exit_code: failure.exit_code,
+                output_tail: failure.tail,
             })
             .await;
         // The registry moves queued notices onto results; announce them too, as the loop does

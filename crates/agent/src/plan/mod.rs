@@ -102,7 +102,8 @@ impl Tool for ExitPlanMode {
             .asks_each_time()
     }
 
-    /// Under `approval = "ask"` the user approves the plan before the build tools come back.
+    /// The user approves the plan before the build tools come back, whatever `approval` says
+    /// (under `auto` too, wherever somebody can be asked: `Policy::asks_each_time`).
     fn needs_approval(&self) -> bool {
         true
     }

@@ -23,6 +23,7 @@ use hands_store::StoreConfig;
 use serde::{Deserialize, Serialize};
 use toml::{Table, Value};
 
+mod approvals;
 mod project;
 use project::{clamp_limits, drop_user_only};
 
@@ -429,6 +430,8 @@ fn known_keys(table: &Table) -> Vec<String> {
 pub fn render(loaded: &Loaded) -> String {
     let mut out = String::new();
     render_table(&loaded.table, "", &loaded.sources, &mut out);
+    let source = loaded.sources.get("approval").map_or("default", String::as_str);
+    out.push_str(&approvals::render(loaded.settings.approval, source));
     for ignored in &loaded.ignored {
         out.push_str(&format!("\n# ignored: {ignored}"));
     }

@@ -245,6 +245,21 @@ fn config_show_names_each_source_and_bad_files_are_clear_errors() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let s = &out.stdout;
     assert!(s.contains("approval = \"ask\"  # environment variable HANDS_APPROVAL"), "{s}");
+    // Issue 34, item 9: the approval each front end uses, and where it came from.
+    assert!(
+        s.contains(
+            "#   hands serve (session API, web UI): ask (approval, from environment variable \
+             HANDS_APPROVAL)"
+        ),
+        "{s}"
+    );
+    let unset = run(hands(home).args(["config", "show", "--root"]).arg(&root));
+    assert!(
+        unset.stdout.contains("#   hands run, hands chat, hands acp: ask (their default")
+            && unset.stdout.contains("#   hands mcp, hands call: auto (approval's default)"),
+        "{}",
+        unset.stdout
+    );
     assert!(
         s.contains(&format!(
             "glob_limit = 5  # {}",
@@ -415,6 +430,21 @@ fn a_project_config_cannot_unlock_git() {
     );
     let out = run(hands(root).args(["config", "show", "--root"]).arg(root));
     assert!(out.stdout.contains("# ignored: fs.writable_protected"), "{}", out.stdout);
+}
+
+// Issue 34, item 9: a busy port said only "Address in use", not what to pass instead.
+#[test]
+fn serve_on_a_busy_port_names_listen() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join("proj")).unwrap();
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = busy.local_addr().unwrap().to_string();
+    let out = run(hands(tmp.path())
+        .args(["serve", "--listen", &addr, "--root"])
+        .arg(tmp.path().join("proj")));
+    assert_ne!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains(&format!("{addr} is already in use")), "{}", out.stderr);
+    assert!(out.stderr.contains("pass another address with --listen"), "{}", out.stderr);
 }
 
 // Regression (seen in CI): a random token that starts with `-` was taken for a flag.

@@ -38,5 +38,6 @@ mod serve_api;
 mod session_tools;
 mod specs;
 mod state_modes;
+mod terminal;
 mod tool_names;
 mod web_tools;

@@ -285,6 +285,8 @@ async fn plan_mode_changes_the_tool_list_and_announces_it() {
 
     let exited = call(&server, "exit_plan_mode", json!({"plan": "1. edit\n2. test"})).await;
     assert_eq!(exited["isError"], json!(false), "{exited}");
+    // Issue 34, item 4: a client without elicitation has nobody to ask; the result says so.
+    assert!(text(&exited).contains("Nobody was asked to approve this exit_plan_mode call"));
     assert!(
         wait_until(Duration::from_secs(5), || *recorder.list_changed.lock().unwrap() >= 2).await
     );

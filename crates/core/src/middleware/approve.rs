@@ -2,7 +2,10 @@
 //! the session's [`Approver`](crate::approval::Approver); a denial becomes an error result carrying
 //! the user's words, and a session without an approver refuses at once with what to do instead.
 //! Outermost in the chain, so the time a user takes to answer does not count against the tool's
-//! timeout; an abort of the session ends the wait.
+//! timeout; an abort of the session ends the wait, and the result says how long it was
+//! ([`ToolOutput::approval_wait`]). A plan ([`Policy::asks_each_time`](crate::Policy)) is the
+//! user's under every policy: asked whatever `approval` says, and accepted unasked (the result
+//! says so) only where nobody can be asked under `approval = "auto"`.
 
 use super::{Middleware, Next, Request};
 use crate::approval::{
@@ -42,6 +45,18 @@ impl Middleware for Approve {
         let Some(ApproverHandle(approver)) =
             session.get_extension::<ApproverHandle>().as_deref().cloned()
         else {
+            if self.policy != Approval::Ask {
+                // A plan under `auto` where nobody can be asked (an MCP client without
+                // elicitation, `hands call` without a terminal): accepted, as it always was
+                // here, and the model is told that nobody saw it.
+                let name = req.call.name.clone();
+                let output = next.run(req).await?;
+                return Ok(output.with_text(format!(
+                    "(Nobody was asked to approve this {name} call: this client has no way to \
+                     ask its user, and approval = \"auto\", so it was accepted as written. Tell \
+                     the user what you are about to do.)"
+                )));
+            }
             return Ok(ToolOutput::error(format!(
                 "{} needs the user's approval (approval = \"ask\"), but there is nobody to ask in \
                  this session, so it was not run. Ask the user to run it, or to set \
@@ -76,7 +91,9 @@ impl Middleware for Approve {
             details,
             session_allowable: !req.tool.spec().policy.asks_each_time,
         };
+        let asked = std::time::Instant::now();
         let decision = approver.approve(&request, req.ctx.cancel_token()).await;
+        let waited = asked.elapsed();
         if decision == Decision::ApproveForSession && request.session_allowable {
             session.extension::<SessionAllows>().allow(&req.call.name);
         }
@@ -84,11 +101,13 @@ impl Middleware for Approve {
             Decision::Approve | Decision::ApproveForSession => {
                 let approved = Approved { summary: request.summary, details: request.details };
                 let ctx = req.ctx.clone().with_approved(approved);
-                next.run(Request { ctx, ..req }).await
+                let mut output = next.run(Request { ctx, ..req }).await?;
+                output.approval_wait += waited;
+                Ok(output)
             }
             Decision::Deny(words) => {
                 req.ctx.mark_denied();
-                Ok(ToolOutput::error(match words {
+                let denied = ToolOutput::error(match words {
                     Some(words) if !words.trim().is_empty() => {
                         format!("The user declined {} and said: {words}", req.call.name)
                     }
@@ -97,13 +116,15 @@ impl Middleware for Approve {
                      another way.",
                         req.call.name
                     ),
-                }))
+                });
+                Ok(ToolOutput { approval_wait: waited, ..denied })
             }
         }
     }
 
     fn applies(&self, req: &Request<'_>) -> bool {
-        self.policy == Approval::Ask && req.policy().needs_approval
+        req.policy().needs_approval
+            && (self.policy == Approval::Ask || req.tool.spec().policy.asks_each_time)
     }
 }
 

@@ -120,10 +120,10 @@ impl Transform for Compact {
     fn transform(&mut self, schema: &mut Schema) {
         transform_subschemas(self, schema);
         let Some(map) = schema.as_object_mut() else { return };
-        if let Some(Value::String(text)) = map.get_mut("description") {
-            if text.contains('\n') {
-                *text = text.split('\n').map(str::trim).collect::<Vec<_>>().join(" ");
-            }
+        if let Some(Value::String(text)) = map.get_mut("description")
+            && text.contains('\n')
+        {
+            *text = text.split('\n').map(str::trim).collect::<Vec<_>>().join(" ");
         }
         if !self.input {
             return;

@@ -4,7 +4,7 @@
 # repository (a five-line Python script), a Vite app and a Supabase app. Counted with tiktoken's
 # cl100k_base; the encoding file comes from litellm's wheel (which bundles it), unpacked into the
 # bench's venv, so no tokenizer download is needed. Prints each project's total, its tools, and
-# the ten largest. Builds the release binary first.
+# the ten largest, and for the plain repository a per-tool table (description and schema apart). Builds the release binary first.
 # Env: PROFILE (release; `dev` for a debug build), BENCH_VENV.
 # Usage: bash bench/tool_tokens.sh
 set -euo pipefail
@@ -60,4 +60,11 @@ for project in ("plain", "vite", "supabase"):
     print(f"\n{project}: {total} tokens, {len(tools)} tools")
     print("  " + " ".join(name for _, name in sorted(sizes, key=lambda s: s[1])))
     print("  largest: " + ", ".join(f"{name} {n}" for n, name in sizes[:10]))
+    if project == "plain":
+        print(f"  {'tool':<18} {'total':>5} {'descr':>5} {'schema':>6}")
+        for t in sorted(tools, key=lambda t: t["name"]):
+            d = len(enc.encode(t.get("description", "")))
+            s = len(enc.encode(json.dumps(t.get("inputSchema"))))
+            n = next(n for n, name in sizes if name == t["name"])
+            print(f"  {t['name']:<18} {n:>5} {d:>5} {s:>6}")
 PY

@@ -4,7 +4,7 @@
 //! OpenAI's JSON Schema, Gemini's OpenAPI 3.0 subset, the MCP Inspector's validator):
 //! - no `$ref` (sub-schemas inlined), no `$schema` or `title` noise;
 //! - `format` only with values the JSON Schema standard defines (schemars' `uint64`, `int32`, …
-//!   are dropped; `minimum: 0` stays);
+//!   are dropped; `minimum: 0` stays in output schemas);
 //! - an optional field is optional (not in `required`) with one plain `type`, never
 //!   `type: [T, "null"]` and no `default: null` (the argument parser still accepts an explicit
 //!   `null` for it, as "not given");
@@ -12,6 +12,12 @@
 //!   descriptions are folded into the field's description);
 //! - no `additionalProperties` (Gemini refuses it; unknown arguments are still refused by the
 //!   parser, with an error naming them).
+//!
+//! An input schema is also compacted, since the model reads it with every request ([`Compact`]):
+//! no description on the root (the tool's own description says it), no `minimum: 0` that only
+//! restates an unsigned type (the parser refuses a negative number, naming the field), no
+//! `default` that an optional field has anyway (`false`, `[]`), and doc comments' line breaks
+//! joined into one line.
 
 use schemars::generate::{Contract, SchemaSettings};
 use schemars::transform::{RestrictFormats, Transform, transform_subschemas};
@@ -52,6 +58,7 @@ pub fn with_full_output(mut schema: Value) -> Value {
 }
 
 fn generate<T: JsonSchema>(contract: Contract) -> Value {
+    let input = contract == Contract::Deserialize;
     let generator = SchemaSettings::draft2020_12()
         .with(|s| {
             s.inline_subschemas = true;
@@ -59,11 +66,15 @@ fn generate<T: JsonSchema>(contract: Contract) -> Value {
         })
         .with_transform(RestrictFormats::default())
         .with_transform(ClientSubset)
+        .with_transform(Compact { input })
         .into_generator();
     let mut value = generator.into_root_schema_for::<T>().to_value();
     if let Value::Object(map) = &mut value {
         map.remove("$schema");
         map.remove("title");
+        if input {
+            map.remove("description");
+        }
         // MCP requires an object schema even for tools without arguments, and OpenAI's function
         // calling wants `properties` on it.
         map.entry("type").or_insert_with(|| Value::String("object".into()));
@@ -93,6 +104,46 @@ impl Transform for ClientSubset {
         }
         if map.get("additionalProperties").is_some_and(Value::is_boolean) {
             map.remove("additionalProperties");
+        }
+    }
+}
+
+/// Drops what an input schema says twice (see the module's documentation); an output schema only
+/// gets its line breaks joined.
+#[derive(Debug, Clone, Copy)]
+struct Compact {
+    /// An input schema (how arguments deserialize).
+    input: bool,
+}
+
+impl Transform for Compact {
+    fn transform(&mut self, schema: &mut Schema) {
+        transform_subschemas(self, schema);
+        let Some(map) = schema.as_object_mut() else { return };
+        if let Some(Value::String(text)) = map.get_mut("description")
+            && text.contains('\n')
+        {
+            *text = text.split('\n').map(str::trim).collect::<Vec<_>>().join(" ");
+        }
+        if !self.input {
+            return;
+        }
+        let kind = map.get("type").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let is = |t: &str| kind == t;
+        if is("integer") && map.get("minimum").is_some_and(|m| m == 0) {
+            map.remove("minimum");
+        }
+        let empty_default = match map.get("default") {
+            Some(Value::Bool(false)) => is("boolean"),
+            Some(Value::Array(items)) => items.is_empty() && is("array"),
+            _ => false,
+        };
+        if empty_default {
+            map.remove("default");
+        }
+        // An array's own description says what its items are.
+        if let Some(Value::Object(items)) = map.get_mut("items") {
+            items.remove("description");
         }
     }
 }
@@ -187,25 +238,46 @@ mod tests {
         mode: Option<Mode>,
         /// Signed.
         count: i32,
+        /// Also this,
+        /// on two lines.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        also: bool,
+        /// More.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        more: Vec<String>,
     }
 
     #[test]
     fn optional_fields_are_plain_optional_without_nonstandard_formats() {
-        for schema in [schema_for::<Args>(), output_schema_for::<Args>()] {
+        for (schema, min) in [(schema_for::<Args>(), None), (output_schema_for::<Args>(), Some(0))]
+        {
+            let mut offset = json!({"type": "integer", "description": "From which line."});
+            let mut port = json!({"type": "integer", "maximum": 65535, "description": "Small."});
+            // `default: false` and `default: []` are dropped from the input schema; an output
+            // schema has no defaults.
+            let also = json!({"type": "boolean", "description": "Also this, on two lines."});
+            let more =
+                json!({"type": "array", "items": {"type": "string"}, "description": "More."});
+            if let Some(min) = min {
+                offset["minimum"] = json!(min);
+                port["minimum"] = json!(min);
+            }
             assert_eq!(
                 schema,
                 json!({
                     "type": "object",
                     "properties": {
                         "path": {"type": "string", "description": "Where."},
-                        "offset": {"type": "integer", "minimum": 0, "description": "From which line."},
-                        "port": {"type": "integer", "minimum": 0, "maximum": 65535, "description": "Small."},
+                        "offset": offset,
+                        "port": port,
                         "mode": {
                             "type": "string",
                             "enum": ["one", "two"],
                             "description": "Which mode. (`one`: First. `two`: Second.)"
                         },
-                        "count": {"type": "integer", "description": "Signed."}
+                        "count": {"type": "integer", "description": "Signed."},
+                        "also": also,
+                        "more": more
                     },
                     "required": ["path", "count"]
                 }),

@@ -35,7 +35,7 @@ use crate::{FsConfig, Ledger, RelPath, Workspace, atomic, placeholders};
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApplyPatchArgs {
-    /// The whole patch, from `*** Begin Patch` to `*** End Patch`.
+    /// The whole patch, `*** Begin Patch` to `*** End Patch`.
     pub input: String,
 }
 

@@ -29,20 +29,18 @@ use crate::{FsConfig, Ledger, RelPath, Workspace, atomic, placeholders};
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EditFileArgs {
-    /// Path of the file to edit, relative to the project root.
+    /// Relative to the project root.
     pub path: String,
-    /// The exact text to replace; it must occur exactly once unless `replace_all` is true.
-    /// Leave it out when you give `edits`.
+    /// Exact text to replace (not with `edits`).
     #[serde(default)]
     pub old_string: Option<String>,
-    /// The text to put in its place (must differ from `old_string`).
+    /// Replacement text.
     #[serde(default)]
     pub new_string: Option<String>,
-    /// Replace every occurrence instead of requiring exactly one (default false).
+    /// Replace every occurrence.
     #[serde(default)]
     pub replace_all: bool,
-    /// Several replacements in this file instead of one `old_string`: applied in order, each to
-    /// the text the previous ones left, and all or nothing.
+    /// Several replacements, applied in order, all or nothing.
     #[serde(default)]
     pub edits: Option<Vec<Edit>>,
 }
@@ -51,11 +49,11 @@ pub struct EditFileArgs {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Edit {
-    /// The exact text to replace; it must occur exactly once unless `replace_all` is true.
+    /// Exact text to replace.
     pub old_string: String,
-    /// The text to put in its place (must differ from `old_string`).
+    /// Replacement text.
     pub new_string: String,
-    /// Replace every occurrence (default false).
+    /// Replace every occurrence.
     #[serde(default)]
     pub replace_all: bool,
 }

@@ -21,14 +21,12 @@ use crate::walk::{self, FileGlob, Start, WalkSpec};
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GlobArgs {
-    /// Glob pattern, e.g. `**/*.rs` or `src/**/*.{ts,tsx}`. A pattern without `/` matches file
-    /// names at any depth.
+    /// Glob pattern.
     pub pattern: String,
-    /// Folder to search in, relative to the project root (default: the root).
+    /// Folder to search (default: the project root).
     #[serde(default)]
     pub path: Option<String>,
-    /// Also return files that .gitignore/.ignore exclude (default false). node_modules, .git and
-    /// dist are always excluded.
+    /// Include gitignored files too.
     #[serde(default)]
     pub include_ignored: bool,
     /// Paths returned at most (default 1000).

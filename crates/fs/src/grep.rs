@@ -27,12 +27,12 @@ use crate::{FsConfig, Workspace};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum OutputMode {
-    /// Matching lines as `path:line:text`.
+    /// `path:line:text`.
     #[default]
     Content,
     /// Paths of files with a match.
     Files,
-    /// Number of matching lines per file, as `path:count`.
+    /// `path:count`.
     Count,
 }
 
@@ -40,32 +40,30 @@ pub enum OutputMode {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GrepArgs {
-    /// Regular expression (Rust regex syntax), e.g. `fn\s+main` or `TODO`.
+    /// Regular expression.
     pub pattern: String,
-    /// Only search files whose name (or path, if it has `/`) matches this glob, e.g. `*.ts` or
-    /// `*.{ts,tsx}`.
+    /// Only files whose name (path, with `/`) matches this glob, e.g. `*.{ts,tsx}`.
     #[serde(default)]
     pub include: Option<String>,
-    /// File or folder to search, relative to the project root (default: the root).
+    /// File or folder to search (default: the project root).
     #[serde(default)]
     pub path: Option<String>,
-    /// Also search files that .gitignore/.ignore exclude (default false). node_modules, .git and
-    /// dist are always excluded. A `path` that is itself ignored is searched anyway.
+    /// Search gitignored files too (an ignored `path` is searched anyway).
     #[serde(default)]
     pub include_ignored: bool,
-    /// Match without regard to case (default false).
+    /// Ignore case.
     #[serde(default)]
     pub case_insensitive: bool,
-    /// Lines of context to show before and after each match (default 0, at most 100).
+    /// Lines before and after each match (at most 100).
     #[serde(default)]
     pub context: Option<usize>,
-    /// `content` (default), `files` or `count`.
+    /// Output.
     #[serde(default)]
     pub output_mode: OutputMode,
     /// Results returned at most (default 50).
     #[serde(default)]
     pub limit: Option<usize>,
-    /// Results to skip first, for paging (default 0).
+    /// Results to skip, for paging.
     #[serde(default)]
     pub offset: Option<usize>,
 }

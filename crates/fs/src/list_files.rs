@@ -22,10 +22,10 @@ use crate::{FsConfig, Workspace};
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListFilesArgs {
-    /// Folder to list, relative to the project root (default: the root).
+    /// Folder (default: the project root).
     #[serde(default)]
     pub path: Option<String>,
-    /// How many levels deep to list (default 2).
+    /// Levels to list (default 2, at most 64).
     #[serde(default)]
     pub depth: Option<usize>,
 }

@@ -23,12 +23,12 @@ use crate::{FsConfig, Ledger, RelPath, Workspace};
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadFileArgs {
-    /// Path of the file, relative to the project root (or absolute inside it).
+    /// Relative to the project root.
     pub path: String,
-    /// First line to return, 1-based (default 1).
+    /// First line, 1-based (default 1).
     #[serde(default)]
     pub offset: Option<u64>,
-    /// How many lines to return (default 2000).
+    /// Lines to return (default 2000).
     #[serde(default)]
     pub limit: Option<u64>,
 }
@@ -61,8 +61,7 @@ pub struct Hints {
 }
 
 /// The sentence of read_file.md that the document hint replaces.
-const PDF_BY_BASH: &str =
-    "get a PDF's text with a command through bash (such as `pdftotext FILE -`)";
+const PDF_BY_BASH: &str = "get a PDF's text with bash (`pdftotext FILE -`)";
 
 /// Extensions of the documents the document tool reads, besides PDF (which is told by content).
 const DOCUMENTS: &[&str] = &[".docx", ".pptx", ".xlsx", ".xlsm", ".xlsb", ".xls", ".ods"];
@@ -79,7 +78,7 @@ impl Tool for ReadFile {
         match self.hints.documents {
             Some(tool) => Cow::Owned(text.replace(
                 PDF_BY_BASH,
-                &format!("read the text of a document (PDF, DOCX, PPTX, XLSX, ODS, …) with {tool}"),
+                &format!("read documents (PDF, DOCX, PPTX, XLSX, …) with {tool}"),
             )),
             None => Cow::Borrowed(text),
         }

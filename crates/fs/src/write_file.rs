@@ -22,9 +22,9 @@ use crate::{FsConfig, Ledger, RelPath, Workspace, atomic};
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WriteFileArgs {
-    /// Path of the file, relative to the project root; missing parent folders are created.
+    /// Relative to the project root.
     pub path: String,
-    /// The complete new content of the file.
+    /// The whole new content.
     pub content: String,
 }
 

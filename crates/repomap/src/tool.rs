@@ -22,13 +22,13 @@ pub const MAX_MAX_TOKENS: usize = 32_000;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RepoMapArgs {
-    /// Folder (or single file) to map, relative to the project root (default: the root).
+    /// Folder or file (default: the project root).
     #[serde(default)]
     pub path: Option<String>,
-    /// Token budget of the answer (default 2000, at most 32000).
+    /// Budget (default 2000, 100 to 32000).
     #[serde(default)]
     pub max_tokens: Option<usize>,
-    /// Files you are working on, relative to the root: what they use ranks first.
+    /// Files you are working on: what they use ranks first.
     #[serde(default)]
     pub focus: Vec<String>,
 }

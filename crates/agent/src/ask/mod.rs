@@ -23,9 +23,9 @@ pub const MAX_OPTIONS: usize = 20;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AskUserArgs {
-    /// The question, complete enough to answer on its own.
+    /// Complete enough to answer on its own.
     pub question: String,
-    /// Two or more short choices for the user to pick from; leave out for a free-form answer.
+    /// Two or more short choices; leave out for a free answer.
     #[serde(default)]
     pub options: Option<Vec<String>>,
 }

@@ -28,9 +28,9 @@ pub const MAX_DESCRIPTION_CHARS: usize = 1_000;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SecretAction {
-    /// Ask the user for `name` and store it for this project.
+    /// Ask the user for `name`.
     Request,
-    /// The secrets this project can use: names, scopes and hints.
+    /// Names and masked hints.
     List,
     /// Forget this project's `name`.
     Delete,
@@ -40,13 +40,12 @@ pub enum SecretAction {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SecretsArgs {
-    /// `request`, `list` or `delete`.
+    /// What to do.
     pub action: SecretAction,
-    /// The secret's name, an environment variable name in upper case (`STRIPE_SECRET_KEY`):
-    /// required for `request` and `delete`.
+    /// Upper-case variable name, for `request` and `delete`.
     #[serde(default)]
     pub name: Option<String>,
-    /// For `request`: what the value is and where the user finds it (shown to the user).
+    /// For `request`: what it is and where the user finds it.
     #[serde(default)]
     pub description: Option<String>,
 }

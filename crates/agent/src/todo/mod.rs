@@ -43,11 +43,11 @@ impl TodoStatus {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Todo {
-    /// A short id, unique in the list (e.g. "1").
+    /// Short, unique.
     pub id: String,
-    /// What to do, in one line.
+    /// One line.
     pub content: String,
-    /// pending, in_progress (at most one item) or completed.
+    /// Status.
     pub status: TodoStatus,
 }
 
@@ -55,7 +55,7 @@ pub struct Todo {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TodoWriteArgs {
-    /// The whole list, in order; it replaces the previous one.
+    /// The whole list, in order.
     pub todos: Vec<Todo>,
 }
 

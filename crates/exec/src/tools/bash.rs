@@ -24,9 +24,9 @@ use crate::{daemon, devserver};
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BashArgs {
-    /// The command line, run with `bash -c` in the project root (stdin closed).
+    /// The command line.
     pub command: String,
-    /// Time limit in milliseconds (default 60000, at most 600000).
+    /// Milliseconds (default 60000, at most 600000).
     #[serde(default)]
     pub timeout: Option<u64>,
 }

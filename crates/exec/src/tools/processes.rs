@@ -116,12 +116,12 @@ impl Tool for ListProcesses {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OutputArgs {
-    /// The process id from spawn_process or list_processes (`p1`, …).
+    /// Process id (`p1`, …).
     pub id: String,
-    /// Return the last N lines instead of the new output (does not move the read cursor).
+    /// The last N lines instead of the new output (the cursor does not move).
     #[serde(default)]
     pub tail: Option<usize>,
-    /// Read from this byte offset (a cursor from an earlier result) instead of the last read.
+    /// Read from this byte offset (a cursor of an earlier result).
     #[serde(default)]
     pub since: Option<u64>,
 }
@@ -216,7 +216,7 @@ impl Tool for ProcessOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StopArgs {
-    /// The process id from spawn_process or list_processes (`p1`, …).
+    /// Process id (`p1`, …).
     pub id: String,
 }
 

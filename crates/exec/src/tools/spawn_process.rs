@@ -19,9 +19,9 @@ use crate::supervisor::Kind;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ProcessType {
-    /// Runs until stopped: a dev server, a watcher, a database.
+    /// Runs until stopped.
     Daemon,
-    /// Finishes by itself: a build, a test suite, a migration. Its end is reported back.
+    /// Finishes by itself.
     LongRun,
 }
 
@@ -29,19 +29,18 @@ pub enum ProcessType {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SpawnArgs {
-    /// The shell command line, run in the project root.
+    /// The command line.
     pub command: String,
-    /// `daemon` (runs until stopped) or `long-run` (finishes; its exit is reported later).
+    /// What kind of process.
     #[serde(rename = "type")]
     pub kind: ProcessType,
-    /// A short name for lists (default: the command).
+    /// Short name (default: the command).
     #[serde(default)]
     pub name: Option<String>,
-    /// A regex over the output that means "ready" (e.g. `ready in \d+ ms`); without it a daemon is
-    /// ready when it prints a local URL or listens on a port.
+    /// Regex over the output that means ready, e.g. `ready in \d+ ms`.
     #[serde(default)]
     pub ready_pattern: Option<String>,
-    /// long-run only: stop it after this many milliseconds (default 30 minutes).
+    /// long-run: stop after this many ms (default 30 minutes, 0 = never).
     #[serde(default)]
     pub timeout: Option<u64>,
 }

@@ -44,23 +44,21 @@ const MAX_INPUT: usize = 64 * 1024;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StartArgs {
-    /// The command line, run with `bash -c` in a new terminal in the project root.
+    /// The command line, run with `bash -c`.
     pub command: String,
-    /// A name for people (defaults to the command).
+    /// Name for people (default: the command).
     #[serde(default)]
     pub name: Option<String>,
-    /// Return once the output matches this regex (or the program exits), instead of after the
-    /// yield window.
+    /// Return once the output matches this regex.
     #[serde(default)]
     pub wait_for: Option<String>,
-    /// With `wait_for`: the longest wait in milliseconds (default 30000).
+    /// Longest `wait_for` wait, ms (default 30000).
     #[serde(default)]
     pub timeout_ms: Option<u64>,
-    /// Without `wait_for`: milliseconds to let it run before answering (default 1000); it
-    /// answers sooner when the program exits.
+    /// Without `wait_for`: ms to wait (default 1000).
     #[serde(default)]
     pub yield_ms: Option<u64>,
-    /// Bytes of output to return at most (default 8192).
+    /// Output bytes returned at most (default 8192).
     #[serde(default)]
     pub max_bytes: Option<usize>,
     /// Terminal columns (default 120).
@@ -69,8 +67,8 @@ pub struct StartArgs {
     /// Terminal rows (default 40).
     #[serde(default)]
     pub rows: Option<u16>,
-    /// Wake-up: when the output matches this regex, or the program exits, a notice reaches the
-    /// model with its next tool result.
+    /// Regex: when the output matches it or the program exits, a notice comes with a later tool
+    /// result.
     #[serde(default)]
     pub notify_on: Option<String>,
 }
@@ -79,25 +77,25 @@ pub struct StartArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendArgs {
-    /// The terminal's id from terminal_start (`p1`, …).
+    /// Terminal id (`p1`, …).
     pub id: String,
-    /// Text to type; a newline is sent as Enter.
+    /// Text to type.
     #[serde(default)]
     pub text: Option<String>,
-    /// Named keys typed after the text, in order: Enter, Tab, Esc, Backspace, Up, Down, Left,
-    /// Right, Home, End, PageUp, PageDown, Delete, Ctrl-C, Ctrl-D, … Ctrl-Z.
+    /// Keys typed after the text: Enter, Tab, Esc, Backspace, Up, Down, Left, Right, Home, End,
+    /// PageUp, PageDown, Delete, Ctrl-A … Ctrl-Z.
     #[serde(default)]
     pub keys: Vec<String>,
-    /// Return once the new output matches this regex (or the program exits).
+    /// Return once the new output matches this regex.
     #[serde(default)]
     pub wait_for: Option<String>,
-    /// With `wait_for`: the longest wait in milliseconds (default 30000).
+    /// Longest `wait_for` wait, ms (default 30000).
     #[serde(default)]
     pub timeout_ms: Option<u64>,
-    /// Without `wait_for`: milliseconds to wait for the answer (default 1000).
+    /// Without `wait_for`: ms to wait (default 1000).
     #[serde(default)]
     pub yield_ms: Option<u64>,
-    /// Bytes of output to return at most (default 8192).
+    /// Output bytes returned at most (default 8192).
     #[serde(default)]
     pub max_bytes: Option<usize>,
 }
@@ -106,25 +104,24 @@ pub struct SendArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadArgs {
-    /// The terminal's id from terminal_start (`p1`, …).
+    /// Terminal id (`p1`, …).
     pub id: String,
-    /// Wait until the new output matches this regex (or the program exits).
+    /// Wait until the new output matches this regex.
     #[serde(default)]
     pub wait_for: Option<String>,
     /// Wait until the program exits.
     #[serde(default)]
     pub wait_exit: bool,
-    /// With `wait_for` or `wait_exit`: the longest wait in milliseconds (default 30000).
+    /// Longest wait, ms (default 30000).
     #[serde(default)]
     pub timeout_ms: Option<u64>,
-    /// Render the screen as a person sees it (for vi, less, top and other full-screen programs).
+    /// Render the screen as a person sees it (full-screen programs are shown so anyway).
     #[serde(default)]
     pub screen: bool,
-    /// Read the output from this byte offset (from `skipped_from` or an earlier `offset`) instead
-    /// of from the last read.
+    /// Read from this byte offset (`skipped_from` of an earlier result).
     #[serde(default)]
     pub offset: Option<u64>,
-    /// Bytes of output to return at most (default 8192).
+    /// Output bytes returned at most (default 8192).
     #[serde(default)]
     pub max_bytes: Option<usize>,
 }

@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 
 use cap_std::fs::Dir;
+use hands_core::middleware::truncate;
 use hands_fs::{RelPath, Workspace};
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
@@ -41,6 +42,29 @@ use crate::{names, objects};
 
 /// Folders of version control systems: never captured, never touched.
 pub(crate) const VCS_DIRS: &[&str] = &[".git", ".hg", ".svn", ".jj"];
+
+/// hands' own runtime files in a project, never captured — not the user's changes, so neither
+/// counted in a turn's summary nor touched by a restore: the preview's discovery file (and its
+/// temporary copy while written), the session database's fallback place; and [`RUNTIME_DIRS`].
+pub const RUNTIME_FILES: &[&str] = &[
+    ".hands/devtools.json",
+    ".bricks/devtools.json",
+    ".hands/sessions.db",
+    ".hands/sessions.db-wal",
+    ".hands/sessions.db-shm",
+];
+
+/// hands' own runtime folders: never entered, never captured (their contents are ignored by
+/// their own `.gitignore` of `*` besides).
+pub const RUNTIME_DIRS: &[&str] = &[".hands/outputs", ".hands/processes"];
+
+/// `child` (a path beneath the root) is one of hands' runtime files ([`RUNTIME_FILES`]).
+fn runtime_file(child: &str) -> bool {
+    RUNTIME_FILES.contains(&child)
+        || [".hands/.devtools.json.tmp-", ".bricks/.devtools.json.tmp-"]
+            .iter()
+            .any(|prefix| child.starts_with(prefix))
+}
 
 /// Files changed less than this long before a walk starts are read again by the next one: more
 /// than the coarsest clock tick of the file systems' timestamps (10 ms at HZ=100).
@@ -134,6 +158,13 @@ pub(crate) fn walk(
     // A poisoned lock means a visitor panicked: the walk's result cannot be trusted.
     let (mut walked, err) = walk.out.into_inner().map_err(|_| Error::Poisoned)?;
     walked.uncaptured.sort_by(|a, b| a.escaped.cmp(&b.escaped));
+    // A `.hands` folder that holds only hands' runtime files is hands' own too: not a folder
+    // the user added (a turn that ran a process would count it).
+    if !walked.entries.iter().any(|(path, _)| path.starts_with(".hands/")) {
+        walked
+            .entries
+            .retain(|(path, entry)| !(path == ".hands" && matches!(entry, Entry::Dir { .. })));
+    }
     match err {
         Some(err) => Err(err),
         None => Ok(walked),
@@ -438,6 +469,16 @@ impl Walk<'_> {
             return Ok(None);
         }
         if rules.ignored(&path, is_dir) {
+            return Ok(None);
+        }
+        if if is_dir { RUNTIME_DIRS.contains(&child) } else { runtime_file(child) } {
+            return Ok(None);
+        }
+        if child == ".hands/.gitignore"
+            && kind == FileType::RegularFile
+            && read_in(dir, ".gitignore")
+                .is_some_and(|t| t.starts_with(truncate::GITIGNORE_MARKER.as_bytes()))
+        {
             return Ok(None);
         }
         let mode = st.st_mode & 0o7777;

@@ -66,6 +66,10 @@ fn confined(rel: &str) -> std::io::Result<PathBuf> {
 /// Write `discovery` to `rel` under `root`, atomically.
 pub fn write(root: &Path, rel: &str, discovery: &Discovery) -> std::io::Result<()> {
     let path = confined(rel)?;
+    // Kept out of git as it is out of checkpoints: a runtime file, not the user's change.
+    if rel.starts_with(".hands/") {
+        hands_core::middleware::truncate::ensure_hands_gitignore(root)?;
+    }
     let root = Dir::open_ambient_dir(root, ambient_authority())?;
     let dir = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
         Some(parent) => {

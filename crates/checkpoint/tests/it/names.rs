@@ -163,3 +163,64 @@ fn what_cannot_be_captured_is_named_in_the_checkpoint_and_the_restore() {
     let m = fs::symlink_metadata(raw(&root, b"pipe\xe9")).unwrap();
     assert!(std::os::unix::fs::FileTypeExt::is_fifo(&m.file_type()));
 }
+
+/// Issue 34, item 6: hands' own runtime files in `.hands/` are neither captured, nor counted in
+/// a turn's changes, nor touched by a restore; what a project keeps there (its config, skills)
+/// and a `.gitignore` of the user's are.
+#[test]
+fn hands_runtime_files_are_not_the_users_changes() {
+    use hands_core::middleware::truncate;
+    let tmp = tempfile::tempdir().unwrap();
+    let (root, state) = (tmp.path().join("p"), tmp.path().join("state"));
+    fs::create_dir_all(root.join(".hands/skills/deploy")).unwrap();
+    fs::write(root.join(".hands/config.toml"), "[preview]\n").unwrap();
+    fs::write(root.join(".hands/skills/deploy/SKILL.md"), "# Deploy\n").unwrap();
+    fs::write(root.join("app.js"), "one\n").unwrap();
+    let s = Store::open(&root, &state, Config::default()).unwrap();
+    let meta = |kind| Meta { turn: Some("t1".into()), ..Meta::new("s1", kind) };
+    let start = s.snapshot(&meta(Kind::TurnStart)).unwrap();
+
+    // The turn writes 3 files; meanwhile hands writes its own: the preview's discovery file
+    // (and its .gitignore), a spilled output, a process log.
+    for (name, text) in
+        [("app.js", "two\n"), ("b.js", "b\n"), (".hands/skills/deploy/SKILL.md", "# Deploy!\n")]
+    {
+        fs::write(root.join(name), text).unwrap();
+    }
+    truncate::ensure_hands_gitignore(&root).unwrap();
+    fs::write(root.join(".hands/devtools.json"), "{\"pid\": 1}\n").unwrap();
+    fs::write(root.join(".hands/.devtools.json.tmp-77"), "{").unwrap();
+    truncate::outputs_dir(&root).unwrap().write("c1.txt", "spilled").unwrap();
+    truncate::hands_subdir(&root, "processes").unwrap().write("p1.log", "log").unwrap();
+    let gitignore = fs::read_to_string(root.join(".hands/.gitignore")).unwrap();
+    assert!(
+        gitignore.starts_with(truncate::GITIGNORE_MARKER)
+            && gitignore.contains("\ndevtools.json\n")
+    );
+    let end = s.snapshot(&meta(Kind::TurnEnd)).unwrap();
+    let changes = diff(&s, Some(&start), &end).unwrap();
+    let paths: Vec<&str> = changes.iter().map(|c| c.path.as_str()).collect();
+    assert_eq!(paths, [".hands/skills/deploy/SKILL.md", "app.js", "b.js"], "{changes:?}");
+    assert_eq!(end.changes.files, 3);
+
+    // Undo: the turn's files go back; hands' own stay as they are.
+    fs::write(root.join(".hands/devtools.json"), "{\"pid\": 2}\n").unwrap();
+    s.restore(start.id, &Meta::new("s1", Kind::Restore)).unwrap();
+    assert_eq!(fs::read_to_string(root.join("app.js")).unwrap(), "one\n");
+    assert!(!root.join("b.js").exists());
+    assert_eq!(fs::read_to_string(root.join(".hands/devtools.json")).unwrap(), "{\"pid\": 2}\n");
+    assert_eq!(fs::read_to_string(root.join(".hands/.gitignore")).unwrap(), gitignore);
+    assert!(
+        root.join(".hands/outputs/c1.txt").exists()
+            && root.join(".hands/processes/p1.log").exists()
+    );
+
+    // A .gitignore of the user's in .hands is theirs: captured, and never overwritten.
+    fs::write(root.join(".hands/.gitignore"), "secrets.local\n").unwrap();
+    truncate::ensure_hands_gitignore(&root).unwrap();
+    assert_eq!(fs::read_to_string(root.join(".hands/.gitignore")).unwrap(), "secrets.local\n");
+    let later = s.snapshot(&meta(Kind::TurnEnd)).unwrap();
+    let entries = s.entries(&later).unwrap();
+    assert!(entries.keys().any(|k| k.as_str() == ".hands/.gitignore"), "the user's .gitignore");
+    assert!(!entries.keys().any(|k| k.as_str() == ".hands/devtools.json"));
+}

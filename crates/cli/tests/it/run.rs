@@ -881,6 +881,38 @@ fn on_a_terminal_a_secret_is_asked_without_echo_and_kept_out_of_everything_else(
     );
 }
 
+/// Issue 34, item 6: a turn that writes 3 files while hands writes its own (a spilled output,
+/// a process's log) reports 3 files changed, and its undo leaves hands' files alone.
+#[test]
+fn hands_own_files_are_not_counted_as_the_turns_changes() {
+    if !python() {
+        return;
+    }
+    let world = World::new();
+    let write = |id: &str, path: &str| json!({"tool_calls": [{"id": id, "name": "write_file", "input": {"path": path, "content": "x\n"}}]});
+    let model = Model::start(
+        "anthropic",
+        world.dir(),
+        &json!([
+            write("w1", "a.txt"),
+            write("w2", "b.txt"),
+            write("w3", "src/c.txt"),
+            {"tool_calls": [{"id": "b1", "name": "bash", "input": {"command": "seq 1 200000"}}]},
+            {"tool_calls": [{"id": "s1", "name": "spawn_process",
+                "input": {"command": "echo logged; sleep 1", "type": "long-run", "name": "logger"}}]},
+            {"text": "Done."},
+        ]),
+    );
+    world.user_config(&format!("approval = \"auto\"\n{}", model.config()));
+    let out = output(world.hands().args(["run", "write three"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let spilled = std::fs::read_dir(world.root.join(".hands/outputs")).unwrap().count();
+    assert!(spilled >= 2, "the long output was spilled (and its .gitignore): {spilled}");
+    assert!(out.stderr.contains("✓ spawn_process"), "{}", out.stderr);
+    assert!(world.root.join(".hands/processes").is_dir(), "the process's log folder");
+    assert!(out.stderr.contains("3 files changed, +3 \u{2212}0"), "{}", out.stderr);
+}
+
 /// A turn that edits a file, makes a folder with bash and deletes a file leaves a checkpoint
 /// before its first change and one at its end; `hands checkpoints restore` of the first gives the
 /// tree back as it was, and restoring the undo point it names returns to the turn's result.

@@ -261,6 +261,35 @@ pub fn hands_subdir(root: &std::path::Path, name: &str) -> std::io::Result<Dir> 
     Ok(dir)
 }
 
+/// The first line of the `.hands/.gitignore` hands writes ([`HANDS_GITIGNORE`]): a file that
+/// starts with it is hands' own (checkpoints pass it over); a `.gitignore` of the user's is not.
+pub const GITIGNORE_MARKER: &str = "# Written by hands";
+
+/// What hands writes to `.hands/.gitignore` when it first puts a runtime file beside the
+/// project's own `.hands` files and there is none: git leaves hands' runtime files alone, and
+/// what a project keeps there (config.toml, project.toml, skills/, connectors/,
+/// instructions.md) stays versioned. (`outputs/` and `processes/` hold a `.gitignore` of `*`.)
+pub const HANDS_GITIGNORE: &str =
+    "# Written by hands: its runtime files, not yours to commit. Your config.toml,
+# project.toml, skills/, connectors/ and instructions.md here are not listed. hands does not
+# overwrite this file.
+devtools.json
+.devtools.json.tmp-*
+sessions.db*
+";
+
+/// Write `.hands/.gitignore` ([`HANDS_GITIGNORE`]) beneath `root` when there is none, creating
+/// `.hands` if needed; never through a symlink, never over what is there (the user's own).
+pub fn ensure_hands_gitignore(root: &std::path::Path) -> std::io::Result<()> {
+    let root = Dir::open_ambient_dir(root, ambient_authority())?;
+    let hands = subdir(&root, ".hands")?;
+    match create_new(&hands, ".gitignore") {
+        Ok(mut file) => file.write_all(HANDS_GITIGNORE.as_bytes()),
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(err) => Err(err),
+    }
+}
+
 /// `name` inside `parent`, created if missing (0700: private to the user), never through a
 /// symlink.
 fn subdir(parent: &Dir, name: &str) -> std::io::Result<Dir> {

@@ -66,6 +66,9 @@ async fn opening_twice_reuses_and_close_and_session_end_leave_nothing() {
     // The discovery file: every field, on loopback.
     let file = env.root().join(".hands/devtools.json");
     let discovery: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    // Kept out of git (and out of checkpoints): hands' .gitignore beside it.
+    let ignore = std::fs::read_to_string(env.root().join(".hands/.gitignore")).unwrap();
+    assert!(ignore.starts_with("# Written by hands") && ignore.contains("\ndevtools.json\n"));
     for key in [
         "version",
         "pid",

@@ -476,8 +476,7 @@ impl Walk<'_> {
         }
         if child == ".hands/.gitignore"
             && kind == FileType::RegularFile
-            && read_in(dir, ".gitignore")
-                .is_some_and(|t| t.starts_with(truncate::GITIGNORE_MARKER.as_bytes()))
+            && read_in(dir, ".gitignore").is_some_and(|t| t == truncate::HANDS_GITIGNORE.as_bytes())
         {
             return Ok(None);
         }

@@ -215,6 +215,12 @@ fn hands_runtime_files_are_not_the_users_changes() {
             && root.join(".hands/processes/p1.log").exists()
     );
 
+    // hands' .gitignore changed (a rule that would hide `.hands/` files) is captured.
+    let edited = format!("{gitignore}config.toml\n");
+    fs::write(root.join(".hands/.gitignore"), &edited).unwrap();
+    let hidden = s.snapshot(&meta(Kind::TurnEnd)).unwrap();
+    let entries = s.entries(&hidden).unwrap();
+    assert!(entries.keys().any(|k| k.as_str() == ".hands/.gitignore"), "an edited one is captured");
     // A .gitignore of the user's in .hands is theirs: captured, and never overwritten.
     fs::write(root.join(".hands/.gitignore"), "secrets.local\n").unwrap();
     truncate::ensure_hands_gitignore(&root).unwrap();

@@ -261,8 +261,9 @@ pub fn hands_subdir(root: &std::path::Path, name: &str) -> std::io::Result<Dir> 
     Ok(dir)
 }
 
-/// The first line of the `.hands/.gitignore` hands writes ([`HANDS_GITIGNORE`]): a file that
-/// starts with it is hands' own (checkpoints pass it over); a `.gitignore` of the user's is not.
+/// The first line of the `.hands/.gitignore` hands writes ([`HANDS_GITIGNORE`]). Checkpoints
+/// pass over only a file that is exactly what hands wrote: one changed since (by anybody, the
+/// model included: it could hide `.hands/` files with a rule) is captured like any file.
 pub const GITIGNORE_MARKER: &str = "# Written by hands";
 
 /// What hands writes to `.hands/.gitignore` when it first puts a runtime file beside the

@@ -377,7 +377,10 @@ impl Agent {
                 if let Some(detail) = hands_preview::approval_detail(tool, root, config) {
                     summary = format!("{summary}\n{detail}");
                 }
-                if let Some(details) = details {
+                // The whole argument a cut summary is followed by is shown already.
+                if let Some(details) = details
+                    && !summary.contains(details.as_str())
+                {
                     summary = format!("{summary}\n{details}");
                 }
                 let plan = view.is_plan(tool);

@@ -158,11 +158,14 @@ mod tests {
         let value: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(value["cdpPort"], 9222);
         assert_eq!(value["browserWsEndpoint"], "ws://127.0.0.1:9222/devtools/browser/x");
-        let names: Vec<String> = std::fs::read_dir(dir.path().join(".hands"))
+        let mut names: Vec<String> = std::fs::read_dir(dir.path().join(".hands"))
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
-        assert_eq!(names, ["devtools.json"], "no temporary file left");
+        names.sort();
+        assert_eq!(names, [".gitignore", "devtools.json"], "no temporary file left");
+        let ignore = std::fs::read_to_string(dir.path().join(".hands/.gitignore")).unwrap();
+        assert_eq!(ignore, hands_core::middleware::truncate::HANDS_GITIGNORE);
         remove(dir.path(), ".hands/devtools.json").unwrap();
         assert!(!dir.path().join(".hands/devtools.json").exists());
         remove(dir.path(), ".hands/devtools.json").unwrap();

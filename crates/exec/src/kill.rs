@@ -58,13 +58,17 @@ pub(crate) fn term_group(group: i32) {
 }
 
 /// Stop everything `target` finds. `group` in the target must only be set while the group leader
-/// is not reaped yet (so its pgid cannot have been reused).
-pub(crate) fn stop(target: &Target, grace: Duration) -> StopReport {
+/// is not reaped yet (so its pgid cannot have been reused). `group_termed`: the group already got
+/// its SIGTERM. Each process gets one SIGTERM: members of the group through the group, the others
+/// (marked descendants that left it) one by one.
+pub(crate) fn stop(target: &Target, grace: Duration, group_termed: bool) -> StopReport {
     let mut report = StopReport::default();
     let first = procfs::find(target);
-    send_group(target.group, Signal::TERM);
+    if !group_termed {
+        send_group(target.group, Signal::TERM);
+    }
     send_group(target.group, Signal::CONT);
-    for p in &first {
+    for p in first.iter().filter(|p| target.group != Some(p.pgrp)) {
         send(p, Signal::TERM);
         send(p, Signal::CONT);
     }

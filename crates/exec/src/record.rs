@@ -127,7 +127,7 @@ pub fn reap_leftovers(dir: &Path) -> LeftoverReport {
             group: same.then_some(record.pgid),
             orphans_since: None,
         };
-        let stop = kill::stop(&target, Duration::from_millis(500));
+        let stop = kill::stop(&target, Duration::from_millis(500), false);
         report.stopped += stop.terminated.max(stop.killed);
         report.survivors += stop.survivors;
         if stop.survivors == 0 && std::fs::remove_file(&path).is_ok() {

@@ -26,6 +26,9 @@ pub(crate) struct Life {
     pub(crate) reaped: bool,
     pub(crate) stopping: bool,
     pub(crate) stop_reason: Option<String>,
+    /// The group already got its SIGTERM (an ordered shutdown's first step): a stop that follows
+    /// does not send it again, since a second SIGTERM means "quit now" to some servers.
+    pub(crate) group_termed: bool,
 }
 
 /// State shared with the drain thread and the exit watcher.

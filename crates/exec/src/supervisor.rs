@@ -252,6 +252,7 @@ impl Proc {
                 life.stop_reason = Some(reason.to_owned());
             }
             kill::term_group(self.pid as i32);
+            life.group_termed = true;
         }
     }
 
@@ -262,19 +263,19 @@ impl Proc {
 
     /// Stop the process and every descendant: SIGTERM, `grace`, SIGKILL, reap, verify.
     pub async fn stop(&self, reason: &str, grace: Duration) -> StopReport {
-        let with_group = {
+        let (with_group, termed) = {
             let mut life = self.shared.life();
             life.stopping = true;
             if life.exit.is_none() && life.stop_reason.is_none() {
                 life.stop_reason = Some(reason.to_owned());
             }
-            !life.reaped
+            (!life.reaped, life.group_termed)
         };
         let target = self.target(with_group);
         let shared = Arc::clone(&self.shared);
         let pid = self.pid as i32;
         let job = tokio::task::spawn_blocking(move || {
-            let report = kill::stop(&target, grace);
+            let report = kill::stop(&target, grace, termed);
             // The main process is dead or dying now; reap it (bounded: a process in
             // uninterruptible sleep may take a moment).
             for _ in 0..100 {
@@ -602,7 +603,7 @@ impl Supervisor {
             group: None,
             orphans_since: (first != u64::MAX).then_some(first),
         };
-        let _ = tokio::task::spawn_blocking(move || kill::stop(&target, grace)).await;
+        let _ = tokio::task::spawn_blocking(move || kill::stop(&target, grace, false)).await;
     }
 
     /// Pids of every live process that carries this session's marker.

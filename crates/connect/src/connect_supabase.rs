@@ -6,6 +6,7 @@
 //! guard's address rule); only then are both secrets stored and `[supabase]` recorded in
 //! `.hands/project.toml`. A failure before that leaves nothing stored.
 
+use crate::postgres::UrlFrom;
 use std::borrow::Cow;
 use std::sync::Arc;
 
@@ -159,9 +160,10 @@ impl Tool for ConnectSupabase {
              dashboard → Connect",
         )
         .await?;
-        let version = postgres::version(db_url.expose(), &self.net, ctx.cancel_token())
-            .await
-            .map_err(|err| db_error(&err))?;
+        let version =
+            postgres::version(db_url.expose(), UrlFrom::User, &self.net, ctx.cancel_token())
+                .await
+                .map_err(|err| db_error(&err))?;
         let mut stored = Vec::new();
         for (name, value) in [(SERVICE_ROLE_NAME, &service), (DB_URL_NAME, &db_url)] {
             let secret = self.store.put(ctx.root(), name, value).map_err(|err| {

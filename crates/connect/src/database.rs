@@ -8,6 +8,10 @@
 //! from a project's own files (`.hands/config.toml`, `.hands/project.toml`) resolves only among
 //! the secrets stored for that project, never a global one or one of the user's variables. A URL
 //! is only ever shown redacted ([`redacted`]).
+//!
+//! Every URL found here is the user's own (a secret they stored or typed at hands' prompt, or
+//! their environment), never text of the repository's or the model's: connections to it use
+//! [`crate::postgres::UrlFrom::User`], which may name this machine.
 
 use hands_core::secret::{ProjectSecret, SecretStore, SecretValue, project_secret};
 use hands_core::{Context, ToolError};

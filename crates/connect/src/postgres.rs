@@ -2,6 +2,7 @@
 //! egress guard's address rule: the host is resolved here (or by the user's `[net] resolve`
 //! map), every address is checked with [`hands_net::check_addr`], and the TCP connection goes to
 //! a checked address — so a repository cannot point the tool at this machine's private services.
+//! The one exception is the user's own URL ([`UrlFrom::User`]), which may name this machine.
 //!
 //! TLS follows the URL's `sslmode` as libpq does: `disable` none; `prefer` (the default) and
 //! `require` encrypt without checking the server's certificate (Supabase's is signed by its own
@@ -13,6 +14,18 @@ use std::time::Duration;
 
 use hands_core::CancellationToken;
 use tokio_postgres::config::{Host, SslMode};
+
+/// Who chose a database URL: the address rule depends on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UrlFrom {
+    /// A secret the user stored (`hands secrets set`, or typed at hands' own prompt) or the user's
+    /// environment: it may name this machine (127.0.0.0/8, ::1), as Supabase's local stack does
+    /// (127.0.0.1:54322), without a `[net] allow_hosts` entry. Other private addresses, the
+    /// link-local metadata service among them, still need one.
+    User,
+    /// Text a repository or the model supplied: the guard's whole rule.
+    Untrusted,
+}
 
 /// How long connecting and `select version()` may take together.
 pub const TIMEOUT: Duration = Duration::from_secs(10);
@@ -126,11 +139,12 @@ async fn addresses(
 /// Connect to the database `url` names and return its `select version()`, within [`TIMEOUT`].
 pub async fn version(
     url: &str,
+    from: UrlFrom,
     net: &hands_net::NetConfig,
     cancel: &CancellationToken,
 ) -> Result<String, DbError> {
     let work = async {
-        match tokio::time::timeout(TIMEOUT, query(url, net)).await {
+        match tokio::time::timeout(TIMEOUT, query(url, from, net)).await {
             Ok(result) => result,
             Err(_) => Err(DbError::Connect(format!(
                 "the database did not answer within {} s",
@@ -144,8 +158,8 @@ pub async fn version(
     }
 }
 
-async fn query(url: &str, net: &hands_net::NetConfig) -> Result<String, DbError> {
-    let client = open(url, net).await?;
+async fn query(url: &str, from: UrlFrom, net: &hands_net::NetConfig) -> Result<String, DbError> {
+    let client = open(url, from, net).await?;
     let row = client.query_one("select version()", &[]).await.map_err(|err| {
         DbError::Connect(format!("the database did not answer `select version()`: {err}"))
     })?;
@@ -157,9 +171,10 @@ async fn query(url: &str, net: &hands_net::NetConfig) -> Result<String, DbError>
 /// client's connection task runs on the current runtime until the client is dropped.
 pub async fn connect(
     url: &str,
+    from: UrlFrom,
     net: &hands_net::NetConfig,
 ) -> Result<tokio_postgres::Client, DbError> {
-    match tokio::time::timeout(TIMEOUT, open(url, net)).await {
+    match tokio::time::timeout(TIMEOUT, open(url, from, net)).await {
         Ok(result) => result,
         Err(_) => Err(DbError::Connect(format!(
             "the database did not answer within {} s",
@@ -181,22 +196,40 @@ pub async fn read_only(
     Ok(tx)
 }
 
-async fn open(url: &str, net: &hands_net::NetConfig) -> Result<tokio_postgres::Client, DbError> {
+async fn open(
+    url: &str,
+    from: UrlFrom,
+    net: &hands_net::NetConfig,
+) -> Result<tokio_postgres::Client, DbError> {
     let target = target(url)?;
-    let stream = checked_stream(&target, net).await?;
+    let stream = checked_stream(&target, from, net).await?;
     login(&target, stream).await
+}
+
+/// Whether `from`'s URL may reach `addr` (named `host`).
+fn allowed(
+    host: &str,
+    addr: IpAddr,
+    from: UrlFrom,
+    net: &hands_net::NetConfig,
+) -> Result<(), hands_net::NetError> {
+    if from == UrlFrom::User && hands_net::classify(addr) == Some(hands_net::Forbidden::Loopback) {
+        return Ok(());
+    }
+    hands_net::check_addr(host, addr, net)
 }
 
 /// A TCP connection to the first address of the target's host that the guard allows.
 async fn checked_stream(
     target: &Target,
+    from: UrlFrom,
     net: &hands_net::NetConfig,
 ) -> Result<tokio::net::TcpStream, DbError> {
     let (host, port) = (&target.host, target.port);
     let mut refused = None;
     let mut last = None;
     for addr in addresses(host, port, net).await? {
-        if let Err(err) = hands_net::check_addr(host, addr.ip(), net) {
+        if let Err(err) = allowed(host, addr.ip(), from, net) {
             refused = Some(err.to_string());
             continue;
         }
@@ -221,11 +254,12 @@ async fn checked_stream(
 pub async fn cancel(
     token: &tokio_postgres::CancelToken,
     url: &str,
+    from: UrlFrom,
     net: &hands_net::NetConfig,
 ) -> Result<(), DbError> {
     let work = async {
         let target = target(url)?;
-        let stream = checked_stream(&target, net).await?;
+        let stream = checked_stream(&target, from, net).await?;
         let sent = if target.config.get_ssl_mode() == SslMode::Disable {
             token.cancel_query_raw(stream, tokio_postgres::NoTls).await
         } else {
@@ -337,5 +371,26 @@ mod tests {
             assert!(err.contains(why), "{url}: {err}");
             assert!(!err.contains("pw-canary-123"), "{err}");
         }
+    }
+
+    /// The user's own URL may name this machine; nothing else may, and nothing else widens: the
+    /// metadata service and private networks keep the guard's rule for every URL.
+    #[test]
+    fn only_the_users_url_may_name_this_machine() {
+        let net = hands_net::NetConfig::default();
+        let ip = |t: &str| t.parse::<IpAddr>().unwrap();
+        for this in ["127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1"] {
+            assert!(allowed("localhost", ip(this), UrlFrom::User, &net).is_ok(), "{this}");
+            assert!(allowed("localhost", ip(this), UrlFrom::Untrusted, &net).is_err(), "{this}");
+        }
+        for other in
+            ["10.0.0.5", "192.168.1.2", "169.254.169.254", "172.17.0.1", "0.0.0.0", "fe80::1"]
+        {
+            assert!(allowed("db", ip(other), UrlFrom::User, &net).is_err(), "{other}");
+        }
+        assert!(allowed("db.example.com", ip("93.184.215.14"), UrlFrom::Untrusted, &net).is_ok());
+        let mut listed = net.clone();
+        listed.allow_hosts = vec!["127.0.0.1".into()];
+        assert!(allowed("127.0.0.1", ip("127.0.0.1"), UrlFrom::Untrusted, &listed).is_ok());
     }
 }

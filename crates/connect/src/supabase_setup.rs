@@ -20,6 +20,7 @@ mod report;
 mod split;
 mod types;
 
+use crate::postgres::UrlFrom;
 use std::borrow::Cow;
 
 use hands_core::approval::Review;
@@ -159,7 +160,7 @@ impl SupabaseSetup {
     }
 
     async fn connect(&self, url: &str) -> Result<tokio_postgres::Client, ToolError> {
-        postgres::connect(url, &self.net).await.map_err(|err| db_error(&err))
+        postgres::connect(url, UrlFrom::User, &self.net).await.map_err(|err| db_error(&err))
     }
 
     async fn status(&self, ctx: &Context) -> Result<SetupResult, ToolError> {
@@ -320,7 +321,7 @@ impl SupabaseSetup {
             .await
             .map_err(|e| sql_failed("notify PostgREST", &e))?;
         drop(client);
-        let version = postgres::version(url.expose(), &self.net, ctx.cancel_token())
+        let version = postgres::version(url.expose(), UrlFrom::User, &self.net, ctx.cancel_token())
             .await
             .map_err(|err| db_error(&err))?;
         Ok(SetupResult {

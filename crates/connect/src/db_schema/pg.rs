@@ -3,6 +3,7 @@
 //! table or NULL), grouped by table. [`catalog_queries`] gives the same queries with the
 //! parameters written out, so that a benchmark can run them through psql.
 
+use crate::postgres::UrlFrom;
 use std::collections::BTreeMap;
 
 use super::types::{
@@ -235,7 +236,8 @@ pub(super) async fn read(
     net: &hands_net::NetConfig,
     req: &Request<'_>,
 ) -> Result<SchemaResult, ToolError> {
-    let mut client = postgres::connect(url, net).await.map_err(|err| db_error(&err))?;
+    let mut client =
+        postgres::connect(url, UrlFrom::User, net).await.map_err(|err| db_error(&err))?;
     let tx = postgres::read_only(&mut client, req.timeout)
         .await
         .map_err(|e| query_error(&e, req.timeout))?;

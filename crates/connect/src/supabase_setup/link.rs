@@ -2,6 +2,7 @@
 //! band), verified with `select version()`, only then stored, and the secret's name (with the
 //! project's ref) recorded under `[supabase]` in `.hands/project.toml`.
 
+use crate::postgres::UrlFrom;
 use hands_core::secret::{ProjectSecret, project_secret};
 use hands_core::{Context, ToolError};
 
@@ -34,7 +35,7 @@ impl SupabaseSetup {
                 .await?
             }
         };
-        let version = postgres::version(url.expose(), &self.net, ctx.cancel_token())
+        let version = postgres::version(url.expose(), UrlFrom::User, &self.net, ctx.cancel_token())
             .await
             .map_err(|err| {
                 ToolError::model(format!(

@@ -10,6 +10,7 @@
 //! a file that opts out) together with its history row. A failure gives the file, line and column
 //! of the server's error position, the SQLSTATE and the server's message.
 
+use crate::postgres::UrlFrom;
 use std::time::Duration;
 
 use hands_core::CancellationToken;
@@ -226,7 +227,7 @@ impl Runner<'_> {
         tokio::select! {
             result = self.client.batch_execute(sql) => result.map_err(Stop::Sql),
             () = self.cancel.cancelled() => {
-                let _ = crate::postgres::cancel(&self.client.cancel_token(), self.url, self.net)
+                let _ = crate::postgres::cancel(&self.client.cancel_token(), self.url, UrlFrom::User, self.net)
                     .await;
                 Err(Stop::Cancelled)
             }

@@ -422,7 +422,10 @@ async fn db_schemas_transaction_cannot_write() {
         "drop table kept",
         "alter table kept add column y int",
     ] {
-        let mut client = hands_connect::postgres::connect(&url, &net).await.unwrap();
+        let mut client =
+            hands_connect::postgres::connect(&url, hands_connect::postgres::UrlFrom::User, &net)
+                .await
+                .unwrap();
         let tx =
             hands_connect::postgres::read_only(&mut client, Duration::from_secs(10)).await.unwrap();
         let err = tx.batch_execute(write).await.unwrap_err();
@@ -442,7 +445,10 @@ async fn db_schemas_statement_timeout_cancels_a_slow_statement() {
     let mut config = allowed();
     config.database.statement_timeout_ms = 300;
     let timeout = Duration::from_millis(config.database.statement_timeout_ms);
-    let mut client = hands_connect::postgres::connect(&url, &config.net).await.unwrap();
+    let mut client =
+        hands_connect::postgres::connect(&url, hands_connect::postgres::UrlFrom::User, &config.net)
+            .await
+            .unwrap();
     let tx = hands_connect::postgres::read_only(&mut client, timeout).await.unwrap();
     let shown: String = tx.query_one("show statement_timeout", &[]).await.unwrap().get(0);
     assert_eq!(shown, "300ms");

@@ -93,14 +93,23 @@ async fn a_real_database_is_verified_and_the_link_recorded() {
     assert!(store.names().is_empty());
     assert!(!tmp.path().join(".hands").exists());
 
-    // 3. The user has not allowed this machine's addresses: refused before connecting.
+    // 3. The URL the user typed may name this machine (Supabase's local stack is 127.0.0.1:54322)
+    // with no `[net]` entry; one naming a private network is refused before connecting (no
+    // traffic leaves: the address is checked first), with the way to allow it.
     let reg = registry(&ConnectConfig::default(), Arc::clone(&store));
-    let sess = session(tmp.path(), Some(secrets(&pg.url(PASSWORD))), None);
+    let private = format!("postgresql://hands_test:{PASSWORD}@10.255.0.1:5432/postgres");
+    let sess = session(tmp.path(), Some(secrets(&private)), None);
     let out = call(&reg, &sess, "connect_supabase", args.clone()).await;
     assert!(out.is_error);
     let text = out.joined_text();
     assert!(text.contains("refused") && text.contains("allow_hosts"), "{text}");
+    assert!(!text.contains(PASSWORD), "{text}");
     assert!(store.names().is_empty());
+    let sess = session(tmp.path(), Some(secrets(&pg.url(PASSWORD))), None);
+    let out = call(&reg, &sess, "connect_supabase", args.clone()).await;
+    assert!(!out.is_error, "{}", out.joined_text());
+    assert!(out.joined_text().contains("PostgreSQL"), "{}", out.joined_text());
+    let store = Arc::new(MemoryStore::default());
 
     // 4. Nothing listening: a clear error within the time limit.
     let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();

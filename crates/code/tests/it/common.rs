@@ -46,8 +46,14 @@ impl Project {
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(path, text).unwrap();
         }
-        let builder =
-            hands_fs::register(Registry::builder(CoreConfig::default()), &Default::default());
+        // The writing tools' own limits (30 s) must not cut the diagnostics wait a test sets
+        // above them on a loaded machine: they get the wait plus the request time.
+        let mut core = CoreConfig::default();
+        let limit = config.diagnostics_wait_ms.saturating_add(config.request_timeout_ms);
+        for tool in ["write_file", "edit_file", "apply_patch"] {
+            core.timeouts.tools.insert(tool.into(), limit.max(30_000));
+        }
+        let builder = hands_fs::register(Registry::builder(core), &Default::default());
         let registry = hands_code::register(builder, &config, &ExecConfig::default()).build();
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let session = Session::new(format!("code-it-{}-{n}", std::process::id()), dir.path());

@@ -137,7 +137,12 @@ impl Conn {
     /// reaped). Checked while a call waits, so that a request sent just as the server died —
     /// before the session saw its end — does not wait out the call's whole limit.
     fn gone(&self) -> bool {
-        self.peer.is_transport_closed() || self.pid.is_some_and(|pid| !alive(pid))
+        self.peer.is_transport_closed() || self.exited()
+    }
+
+    /// True once the server's process has ended (a zombie counts).
+    fn exited(&self) -> bool {
+        self.pid.is_some_and(|pid| !alive(pid))
     }
 
     /// True when the server is a hands (which answers a cancelled call with its partial result).
@@ -319,7 +324,7 @@ pub(crate) async fn call(conn: &Conn, call: Call) -> Result<ToolOutput, CallErro
     let cancelled = tokio::select! {
         result = &mut response => {
             pending.answered();
-            return answer(result);
+            return answer_from(conn, result);
         }
         () = tokio::time::sleep(timeout) => false,
         () = cancel.cancelled() => true,
@@ -328,10 +333,10 @@ pub(crate) async fn call(conn: &Conn, call: Call) -> Result<ToolOutput, CallErro
             // and the caller may restart it.
             if let Ok(result) = tokio::time::timeout(GONE_GRACE, &mut response).await {
                 pending.answered();
-                return answer(result);
+                return answer_from(conn, result);
             }
             pending.answered();
-            return Err(CallError::Gone("the server exited before it answered".into()));
+            return Err(CallError::Gone(EXITED.into()));
         }
     };
     pending.cancel(if cancelled { "cancelled by the caller" } else { "timed out" }).await;
@@ -394,6 +399,21 @@ impl Drop for Pending {
             );
             handle.spawn(async move { peer.notify_cancelled(params).await });
         }
+    }
+}
+
+/// What a call that lost its server says when the server's process ended.
+const EXITED: &str = "the server exited before it answered";
+
+/// [`answer`], except that a closed transport whose server process has ended says so: which of
+/// the two a dying server shows first is a race, and the caller's words should not depend on it.
+fn answer_from(
+    conn: &Conn,
+    result: Result<ServerResult, ServiceError>,
+) -> Result<ToolOutput, CallError> {
+    match answer(result) {
+        Err(CallError::Gone(_)) if conn.exited() => Err(CallError::Gone(EXITED.into())),
+        other => other,
     }
 }
 

@@ -34,6 +34,7 @@
 mod act;
 mod actions;
 mod approval;
+mod attach;
 mod axtree;
 mod baseline;
 pub mod cdp;
@@ -46,6 +47,7 @@ mod devtools;
 pub mod discovery;
 mod egress;
 mod events;
+mod follow;
 mod input;
 mod launch;
 mod lifecycle;

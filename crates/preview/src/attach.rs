@@ -31,11 +31,6 @@ const SCRIPT_DEPTH: usize = 4;
 /// A process's URLs tried at most (printed ones and listened ports each).
 const MAX_URLS: usize = 8;
 
-/// "p1 (`npm run dev`)": how results name a process of the agent's.
-pub(crate) fn label(proc: &Proc) -> String {
-    format!("{} (`{}`)", proc.id, proc.command)
-}
-
 /// The newest running background process of `supervisor` that is this project's dev server by
 /// the rule of the module docs; `exclude` are ids of the preview's own processes.
 pub(crate) fn find(

@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 use crate::attach;
 use crate::collector::{ErrorKind, Occurrence};
 use crate::launch::describe;
-use crate::preview::{Preview, ServerHandle};
+use crate::preview::{Preview, ServerHandle, label};
 
 /// How often the session's processes are looked through for the agent's new dev server.
 const POLL: Duration = Duration::from_millis(250);
@@ -73,7 +73,7 @@ pub(crate) fn spawn(
                 "The dev server {} that the preview was attached to {}; the preview is down. It \
                  attaches again when the agent starts the dev server anew (for up to {} minutes) \
                  and reloads the page; preview_open starts the preview's own server now.",
-                attach::label(&server),
+                label(&server),
                 describe(&status),
                 WAIT.as_secs() / 60
             )
@@ -126,7 +126,7 @@ pub(crate) fn spawn(
                         preview.fail(format!(
                             "The dev server {} that the preview was attached to {}, and no new \
                              one came within {} minutes; the preview is down. Call preview_open.",
-                            attach::label(&server),
+                            label(&server),
                             describe(&status),
                             WAIT.as_secs() / 60
                         ));

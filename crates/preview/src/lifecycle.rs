@@ -24,7 +24,7 @@ use crate::detect::{self, Plan};
 use crate::egress::{self, Egress};
 use crate::launch::BrowserOptions;
 use crate::launch::{self, Launch, LaunchError, describe, with_env};
-use crate::preview::{Preview, Running, ServerHandle, Stage, State};
+use crate::preview::{Preview, Running, ServerHandle, Stage, State, label};
 use crate::steps::{self, StepError};
 use crate::{attach, devtools, events, follow, watch};
 
@@ -169,7 +169,7 @@ impl Preview {
                 ServerHandle::Builtin(_) => None,
             };
             state.attached = match &started.handle {
-                ServerHandle::Attached(proc) => Some((proc.id.clone(), attach::label(proc))),
+                ServerHandle::Attached(proc) => Some((proc.id.clone(), label(proc))),
                 _ => None,
             };
         }
@@ -294,9 +294,13 @@ impl Preview {
             Err(attach::Wait::Exited) => Ok(None),
             Err(attach::Wait::Cancelled) => Err(LaunchError::Cancelled),
             Err(attach::Wait::Timeout) => Err(LaunchError::Failed(format!(
-                "The agent's process {} runs this project's dev server, but no URL of it answered                  within {} s (preview.ready_timeout_ms), so the preview did not start a second                  server. process_output shows what it printed; stop it (stop_process) for                  preview_open to start the preview's own server, or raise                  preview.ready_timeout_ms for a slow start.",
-                attach::label(&proc),
-                timeout.as_secs_f32()
+                "The agent's process {} runs this project's dev server, but no URL of it answered \
+                 within {} s (preview.ready_timeout_ms), so the preview did not start a second \
+                 server.{} Stop that process for preview_open to start the preview's own \
+                 server, or raise preview.ready_timeout_ms for a slow start.",
+                label(&proc),
+                timeout.as_secs_f32(),
+                proc.log_path().map_or(String::new(), |log| format!(" What it printed: {log}."))
             ))),
         }
     }

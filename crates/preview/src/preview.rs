@@ -389,7 +389,7 @@ impl Preview {
             }
             // The agent's process: it started it, it stops it (stop_process).
             Some(ServerHandle::Attached(server)) if server.status() == Status::Running => {
-                report.kept = Some(crate::attach::label(server));
+                report.kept = Some(label(server));
             }
             Some(ServerHandle::Attached(_)) | None => {}
         }
@@ -494,9 +494,8 @@ pub struct PreviewStatus {
     /// How long the last preview_open took to reach `ready`, in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_ms: Option<u64>,
-    /// The id of the session's background process that serves the page, when the preview
-    /// attached to the agent's dev server instead of starting its own (preview_close leaves it
-    /// running).
+    /// The agent's background process that serves the page (its id), when the preview attached
+    /// to it instead of starting a server; preview_close leaves it running.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_process: Option<String>,
     /// That process as results name it.
@@ -555,6 +554,11 @@ impl PreviewStatus {
         }
         lines.join("\n")
     }
+}
+
+/// "p1 (`npm run dev`)": how results name a process of the agent's.
+pub(crate) fn label(proc: &Proc) -> String {
+    format!("{} (`{}`)", proc.id, proc.command)
 }
 
 /// A weak handle for long-lived tasks.

@@ -54,7 +54,7 @@ impl Tool for PreviewClose {
             format!(
                 "Stopped the preview: the browser is gone, the discovery file is removed. The dev \
                  server {server} is the agent's process, not the preview's: it keeps running \
-                 (stop_process stops it). read_runtime_errors still shows what was collected."
+                 until the agent stops it. read_runtime_errors still shows what was collected."
             )
         } else {
             "Stopped the preview: browser and server are gone, the discovery file is removed. \

@@ -50,7 +50,8 @@ pub(crate) fn find(
             && !exclude.contains(&proc.id)
             && runs_in(proc.pid, &root)
             && (wanted.as_ref().is_some_and(|w| w.matches(&proc.command, &scripts))
-                || (plan.port != 0 && listening(proc).iter().any(|(_, p)| *p == plan.port)))
+                || (plan.port != 0
+                    && listening(proc).unwrap_or_default().iter().any(|(_, p)| *p == plan.port)))
     })
 }
 
@@ -110,7 +111,7 @@ enum Server {
 
 /// Interpreters whose first argument that is not an option is the program.
 const INTERPRETERS: &[&str] =
-    &["node", "nodejs", "bun", "deno", "python", "python3", "ruby", "php", "tsx", "ts-node"];
+    &["node", "nodejs", "deno", "python", "python3", "ruby", "php", "tsx", "ts-node"];
 
 /// The [`Server`] of `command` (`None`: nothing runs in the foreground).
 fn identity(command: &str, scripts: &serde_json::Value, depth: usize) -> Option<Server> {
@@ -285,11 +286,13 @@ fn foreground(line: &str) -> Option<Vec<String>> {
 
 /// Loopback (or any-address) TCP ports in LISTEN state held by `proc` or its descendants, with
 /// the address to reach each: `/proc/net/tcp{,6}` joined with the `socket:[inode]` links under
-/// each pid's `fd`.
-pub(crate) fn listening(proc: &Proc) -> Vec<(IpAddr, u16)> {
+/// each pid's `fd`. `None` when no pid's descriptors could be read.
+fn listening(proc: &Proc) -> Option<Vec<(IpAddr, u16)>> {
     let mut inodes = HashSet::new();
+    let mut readable = false;
     for pid in proc.pids() {
         let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { continue };
+        readable = true;
         for fd in fds.flatten() {
             let Ok(link) = std::fs::read_link(fd.path()) else { continue };
             let link = link.to_string_lossy();
@@ -320,7 +323,7 @@ pub(crate) fn listening(proc: &Proc) -> Vec<(IpAddr, u16)> {
         }
     }
     found.sort_by_key(|(_, port)| *port);
-    found
+    readable.then_some(found)
 }
 
 /// The LISTEN rows of a `/proc/net/tcp{,6}` table: address, port, socket inode.
@@ -358,16 +361,15 @@ fn listeners(table: &str, v6: bool) -> Vec<(IpAddr, u16, u64)> {
 }
 
 /// The URLs `proc` may serve the app at, best first: those it printed on a port it listens on,
-/// then its listening ports (through `url_template` when the preview's URL is configured), and,
-/// when its ports cannot be read, whatever local URL it printed.
+/// then its listening ports (through `plan.url` when the preview's URL is configured), and,
+/// when its ports cannot be read at all, whatever local URL it printed.
 fn urls(proc: &Proc, plan: &Plan, configured_url: bool) -> Vec<String> {
     let output = strip_ansi(&proc.snapshot().text());
     let printed: Vec<String> = printed_urls(&output).into_iter().take(MAX_URLS).collect();
-    let ports = listening(proc);
     let wanted = |port: u16| plan.port == 0 || port == plan.port;
-    if ports.is_empty() {
+    let Some(ports) = listening(proc) else {
         return printed.into_iter().filter(|u| url_port(u).is_some_and(wanted)).collect();
-    }
+    };
     let mut urls: Vec<String> = Vec::new();
     if !configured_url {
         urls.extend(

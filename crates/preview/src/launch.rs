@@ -221,6 +221,12 @@ async fn wait_answer(
 
 /// The first local URL a server printed (`http://localhost:5173/`, `http://127.0.0.1:3000`).
 pub fn printed_url(output: &str) -> Option<String> {
+    printed_urls(output).into_iter().next()
+}
+
+/// Every local URL a server printed, in order, each once (`0.0.0.0` read as `127.0.0.1`).
+pub fn printed_urls(output: &str) -> Vec<String> {
+    let mut urls: Vec<String> = Vec::new();
     for start in output.match_indices("http://").map(|(i, _)| i) {
         let rest = &output[start + 7..];
         let end =
@@ -232,13 +238,13 @@ pub fn printed_url(output: &str) -> Option<String> {
         if local && port.parse::<u16>().is_ok() {
             let host = if host == "0.0.0.0" { "127.0.0.1" } else { host };
             let path = &candidate[host_port.len()..];
-            return Some(format!(
-                "http://{host}:{port}{}",
-                if path.is_empty() { "/" } else { path }
-            ));
+            let url = format!("http://{host}:{port}{}", if path.is_empty() { "/" } else { path });
+            if !urls.contains(&url) {
+                urls.push(url);
+            }
         }
     }
-    None
+    urls
 }
 
 fn output_end(proc: &Proc) -> String {

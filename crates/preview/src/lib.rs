@@ -12,7 +12,10 @@
 //! and the browser are supervised processes of the session (hands-exec's `Supervisor`: their own
 //! process groups, markers, stopped with the session); the browser is driven over the Chrome
 //! DevTools Protocol by a small client of our own ([`cdp`]), whose events feed the session's
-//! [`Collector`]. New errors are announced on other tools' results through a session notice
+//! [`Collector`]. When the agent already runs the project's dev server (spawn_process, bash's
+//! dev-server start), the preview attaches to that process instead of starting a second server,
+//! leaves it running at close, and follows the dev server — the agent's or its own — when it
+//! restarts, reloading the page without another preview_open. New errors are announced on other tools' results through a session notice
 //! source. Front ends read a session's preview (its state, a screenshot, the errors, without
 //! moving the model's read cursor) through the [`PreviewReader`] that [`register`] installs as
 //! the registry's `PreviewService`.
@@ -34,6 +37,7 @@
 mod act;
 mod actions;
 mod approval;
+mod attach;
 mod axtree;
 mod baseline;
 pub mod cdp;
@@ -46,6 +50,7 @@ mod devtools;
 pub mod discovery;
 mod egress;
 mod events;
+mod follow;
 mod input;
 mod launch;
 mod lifecycle;

@@ -2,11 +2,13 @@
 //!
 //! `open`: reuse a healthy preview; otherwise tear down what is left of an earlier one and go
 //! through the stages — typechecking, building, starting_server, launching_browser, attaching,
-//! ready — stopping at `error` with the message in `lastError` and nothing left running. After
-//! attach the page is navigated (errors of the very first load are caught), the discovery file is
-//! written, monitors watch the server and browser processes, and the watcher starts for
-//! build-based previews. `rebuild` (the watcher's) reruns the typecheck and build and reloads the
-//! page.
+//! ready — stopping at `error` with the message in `lastError` and nothing left running. When
+//! the agent already runs the project's dev server (attach.rs), the preview attaches to it
+//! instead: no typecheck, build or server of its own, starting_server waits for that process's
+//! URL. After attach the page is navigated (errors of the very first load are caught), the
+//! discovery file is written, a monitor watches the browser, follow.rs watches the server, and
+//! the watcher starts for build-based previews. `rebuild` (the watcher's) reruns the typecheck
+//! and build and reloads the page.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -22,21 +24,23 @@ use crate::detect::{self, Plan};
 use crate::egress::{self, Egress};
 use crate::launch::BrowserOptions;
 use crate::launch::{self, Launch, LaunchError, describe, with_env};
-use crate::preview::{Preview, Running, ServerHandle, Stage, State};
+use crate::preview::{Preview, Running, ServerHandle, Stage, State, label};
 use crate::steps::{self, StepError};
-use crate::{devtools, events, watch};
+use crate::{attach, devtools, events, follow, watch};
 
 /// How long `open` waits for the first page's `load` event before calling it ready anyway (a page
 /// may hold a request open forever).
 const LOAD_WAIT: Duration = Duration::from_secs(15);
 
 /// How an open ended well.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Opened {
     /// A running preview was reused.
     Reused,
     /// Started now.
     Started,
+    /// Started now, on the agent's dev server: `p1 (`npm run dev`)`.
+    Attached(String),
 }
 
 impl From<StepError> for LaunchError {
@@ -81,14 +85,28 @@ impl Preview {
         if healthy && self.state().stage == Stage::Ready {
             return Ok(Opened::Reused);
         }
-        self.teardown("restarting the preview").await;
+        self.restarts.store(0, std::sync::atomic::Ordering::SeqCst);
+        self.restart(cancel, "restarting the preview").await
+    }
+
+    /// Tear down what runs and start again (the caller holds the `op` lock).
+    pub(crate) async fn restart(
+        self: &Arc<Self>,
+        cancel: &CancellationToken,
+        reason: &str,
+    ) -> Result<Opened, String> {
+        self.teardown(reason).await;
         let kind = self.state().kind;
         *self.state() = State { kind, started_at: Some(SystemTime::now()), ..State::default() };
         let began = Instant::now();
         match self.start(cancel).await {
             Ok(()) => {
-                self.state().open_ms = Some(began.elapsed().as_millis() as u64);
-                Ok(Opened::Started)
+                let mut state = self.state();
+                state.open_ms = Some(began.elapsed().as_millis() as u64);
+                Ok(match &state.attached {
+                    Some((_, label)) => Opened::Attached(label.clone()),
+                    None => Opened::Started,
+                })
             }
             Err(err) => {
                 self.teardown("preview failed").await;
@@ -108,48 +126,57 @@ impl Preview {
         let config = &self.settings.preview;
         let grace = Duration::from_millis(self.settings.exec.processes.stop_grace_ms);
         let plan = detect::plan(&self.root, config).map_err(LaunchError::Failed)?;
-        for (program, hint) in &plan.needs {
-            if detect::find_program(&self.root, program).is_none() {
-                return Err(LaunchError::Failed(hint.clone()));
-            }
-        }
         self.state().kind = Some(plan.kind);
         let running = Running::new(plan.clone());
         let stop = running.stop.clone();
         *self.running() = Some(running);
         let cancel = either(call, &stop);
-        // Taken before the build, so that a change made while it runs rebuilds afterwards.
-        let watching = if config.rebuild_on_change && plan.watches() {
-            let watched = watch::Watched::new(&self.root, config, &plan);
-            watch::fingerprint(&watched).await.map(|baseline| (watched, baseline))
-        } else {
-            None
-        };
-
-        self.steps(&plan, &cancel).await?;
-
-        self.set_stage(Stage::StartingServer);
         let launch =
             Launch { supervisor: &self.supervisor, root: &self.root, grace, cancel: &cancel };
-        let started = launch::start_server(
-            launch,
-            &plan.server,
-            plan.port,
-            &plan.url,
-            Duration::from_millis(config.ready_timeout_ms),
-        )
-        .await?;
+        let ready_timeout = Duration::from_millis(config.ready_timeout_ms);
+
+        let (started, watching) = match self.agent_server(&plan, ready_timeout, &cancel).await? {
+            // Nothing of the plan runs: the agent's server serves what it serves.
+            Some(started) => (started, None),
+            None => {
+                for (program, hint) in &plan.needs {
+                    if detect::find_program(&self.root, program).is_none() {
+                        return Err(LaunchError::Failed(hint.clone()));
+                    }
+                }
+                // Taken before the build, so that a change made while it runs rebuilds
+                // afterwards.
+                let watching = if config.rebuild_on_change && plan.watches() {
+                    let watched = watch::Watched::new(&self.root, config, &plan);
+                    watch::fingerprint(&watched).await.map(|baseline| (watched, baseline))
+                } else {
+                    None
+                };
+                self.steps(&plan, &cancel).await?;
+                self.set_stage(Stage::StartingServer);
+                let started =
+                    launch::start_server(launch, &plan.server, plan.port, &plan.url, ready_timeout)
+                        .await?;
+                (started, watching)
+            }
+        };
         {
             let mut state = self.state();
             state.port = Some(started.port);
             state.preview_url = Some(started.url.clone());
             state.server_pid = match &started.handle {
-                ServerHandle::Process(proc) => Some(proc.pid),
+                ServerHandle::Process(proc) | ServerHandle::Attached(proc) => Some(proc.pid),
                 ServerHandle::Builtin(_) => None,
             };
+            state.attached = match &started.handle {
+                ServerHandle::Attached(proc) => Some((proc.id.clone(), label(proc))),
+                _ => None,
+            };
         }
-        if let ServerHandle::Process(proc) = &started.handle {
-            self.monitor(Arc::clone(proc), "The preview server", stop.clone());
+        match &started.handle {
+            ServerHandle::Process(proc) => follow::spawn(self, Arc::clone(proc), false, &stop),
+            ServerHandle::Attached(proc) => follow::spawn(self, Arc::clone(proc), true, &stop),
+            ServerHandle::Builtin(_) => {}
         }
         let url = started.url.clone();
         if let Some(running) = self.running().as_mut() {
@@ -243,6 +270,39 @@ impl Preview {
             watch::spawn(Arc::downgrade(self), watched, baseline, config, stop);
         }
         Ok(())
+    }
+
+    /// The agent's running dev server for `plan` (attach.rs) once its URL answers; `None` when
+    /// there is none, or it ended while the preview waited for its URL.
+    async fn agent_server(
+        &self,
+        plan: &Plan,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<Option<launch::Started>, LaunchError> {
+        let Some(proc) = attach::find(&self.supervisor, &self.root, plan, &[]) else {
+            return Ok(None);
+        };
+        self.set_stage(Stage::StartingServer);
+        let configured_url = !self.settings.preview.url.trim().is_empty();
+        match attach::wait_url(&proc, plan, configured_url, timeout, cancel).await {
+            Ok(url) => {
+                let port = url::Url::parse(&url).ok().and_then(|u| u.port_or_known_default());
+                let port = port.unwrap_or_default();
+                Ok(Some(launch::Started { handle: ServerHandle::Attached(proc), port, url }))
+            }
+            Err(attach::Wait::Exited) => Ok(None),
+            Err(attach::Wait::Cancelled) => Err(LaunchError::Cancelled),
+            Err(attach::Wait::Timeout) => Err(LaunchError::Failed(format!(
+                "The agent's process {} runs this project's dev server, but no URL of it answered \
+                 within {} s (preview.ready_timeout_ms), so the preview did not start a second \
+                 server.{} Stop that process for preview_open to start the preview's own \
+                 server, or raise preview.ready_timeout_ms for a slow start.",
+                label(&proc),
+                timeout.as_secs_f32(),
+                proc.log_path().map_or(String::new(), |log| format!(" What it printed: {log}."))
+            ))),
+        }
     }
 
     /// Run the typecheck and build steps of `plan`.

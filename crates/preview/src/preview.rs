@@ -55,21 +55,25 @@ pub(crate) struct State {
     pub server_pid: Option<u32>,
     pub browser_pid: Option<u32>,
     pub open_ms: Option<u64>,
+    /// The agent's process the preview attached to: its id and label (`p1 (`npm run dev`)`).
+    pub attached: Option<(String, String)>,
 }
 
 /// What serves the app.
 #[derive(Debug)]
 pub(crate) enum ServerHandle {
-    /// A supervised process.
+    /// A supervised process the preview started.
     Process(Arc<Proc>),
     /// The built-in static server.
     Builtin(StaticServer),
+    /// A background process of the agent's (its dev server): used, never stopped, by the preview.
+    Attached(Arc<Proc>),
 }
 
 impl ServerHandle {
     pub fn is_alive(&self) -> bool {
         match self {
-            Self::Process(proc) => proc.status() == Status::Running,
+            Self::Process(proc) | Self::Attached(proc) => proc.status() == Status::Running,
             Self::Builtin(server) => server.is_running(),
         }
     }
@@ -156,6 +160,8 @@ pub struct Preview {
     pub(crate) loaded: watch::Sender<u64>,
     /// Written, so that a session end removes it.
     discovery_written: Mutex<Option<String>>,
+    /// Restarts of the preview's own server after crashes in a row (see follow.rs).
+    pub(crate) restarts: std::sync::atomic::AtomicU32,
 }
 
 impl std::fmt::Debug for Preview {
@@ -192,6 +198,7 @@ impl Preview {
                 mapper: Mapper::default(),
                 loaded: watch::Sender::new(0),
                 discovery_written: Mutex::new(None),
+                restarts: Default::default(),
             })
         });
         if created {
@@ -296,6 +303,8 @@ impl Preview {
             page_loads: self.errors.current_load(),
             unread_errors: self.errors.unread(),
             open_ms: state.open_ms,
+            server_process: state.attached.as_ref().map(|(id, _)| id.clone()),
+            attached_to: state.attached.as_ref().map(|(_, label)| label.clone()),
             discovery_file: self
                 .discovery_written
                 .lock()
@@ -378,7 +387,11 @@ impl Preview {
                 server.stop();
                 report.server_stopped = true;
             }
-            None => {}
+            // The agent's process: it started it, it stops it (stop_process).
+            Some(ServerHandle::Attached(server)) if server.status() == Status::Running => {
+                report.kept = Some(label(server));
+            }
+            Some(ServerHandle::Attached(_)) | None => {}
         }
         self.remove_discovery();
         self.mapper.clear();
@@ -429,6 +442,8 @@ pub struct CloseReport {
     pub server_stopped: bool,
     /// Processes still alive after the stop (should be 0).
     pub survivors: usize,
+    /// The agent's dev server the preview was attached to, left running (`p1 (`npm run dev`)`).
+    pub kept: Option<String>,
 }
 
 /// The structured result of preview_status (and of preview_open).
@@ -479,6 +494,13 @@ pub struct PreviewStatus {
     /// How long the last preview_open took to reach `ready`, in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_ms: Option<u64>,
+    /// The agent's background process that serves the page (its id), when the preview attached
+    /// to it instead of starting a server; preview_close leaves it running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_process: Option<String>,
+    /// That process as results name it.
+    #[serde(skip)]
+    pub attached_to: Option<String>,
     /// The discovery file, relative to the root, while it exists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub discovery_file: Option<String>,
@@ -500,6 +522,11 @@ impl PreviewStatus {
         }
         if let Some(kind) = &self.kind {
             lines.push(format!("Project: {kind}"));
+        }
+        if let Some(server) = &self.attached_to {
+            lines.push(format!(
+                "Server: the agent's process {server}, attached (preview_close leaves it running)"
+            ));
         }
         if let Some(error) = &self.last_error {
             lines.push(format!("Last error: {error}"));
@@ -527,6 +554,11 @@ impl PreviewStatus {
         }
         lines.join("\n")
     }
+}
+
+/// "p1 (`npm run dev`)": how results name a process of the agent's.
+pub(crate) fn label(proc: &Proc) -> String {
+    format!("{} (`{}`)", proc.id, proc.command)
 }
 
 /// A weak handle for long-lived tasks.

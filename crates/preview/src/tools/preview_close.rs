@@ -1,4 +1,5 @@
-//! preview_close: stop the browser and the server, remove the discovery file.
+//! preview_close: stop the browser and the server, remove the discovery file. A dev server of
+//! the agent's that the preview attached to is left running: the agent started it.
 
 use std::borrow::Cow;
 
@@ -48,6 +49,12 @@ impl Tool for PreviewClose {
                 "Stopped the preview, but {} process(es) survived the stop; the session's \
                  process list shows them.",
                 report.survivors
+            )
+        } else if let Some(server) = &report.kept {
+            format!(
+                "Stopped the preview: the browser is gone, the discovery file is removed. The dev \
+                 server {server} is the agent's process, not the preview's: it keeps running \
+                 until the agent stops it. read_runtime_errors still shows what was collected."
             )
         } else {
             "Stopped the preview: browser and server are gone, the discovery file is removed. \

@@ -68,10 +68,13 @@ impl Tool for PreviewOpen {
                     Opened::Started => format!(
                         "Preview ready at {}{}.",
                         status.preview_url.as_deref().unwrap_or("?"),
-                        status.open_ms.map_or(String::new(), |ms| format!(
-                            " (opened in {:.1} s)",
-                            ms as f64 / 1000.0
-                        ))
+                        opened_in(&status)
+                    ),
+                    Opened::Attached(process) => format!(
+                        "Preview ready: attached to the running process {process} at {}{}; no \
+                         second server was started.",
+                        status.preview_url.as_deref().unwrap_or("?"),
+                        opened_in(&status)
                     ),
                 };
                 let unread = if status.unread_errors > 0 {
@@ -105,6 +108,11 @@ impl Tool for PreviewOpen {
     }
 }
 
+/// " (opened in 1.2 s)", when the time is known.
+fn opened_in(status: &PreviewStatus) -> String {
+    status.open_ms.map_or(String::new(), |ms| format!(" (opened in {:.1} s)", ms as f64 / 1000.0))
+}
+
 /// The status text for a session whose preview was never opened.
 pub(crate) fn never_opened() -> PreviewStatus {
     PreviewStatus {
@@ -124,6 +132,8 @@ pub(crate) fn never_opened() -> PreviewStatus {
         page_loads: 0,
         unread_errors: 0,
         open_ms: None,
+        server_process: None,
+        attached_to: None,
         discovery_file: None,
     }
 }

@@ -3,6 +3,7 @@
 // Tests may unwrap: a failure is the test failing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod attach;
 mod bad_input;
 mod bun;
 mod common;

@@ -177,7 +177,9 @@ impl RunSecurityScan {
         };
         let schemas = database::exposed_schemas(ctx.root());
         let work = async {
-            let mut client = hands_connect::postgres::connect(&url, &self.net)
+            // The URL is a secret the user stored, or their environment: the user's own.
+            let from = hands_connect::postgres::UrlFrom::User;
+            let mut client = hands_connect::postgres::connect(&url, from, &self.net)
                 .await
                 .map_err(|e| e.to_string())?;
             database::check(&mut client, &schemas).await

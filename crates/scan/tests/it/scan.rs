@@ -276,9 +276,10 @@ async fn the_linked_database_without_row_level_security_is_reported() {
     ] {
         assert!(!locations.contains(&absent), "{absent} is fine: {locations:?}");
     }
-    // The address rule applies: without 127.0.0.1 allowed, the check fails and says why.
+    // The stored URL is the user's own: it may name this machine with no `[net]` entry (other
+    // private addresses keep the guard's rule: hands-connect's postgres tests).
     let (_, s) = scan(&f, config(&f), Default::default(), json!({"checks": ["database"]})).await;
     let db = &s["checks"][0];
-    assert_eq!(db["status"], "failed", "{db}");
-    assert!(db["detail"].as_str().unwrap().contains("refused"), "{db}");
+    assert_ne!(db["status"], "failed", "{db}");
+    assert!(!db["detail"].as_str().unwrap_or("").contains("refused"), "{db}");
 }

@@ -93,9 +93,8 @@ impl Host {
         }
         match self.node.acquire(cluster, id).await? {
             Ok((store, took_over)) => {
-                let took = took_over.is_some();
                 let from = took_over.unwrap_or_else(|| "an earlier node".into());
-                if let Err(err) = takeover::end_orphaned_turns(&store, id, &from, took).await {
+                if let Err(err) = takeover::end_orphaned_turns(&store, id, &from).await {
                     self.node.forget(id);
                     return Err(err.into());
                 }

@@ -101,8 +101,8 @@ enum Command {
         /// The mode new sessions start in.
         #[arg(long, default_value = "build")]
         mode: Mode,
-        /// Open the web UI in the browser once listening ($BROWSER, else xdg-open/open). The
-        /// token is not put in the URL: the page asks for it.
+        /// Open the web UI in the browser once listening ($BROWSER, else xdg-open/open), signed
+        /// in by a one-time link (good once, for 60 s); the token itself is never in a URL.
         #[arg(long)]
         open: bool,
     },

@@ -258,7 +258,9 @@ fn run_command(cli: Cli, root: PathBuf, loaded: settings::Loaded) -> Result<Exit
     ) {
         let store_dir: Vec<PathBuf> =
             loaded.settings.store.path.parent().map(PathBuf::from).into_iter().collect();
-        hands_agent::host::roots::check_root(&root, &store_dir).map_err(anyhow::Error::msg)?;
+        // Started in the home folder or at `/`: the message names projects to pass instead.
+        hands_agent::host::roots::check_start_root(&root, &store_dir)
+            .map_err(anyhow::Error::msg)?;
     }
     match cli.command {
         Command::Checkpoints { action } => {

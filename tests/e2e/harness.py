@@ -423,12 +423,15 @@ class Hands:
 
     def __init__(self, binary: Path, home: Path, root: Path, model: ScriptedModel | None, *,
                  approval: str = "auto", extra_config: str = "", store_path: Path | None = None,
-                 marker: str | None = None) -> None:
+                 marker: str | None = None, args: Iterable[str] = (), extra_env: dict[str, str] | None = None) -> None:
         self.binary = binary
         self.home = home
         self.root = root
         self.model = model
         self.token = f"e2e-{uuid.uuid4().hex}"
+        # More arguments of `hands serve` (e.g. `--open`) and more variables (e.g. `BROWSER`).
+        self.args = list(args)
+        self.extra_env = dict(extra_env or {})
         # Every process hands starts inherits this: /proc/*/environ tells which are ours.
         self.marker = marker or f"hands-e2e-{uuid.uuid4().hex}"
         self.store_path = store_path or home / "store" / "sessions.db"
@@ -457,6 +460,7 @@ class Hands:
         )
         if self.model is not None:
             env[KEY_ENV] = self.model.key
+        env.update(self.extra_env)
         return env
 
     def start(self) -> "Hands":
@@ -465,7 +469,8 @@ class Hands:
         offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                [str(self.binary), "--root", str(self.root), "serve", "--listen", self.listen, "--token", self.token],
+                [str(self.binary), "--root", str(self.root), "serve", "--listen", self.listen, "--token", self.token,
+                 *self.args],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=self.env(), cwd=self.root,
             )
 

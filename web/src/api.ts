@@ -1,5 +1,7 @@
 // The session API client: every request carries the bearer token from sessionStorage in the
-// Authorization header (never in a URL). Each request tells the page how the connection fares:
+// Authorization header (never in a URL); a one-time sign-in link (`#signin=CODE`, made by
+// `hands serve --open`) is traded for that token once. Each request tells the page how the
+// connection fares:
 // `hands:ok` (with its method) when the server answered, `hands:offline` when it could not be
 // reached; the page shows "reconnecting…" instead of the browser's `Failed to fetch`.
 
@@ -12,6 +14,37 @@ export function token(): string | null {
 export function setToken(value: string | null) {
   if (value) sessionStorage.setItem(TOKEN_KEY, value);
   else sessionStorage.removeItem(TOKEN_KEY);
+}
+
+/// The code of a one-time sign-in link (`/#signin=CODE`), taken out of the address bar at once so
+/// that it stays in no history entry, bookmark or shared URL; `null` without one.
+export function takeSignInCode(): string | null {
+  const m = /^#signin=([^&]+)$/.exec(location.hash);
+  if (!m) return null;
+  history.replaceState(history.state, "", location.pathname + location.search);
+  try {
+    return decodeURIComponent(m[1]);
+  } catch {
+    return m[1];
+  }
+}
+
+/// Trade a sign-in code for the bearer token and keep it (the exchange itself needs no token).
+/// A used, expired or unknown code is an ApiError with status 401.
+export async function signIn(code: string): Promise<void> {
+  const init: RequestInit = { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ code }) };
+  const res = await reach("/v1/signin", init, "POST");
+  if (!res.ok) {
+    let message = `${res.status} ${res.statusText}`;
+    try {
+      message = (await res.json())?.error?.message ?? message;
+    } catch {
+      /* not JSON */
+    }
+    throw new ApiError(res.status, message, "POST");
+  }
+  const body = (await res.json()) as { token?: string };
+  setToken(body.token ?? null);
 }
 
 export class ApiError extends Error {
@@ -170,7 +203,8 @@ export async function blob(path: string): Promise<Blob> {
 }
 
 export const api = {
-  list: () => call<{ sessions: SessionInfo[] }>("GET", "/v1/sessions"),
+  /// `default_root`: the folder `hands serve` was started on, offered for a new session.
+  list: () => call<{ sessions: SessionInfo[]; default_root?: string }>("GET", "/v1/sessions"),
   get: (id: string) => call<SessionInfo>("GET", `/v1/sessions/${encodeURIComponent(id)}`),
   create: (root: string, mode: string) => call<SessionInfo>("POST", "/v1/sessions", { root, mode }),
   update: (id: string, body: { title?: string; mode?: string }) =>

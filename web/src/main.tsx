@@ -1,11 +1,12 @@
-// The web UI of `hands serve`: a login form when the server wants a token, the list of sessions,
-// and one session's page (the URL's hash names it, so a reload or a shared link returns to it).
+// The web UI of `hands serve`: a one-time sign-in link traded for the token (else a login form when
+// the server wants one), the list of sessions, and one session's page (the URL's hash names it, so
+// a reload or a shared link returns to it).
 // Everything goes through the public session API. The banner shows the last error until a
 // later request of its kind succeeds, and a lost server as "reconnecting…" until it answers again.
 
 import { render } from "preact";
 import { useCallback, useEffect, useState } from "preact/hooks";
-import { api, ApiError, SessionInfo, token } from "./api";
+import { api, ApiError, SessionInfo, signIn, takeSignInCode, token } from "./api";
 
 /// An error shown in the banner, with the method of the request that failed (a later success of
 /// a read clears a failed read; of a change, a failed change).
@@ -17,9 +18,18 @@ import { SessionView } from "./session";
 import { Login, Sessions } from "./sessions";
 import "./style.css";
 
-/// The first request, sent before anything renders: it tells whether the token is good and
-/// brings the session list.
-let firstList: Promise<{ sessions: SessionInfo[] }> | null = api.list();
+/// Whether this page came with a sign-in link that was refused (used, expired or unknown).
+let linkRefused = false;
+
+/// The first request, sent before anything renders: after trading a sign-in link's code for the
+/// token, if the page came with one, it tells whether the token is good and brings the session
+/// list.
+const code = takeSignInCode();
+let firstList: Promise<{ sessions: SessionInfo[]; default_root?: string }> | null = (code ? signIn(code) : Promise.resolve())
+  .catch((e) => {
+    linkRefused = e instanceof ApiError && e.status === 401;
+  })
+  .then(() => api.list());
 
 function sessionFromUrl(): string | null {
   const m = /^#\/s\/([^/]+)$/.exec(location.hash);
@@ -32,6 +42,7 @@ function App() {
   const [error, setError] = useState<Shown | null>(null);
   const [offline, setOffline] = useState(false);
   const [initial, setInitial] = useState<SessionInfo[]>([]);
+  const [defaultRoot, setDefaultRoot] = useState("");
   const report = useCallback((e: unknown) => {
     if (e instanceof ApiError && e.status === 0) setOffline(true);
     else setError({ message: e instanceof Error ? e.message : String(e), method: e instanceof ApiError ? e.method : "POST" });
@@ -43,6 +54,7 @@ function App() {
     list
       .then((r) => {
         setInitial(r.sessions);
+        setDefaultRoot(r.default_root ?? "");
         setAuthed("yes");
       })
       .catch((e) => {
@@ -78,14 +90,14 @@ function App() {
   }, []);
 
   if (authed === "unknown") return <main class="loading">Loading…</main>;
-  if (authed !== "yes") return <Login failed={authed === "failed"} onDone={check} />;
+  if (authed !== "yes") return <Login failed={authed === "failed"} linkRefused={linkRefused} onDone={check} />;
   const open = (id: string | null) => {
     location.hash = id ? `#/s/${encodeURIComponent(id)}` : "";
     setCurrent(id);
   };
   return (
     <div class="app">
-      <Sessions initial={initial} current={current} onOpen={open} onError={report} />
+      <Sessions initial={initial} defaultRoot={defaultRoot} current={current} onOpen={open} onError={report} />
       <main>
         {offline && (
           <div class="banner offline" role="status">

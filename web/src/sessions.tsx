@@ -1,5 +1,6 @@
 // The login form (the token kept in sessionStorage, sent as a bearer header) and the list of
-// sessions (create on a root, open, delete; refreshed every few seconds).
+// sessions (create on a root, the server's own offered first; open, delete; refreshed every few
+// seconds).
 
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { api, setToken, SessionInfo } from "./api";
@@ -12,7 +13,12 @@ export function ago(ms: number): string {
   return new Date(ms).toLocaleDateString();
 }
 
-export function Login({ onDone, failed }: { onDone: () => void; failed: boolean }) {
+export function Login({ onDone, failed, linkRefused }: {
+  onDone: () => void;
+  failed: boolean;
+  /// The page came with a sign-in link the server refused (used, expired or unknown).
+  linkRefused: boolean;
+}) {
   const [value, setValue] = useState("");
   const field = useRef<HTMLInputElement>(null);
   useEffect(() => field.current?.focus(), []);
@@ -27,6 +33,12 @@ export function Login({ onDone, failed }: { onDone: () => void; failed: boolean 
       >
         <h1>hands</h1>
         <p>This server requires a token. <code>hands serve</code> printed where it is kept.</p>
+        {linkRefused && !failed && (
+          <p class="error" role="alert">
+            This sign-in link was already used or has expired: run <code>hands serve --open</code> again, or paste the token
+            from the file <code>hands serve</code> named on its stderr.
+          </p>
+        )}
         {failed && <p class="error" role="alert">That token was not accepted.</p>}
         <label for="token">Token</label>
         <input id="token" ref={field} type="password" autocomplete="off" value={value} onInput={(e) => setValue((e.target as HTMLInputElement).value)} autofocus />
@@ -36,15 +48,17 @@ export function Login({ onDone, failed }: { onDone: () => void; failed: boolean 
   );
 }
 
-export function Sessions({ initial, current, onOpen, onError }: {
+export function Sessions({ initial, defaultRoot, current, onOpen, onError }: {
   /// The list the sign-in check read (shown at once, without asking again).
   initial: SessionInfo[];
+  /// The folder `hands serve` was started on: the root field starts with it.
+  defaultRoot: string;
   current: string | null;
   onOpen: (id: string | null) => void;
   onError: (e: unknown) => void;
 }) {
   const [list, setList] = useState<SessionInfo[]>(initial);
-  const [root, setRoot] = useState("");
+  const [root, setRoot] = useState(defaultRoot);
   const refresh = useCallback(() => {
     api
       .list()

@@ -101,8 +101,8 @@ enum Command {
         /// The mode new sessions start in.
         #[arg(long, default_value = "build")]
         mode: Mode,
-        /// Open the web UI in the browser once listening ($BROWSER, else xdg-open/open). The
-        /// token is not put in the URL: the page asks for it.
+        /// Open the web UI in the browser once listening ($BROWSER, else xdg-open/open), signed
+        /// in by a one-time link (good once, for 60 s); the token itself is never in a URL.
         #[arg(long)]
         open: bool,
     },
@@ -258,7 +258,9 @@ fn run_command(cli: Cli, root: PathBuf, loaded: settings::Loaded) -> Result<Exit
     ) {
         let store_dir: Vec<PathBuf> =
             loaded.settings.store.path.parent().map(PathBuf::from).into_iter().collect();
-        hands_agent::host::roots::check_root(&root, &store_dir).map_err(anyhow::Error::msg)?;
+        // Started in the home folder or at `/`: the message names projects to pass instead.
+        hands_agent::host::roots::check_start_root(&root, &store_dir)
+            .map_err(anyhow::Error::msg)?;
     }
     match cli.command {
         Command::Checkpoints { action } => {

@@ -87,9 +87,9 @@ pub fn http(
         if let Err(why) = host.ready().await {
             anyhow::bail!("the session store is not usable: {why}");
         }
-        let ready = move |addr: std::net::SocketAddr| {
+        let ready = move |ready: hands_server::Ready| {
             if open {
-                open_browser(&format!("http://{addr}/"));
+                open_signed_in(&ready);
             }
         };
         hands_server::serve_with(host, factory, listen, &config, ready).await.map_err(busy_port)
@@ -113,8 +113,27 @@ fn busy_port(err: hands_server::ServeError) -> anyhow::Error {
     }
 }
 
-/// Start the user's browser on `url` without waiting for it; a failure is only reported.
-fn open_browser(url: &str) {
+/// Open the web UI in the user's browser, signed in by a one-time link (the token itself is never
+/// in a URL); without randomness for a code, the plain page, which asks for the token.
+fn open_signed_in(ready: &hands_server::Ready) {
+    let base = format!("http://{}", ready.addr);
+    let secs = ready.signin.lifetime().as_secs();
+    match ready.signin.link(&base) {
+        Ok(link) => {
+            let what = format!("the web UI's one-time sign-in link (good once, for {secs} s)");
+            open_browser(&link, &what);
+        }
+        Err(e) => {
+            eprintln!("hands: cannot make a sign-in link ({e}): the page asks for the token");
+            open_browser(&format!("{base}/"), "the web UI");
+        }
+    }
+}
+
+/// Start the user's browser on `url` (`what` says what it is) without waiting for it. stderr says
+/// that it was opened, never the URL (a one-time link is the user's alone); only when no browser
+/// could open it is the URL printed, for the user to open — a link that is good once, briefly.
+fn open_browser(url: &str, what: &str) {
     let program =
         std::env::var("BROWSER").ok().filter(|b| !b.trim().is_empty()).unwrap_or_else(|| {
             if cfg!(target_os = "macos") { "open".to_owned() } else { "xdg-open".to_owned() }
@@ -126,11 +145,24 @@ fn open_browser(url: &str) {
         .stderr(std::process::Stdio::null())
         .spawn();
     match spawned {
-        // Reap it in the background so it does not linger as a zombie.
         Ok(mut child) => {
-            std::thread::spawn(move || child.wait());
+            eprintln!("hands: opened {what} with {program}");
+            let (url, what) = (url.to_owned(), what.to_owned());
+            // Reap it in the background so it does not linger as a zombie; xdg-open without a
+            // desktop fails at once, and then the user opens the link.
+            std::thread::spawn(move || {
+                if let Ok(status) = child.wait()
+                    && !status.success()
+                {
+                    eprintln!("hands: {program} failed ({status}); open {what} yourself: {url}");
+                }
+            });
         }
-        Err(e) => eprintln!("hands: cannot open a browser with {program}: {e}; open {url}"),
+        Err(e) => {
+            eprintln!(
+                "hands: cannot open a browser with {program}: {e}; open {what} yourself: {url}"
+            );
+        }
     }
 }
 

@@ -105,6 +105,11 @@ impl ServerFactory {
         })
     }
 
+    /// The root the server's tools work in (`--root` of `hands serve`, as given).
+    pub fn root(&self) -> &std::path::Path {
+        &self.root
+    }
+
     /// Run as node `node` of several: the handles 2026-07-28 clients get back (a parked call's
     /// `requestState`, a task id) name it, so that any node can send the client's next request
     /// on to this one (see [`crate::node_of`]). Set once, before serving.

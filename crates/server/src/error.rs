@@ -26,7 +26,8 @@ pub struct ErrorBody {
 pub struct ErrorDetail {
     /// `not_found`, `conflict`, `bad_request`, `invalid_body`, `payload_too_large`,
     /// `unsupported_media_type`, `unauthorized`, `forbidden`, `method_not_allowed`, `no_model`,
-    /// `store`, `internal`.
+    /// `store`, `internal`, `signin_refused` (a one-time sign-in code that is used, expired or
+    /// unknown).
     pub code: String,
     /// What happened and what to do next.
     pub message: String,

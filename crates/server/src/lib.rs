@@ -7,7 +7,8 @@
 //! as it leaves, the UI's own assets and images aside), the JSON error layer (every error of `/v1` and `/vibe` is
 //! `{"error": {"code", "message"}}`), the guard of hands-mcp (Host/Origin → 403, bearer token →
 //! 401; `/healthz` is open), a panic catcher (500 rather than a dropped connection), the body
-//! limit (413), then a handler in [`routes`] that calls one [`Host`] method.
+//! limit (413), then a handler in [`routes`] that calls one [`Host`] method. `POST /v1/signin`
+//! alone passes the guard without the token: it trades a one-time code of [`signin`] for it.
 //!
 //! ```no_run
 //! # async fn run(host: std::sync::Arc<hands_agent::host::Host>,
@@ -39,6 +40,8 @@ pub mod routes;
 pub mod schemas;
 mod secrets;
 mod sessions;
+pub mod signin;
+mod signin_route;
 mod state;
 pub mod token;
 pub mod ui;
@@ -59,15 +62,29 @@ pub use config::{
 };
 pub use error::{ApiError, ErrorBody, ErrorDetail};
 pub use events::KEEP_ALIVE;
+pub use signin::SignIn;
 
 /// The whole app: `/mcp` and `/healthz` from hands-mcp, `/v1` and `/vibe` over `host`, all
 /// behind the same request guard. `shutdown` ends every MCP session and event stream when fired
-/// (an open stream would otherwise hold a graceful shutdown forever).
+/// (an open stream would otherwise hold a graceful shutdown forever). Its sign-in codes are its
+/// own; [`router_with`] takes them from the caller, who mints the links.
 pub fn router(
     host: Arc<Host>,
     mcp_factory: Arc<ServerFactory>,
     config: &ServerConfig,
     shutdown: CancellationToken,
+) -> Router {
+    let signin = SignIn::new(config.mcp().token, signin::LIFETIME);
+    router_with(host, mcp_factory, config, shutdown, signin)
+}
+
+/// [`router`] whose `POST /v1/signin` trades the codes of `signin`.
+pub fn router_with(
+    host: Arc<Host>,
+    mcp_factory: Arc<ServerFactory>,
+    config: &ServerConfig,
+    shutdown: CancellationToken,
+    signin: SignIn,
 ) -> Router {
     let guard = config.mcp();
     let (node, clustered) = host.node_id();
@@ -78,20 +95,37 @@ pub fn router(
     let forwarder = forward::Forwarder::new(Arc::clone(&host), config.max_body_bytes);
     let mcp_forwarder = forwarder.clone();
     let forwarded = Arc::clone(&forwarder.forwarded);
-    let api = routes::api(Arc::clone(&host), config.max_body_bytes, shutdown.clone())
+    // Relative to where hands runs, a root means nothing to a client: it gets it absolute.
+    let root = std::fs::canonicalize(mcp_factory.root())
+        .or_else(|_| std::path::absolute(mcp_factory.root()))
+        .ok()
+        .map(Arc::from);
+    let serving = routes::Serving {
+        max_body_bytes: config.max_body_bytes,
+        shutdown: shutdown.clone(),
+        root,
+        signin,
+    };
+    let routes::Api { guarded, open } = routes::api(Arc::clone(&host), serving);
+    let api = guarded
         .layer(axum::middleware::from_fn_with_state(forwarder, forward::layer))
         .merge(metrics::routes(Arc::clone(&host), forwarded))
         .layer(CatchPanicLayer::custom(error::panic_response));
     let api = hands_mcp::guarded(api, &guard).layer(axum::middleware::from_fn(error::json_errors));
-    // The page must load without the token (it asks for it); the Host/Origin checks still apply.
-    let ui =
-        hands_mcp::guarded(ui::routes(), &hands_mcp::ServerConfig { token: None, ..guard.clone() });
+    // The page must load without the token (it asks for it), and the sign-in exchange is how it
+    // gets one; the Host/Origin checks still apply to both.
+    let tokenless = hands_mcp::ServerConfig { token: None, ..guard.clone() };
+    let open =
+        hands_mcp::guarded(open.layer(CatchPanicLayer::custom(error::panic_response)), &tokenless)
+            .layer(axum::middleware::from_fn(error::json_errors));
+    let ui = hands_mcp::guarded(ui::routes(), &tokenless);
     let health = hands_mcp::guarded(health::routes(host), &guard);
     let forward_mcp = |mcp: Router| {
         mcp.layer(axum::middleware::from_fn_with_state(mcp_forwarder, forward_mcp::layer))
     };
     hands_mcp::router_with(mcp_factory, &guard, shutdown, forward_mcp)
         .merge(api)
+        .merge(open)
         .merge(ui)
         .merge(health)
         .fallback(no_route)
@@ -134,17 +168,25 @@ pub async fn serve(
     listen: SocketAddr,
     config: &ServerConfig,
 ) -> Result<(), ServeError> {
-    serve_with(host, mcp_factory, listen, config, |_| {}).await
+    serve_with(host, mcp_factory, listen, config, |_: Ready| {}).await
 }
 
-/// [`serve`], calling `on_ready` with the bound address once the listener accepts (`hands serve
-/// --open` opens the browser there).
+/// What [`serve_with`]'s `on_ready` gets once the listener accepts.
+pub struct Ready {
+    /// Where the web UI is (on loopback when listening on every address).
+    pub addr: SocketAddr,
+    /// The server's sign-in codes: [`SignIn::link`] makes a one-time link for a browser.
+    pub signin: SignIn,
+}
+
+/// [`serve`], calling `on_ready` once the listener accepts (`hands serve --open` opens the
+/// browser there, with a one-time sign-in link).
 pub async fn serve_with(
     host: Arc<Host>,
     mcp_factory: Arc<ServerFactory>,
     listen: SocketAddr,
     config: &ServerConfig,
-    on_ready: impl FnOnce(SocketAddr),
+    on_ready: impl FnOnce(Ready),
 ) -> Result<(), ServeError> {
     let mut config = config.clone();
     config.token = config.token.filter(|t| !t.is_empty());
@@ -162,7 +204,14 @@ pub async fn serve_with(
         }
     };
     let shutdown = CancellationToken::new();
-    let app = router(Arc::clone(&host), Arc::clone(&mcp_factory), &config, shutdown.clone());
+    let signin = SignIn::new(config.token.clone(), signin::LIFETIME);
+    let app = router_with(
+        Arc::clone(&host),
+        Arc::clone(&mcp_factory),
+        &config,
+        shutdown.clone(),
+        signin.clone(),
+    );
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|source| HttpError::Io { addr: listen, source })?;
@@ -190,7 +239,7 @@ pub async fn serve_with(
         host.may_forward_to(&url).map_err(ServeError::Forwarding)?;
         host.join(&url).await.map_err(ServeError::Join)?;
     }
-    on_ready(page_host);
+    on_ready(Ready { addr: page_host, signin });
     let stop = shutdown.clone();
     let draining = Arc::clone(&host);
     tokio::spawn(async move {

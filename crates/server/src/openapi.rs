@@ -94,10 +94,14 @@ pub fn document(operations: &[Operation]) -> Value {
         errors.sort_unstable();
         errors.dedup();
         for status in errors {
+            let description = match status {
+                401 if op.open => "The code was refused: already used, expired or never made",
+                _ => status_text(status),
+            };
             responses.insert(
                 status.to_string(),
                 json!({
-                    "description": status_text(status),
+                    "description": description,
                     "content": {"application/json": {"schema": error.clone()}},
                 }),
             );
@@ -112,6 +116,10 @@ pub fn document(operations: &[Operation]) -> Value {
         });
         if !op.description.is_empty() {
             operation["description"] = json!(op.description);
+        }
+        if op.open {
+            // No token: this is how a browser gets it.
+            operation["security"] = json!([]);
         }
         if let Some(body) = op.body {
             operation["requestBody"] = json!({
@@ -132,7 +140,8 @@ pub fn document(operations: &[Operation]) -> Value {
                 turn), follow their events over SSE, answer questions and approvals, abort, call \
                 tools directly. Served by `hands serve` beside MCP at /mcp. Every error is \
                 `{\"error\": {\"code\", \"message\"}}`. A bearer token is required when the server \
-                has one (always, off loopback).",
+                has one (always, off loopback), except at `POST /v1/signin`, which trades a \
+                one-time sign-in code (`hands serve --open`) for it.",
         },
         "paths": paths,
         "components": {

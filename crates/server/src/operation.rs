@@ -101,6 +101,9 @@ pub struct Operation {
     pub errors: &'static [u16],
     /// Query and header parameters.
     pub params: &'static [Param],
+    /// Whether it is answered without the bearer token (the sign-in exchange, which is how a
+    /// browser gets the token).
+    pub open: bool,
     /// The handler, for the router.
     pub(crate) handler: MethodRouter<AppState>,
 }
@@ -124,6 +127,7 @@ impl Operation {
             response: Payload::Empty,
             errors: &[],
             params: &[],
+            open: false,
             handler: on(verb.filter(), handler),
         }
     }
@@ -169,6 +173,12 @@ impl Operation {
 
     pub(crate) fn params(mut self, params: &'static [Param]) -> Self {
         self.params = params;
+        self
+    }
+
+    /// Answered without the bearer token.
+    pub(crate) fn open(mut self) -> Self {
+        self.open = true;
         self
     }
 }

@@ -3,6 +3,7 @@
 //! The router and the document are both built from this list, so neither can name a route the
 //! other lacks.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use axum::Router;
@@ -18,10 +19,11 @@ pub use crate::state::AppState;
 
 use crate::schemas::{
     Aborted, Answer, Answered, CallTool, CheckpointList, CreateSession, Decision, PostMessage,
-    ProcessOutput, RestoreCheckpoint, SecretAnswer, SecretReceipt, SessionListDoc, TranscriptDoc,
-    TurnAccepted, UpdateSession, VibeAnswer,
+    ProcessOutput, RestoreCheckpoint, SecretAnswer, SecretReceipt, SessionListDoc, SignInRequest,
+    SignedIn, TranscriptDoc, TurnAccepted, UpdateSession, VibeAnswer,
 };
-use crate::{checkpoints, docs, events, openapi, preview, secrets, sessions, vibe};
+use crate::signin::SignIn;
+use crate::{checkpoints, docs, events, openapi, preview, secrets, sessions, signin_route, vibe};
 
 /// Any JSON object.
 fn any_object(_: &mut SchemaGenerator) -> Schema {
@@ -273,6 +275,19 @@ pub fn operations() -> Vec<Operation> {
                  An idle or unknown project is 200 with 0.",
             )
             .returns::<Aborted>(200),
+        Operation::new(Post, "/v1/signin", "signIn", signin_route::exchange)
+            .tag("meta")
+            .open()
+            .doc(
+                "Trade a one-time sign-in code for the bearer token",
+                "The one operation without the token. `hands serve --open` opens the browser at \
+                 `/#signin=CODE` (a fragment: the code is in no request line and no Referer); the \
+                 page sends the code here and gets the token. A code is good for one exchange \
+                 within 60 s of its making; a used, expired or unknown code is 401 \
+                 `signin_refused`.",
+            )
+            .body::<SignInRequest>()
+            .returns::<SignedIn>(200),
         Operation::new(Get, "/v1/openapi.json", "openapi", serve_openapi)
             .tag("meta")
             .doc("This document", "OpenAPI 3.1.")
@@ -284,17 +299,45 @@ async fn serve_openapi(State(state): State<AppState>) -> impl IntoResponse {
     axum::Json(Value::clone(&state.openapi))
 }
 
+/// The session API's routes, by whether they need the bearer token.
+pub struct Api {
+    /// Every operation but the open ones: behind the token.
+    pub guarded: Router,
+    /// The operations answered without it (those with `open` set: the sign-in exchange).
+    pub open: Router,
+}
+
+/// What the session API serves besides its host.
+pub struct Serving {
+    /// `[server] max_body_bytes`: larger bodies get 413.
+    pub max_body_bytes: usize,
+    /// Fired at shutdown.
+    pub shutdown: CancellationToken,
+    /// The folder the server was started on, absolute (the session list offers it).
+    pub root: Option<Arc<Path>>,
+    /// The one-time sign-in codes.
+    pub signin: SignIn,
+}
+
 /// The session API (`/v1`, `/vibe`) over `host`, without the request guard and the JSON error
-/// layer (the crate's `router` adds both). Bodies over `max_body_bytes` get 413.
-pub fn api(host: Arc<Host>, max_body_bytes: usize, shutdown: CancellationToken) -> Router {
+/// layer (the crate's `router` adds both, the guard without its token for [`Api::open`]).
+pub fn api(host: Arc<Host>, serving: Serving) -> Api {
+    let Serving { max_body_bytes, shutdown, root, signin } = serving;
     let operations = operations();
     let openapi = Arc::new(openapi::document(&operations));
-    let state = AppState { host, shutdown, max_body_bytes, openapi };
-    let mut router = Router::new();
+    let state = AppState { host, shutdown, max_body_bytes, openapi, root, signin };
+    let (mut guarded, mut open) = (Router::new(), Router::new());
     for operation in operations {
-        router = router.route(operation.path, operation.handler);
+        if operation.open {
+            open = open.route(operation.path, operation.handler);
+        } else {
+            guarded = guarded.route(operation.path, operation.handler);
+        }
     }
-    router.layer(DefaultBodyLimit::max(max_body_bytes)).with_state(state)
+    let finish = |router: Router<AppState>| {
+        router.layer(DefaultBodyLimit::max(max_body_bytes)).with_state(state.clone())
+    };
+    Api { guarded: finish(guarded), open: finish(open) }
 }
 
 #[cfg(test)]

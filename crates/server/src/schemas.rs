@@ -180,6 +180,10 @@ pub struct RestoreCheckpoint {
 pub struct SessionList {
     /// Most recent first.
     pub sessions: Vec<SessionInfo>,
+    /// The folder `hands serve` was started on (`--root`), absolute: the root a client offers
+    /// first for a new session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default_root: Option<PathBuf>,
 }
 
 /// `GET /v1/sessions/{id}/messages`.
@@ -216,6 +220,10 @@ pub struct Answered {
 pub struct SessionListDoc {
     /// Most recent first.
     pub sessions: Vec<docs::SessionInfo>,
+    /// The folder `hands serve` was started on (`--root`), absolute: the root a client offers
+    /// first for a new session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_root: Option<PathBuf>,
 }
 
 /// The documentation twin of [`Transcript`].
@@ -250,6 +258,23 @@ pub struct SecretReceipt {
     pub hint: Option<String>,
     /// `stored as NAME (hint)` or `NAME declined`.
     pub message: String,
+}
+
+/// `POST /v1/signin`: the code of a one-time sign-in link (`#signin=CODE`).
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SignInRequest {
+    /// The code, as the link's fragment gives it.
+    pub code: String,
+}
+
+/// The answer to a good sign-in code: the bearer token, for the `Authorization` header of every
+/// later request. No `Debug`, so that it cannot be printed by mistake.
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct SignedIn {
+    /// The bearer token (absent when the server requires none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
 }
 
 #[cfg(test)]

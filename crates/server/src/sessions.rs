@@ -57,7 +57,11 @@ pub async fn create(
 
 /// `GET /v1/sessions`.
 pub async fn list(State(state): State<AppState>) -> Result<Json<SessionList>, ApiError> {
-    Ok(Json(SessionList { sessions: state.host.list_sessions().await? }))
+    let sessions = state.host.list_sessions().await?;
+    Ok(Json(SessionList {
+        sessions,
+        default_root: state.root.as_deref().map(std::path::Path::to_path_buf),
+    }))
 }
 
 /// `GET /v1/sessions/{id}`.

@@ -1,10 +1,13 @@
 //! The state every handler of the session API reads.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use hands_agent::host::Host;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+
+use crate::signin::SignIn;
 
 /// What every handler reads.
 #[derive(Clone)]
@@ -17,4 +20,8 @@ pub struct AppState {
     pub max_body_bytes: usize,
     /// The OpenAPI document, built once.
     pub openapi: Arc<Value>,
+    /// The folder the server was started on, absolute (the session list offers it).
+    pub root: Option<Arc<Path>>,
+    /// The one-time sign-in codes of `POST /v1/signin`.
+    pub signin: SignIn,
 }

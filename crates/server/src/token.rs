@@ -94,8 +94,8 @@ pub fn private_dir(dir: &Path) -> Result<(), TokenError> {
     hands_dirs::private_dir(dir).map_err(io)
 }
 
-/// 32 random bytes from the kernel, as 64 hex digits.
-fn random_token() -> std::io::Result<String> {
+/// 32 random bytes from the kernel's CSPRNG, as 64 hex digits (the sign-in codes use it too).
+pub(crate) fn random_token() -> std::io::Result<String> {
     let mut bytes = [0u8; 32];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())

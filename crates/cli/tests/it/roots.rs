@@ -1,6 +1,7 @@
 //! A session root may not be `/`, the home folder, or a folder that holds hands' own state,
 //! configuration or sessions: refused by `hands serve`, `hands mcp`, `hands run` and the session
-//! API (`POST /v1/sessions`), each with an error that says what to pick instead.
+//! API (`POST /v1/sessions`), each with an error that says what to pick instead (started in the
+//! home folder or at `/`, the projects found below the home folder).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -121,4 +122,50 @@ fn the_session_api_refuses_them_too() {
     assert_eq!(status, 201, "{answer}");
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// `dir/marker` made (a folder for `.git`), the marker and the folder last changed at `secs`
+/// after the epoch.
+fn project(dir: &Path, marker: &str, secs: u64) {
+    std::fs::create_dir_all(dir).unwrap();
+    if marker == ".git" {
+        std::fs::create_dir(dir.join(marker)).unwrap();
+    } else {
+        std::fs::write(dir.join(marker), "{}").unwrap();
+    }
+    let at = std::time::UNIX_EPOCH + Duration::from_secs(secs);
+    for path in [dir.join(marker), dir.to_path_buf()] {
+        std::fs::File::open(path).unwrap().set_modified(at).unwrap();
+    }
+}
+
+/// Issue 34: started in the home folder (or at `/`) without `--root`, hands names the projects
+/// below the home folder to pass instead, most recently changed first.
+#[test]
+fn started_in_the_home_folder_it_names_the_projects_to_pass_instead() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    project(&home.join("src/app"), ".git", 1_000_000);
+    project(&home.join("site"), "package.json", 2_000_000);
+    std::fs::create_dir_all(home.join("notes")).unwrap();
+    let listen = ["--listen", "127.0.0.1:0", "--token", TOKEN];
+    let out = hands(&home).current_dir(&home).arg("serve").args(listen).output().unwrap();
+    refused(&out, "serve in $HOME");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("it is the home folder"), "{stderr}");
+    assert!(stderr.contains("\n  --root ~/site\n  --root ~/src/app"), "{stderr}");
+    assert!(!stderr.contains("notes"), "{stderr}");
+
+    let out = hands(&home).current_dir("/").args(["run", "hi"]).output().unwrap();
+    refused(&out, "run at /");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("file system root") && stderr.contains("--root ~/site"), "{stderr}");
+
+    // No project below the home folder: the plain advice.
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = hands(&empty).current_dir(&empty).arg("mcp").output().unwrap();
+    refused(&out, "mcp in an empty $HOME");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("(e.g. --root ~/src/app) instead"), "{stderr}");
 }

@@ -2,13 +2,13 @@
 //! `/vibe`, a session created, called and sent a message (the `[model]` flags reach the host: the
 //! turn runs and fails on the unreachable model rather than being refused with 503), and the
 //! session still there, with its transcript and events, after the server is restarted on the same
-//! `[store]`.
+//! `[store]`; `--open` signing the browser in with a one-time link.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -18,10 +18,17 @@ const TOKEN: &str = "serve-api-test-token";
 struct Serve {
     child: Child,
     base: String,
+    /// Every line it printed on stderr so far.
+    lines: Arc<Mutex<Vec<String>>>,
 }
 
 impl Serve {
     fn start(home: &Path, root: &Path, extra: &[String]) -> Self {
+        Self::start_with(home, root, extra, &[])
+    }
+
+    /// With `envs` set for it too.
+    fn start_with(home: &Path, root: &Path, extra: &[String], envs: &[(&str, &Path)]) -> Self {
         let mut child = Command::new(assert_cmd::cargo::cargo_bin("hands"))
             .args(["serve", "--listen", "127.0.0.1:0", "--token", TOKEN, "--root"])
             .arg(root)
@@ -32,6 +39,7 @@ impl Serve {
             .env("XDG_STATE_HOME", home.join("state"))
             .env("HANDS_STATE_DIR", home.join("state"))
             .env_remove("HANDS_SERVER__TOKEN")
+            .envs(envs.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -39,9 +47,12 @@ impl Serve {
             .unwrap();
         let stderr = child.stderr.take().unwrap();
         let (tx, rx) = mpsc::channel();
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let kept = Arc::clone(&lines);
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 eprintln!("[hands serve] {line}");
+                kept.lock().unwrap().push(line.clone());
                 if let Some(rest) = line.split("http://127.0.0.1:").nth(1) {
                     let port: String = rest.chars().take_while(char::is_ascii_digit).collect();
                     let _ = tx.send(port);
@@ -49,7 +60,7 @@ impl Serve {
             }
         });
         let port = rx.recv_timeout(Duration::from_secs(30)).expect("hands serve did not start");
-        Self { child, base: format!("http://127.0.0.1:{port}") }
+        Self { child, base: format!("http://127.0.0.1:{port}"), lines }
     }
 
     /// SIGTERM, as a user's Ctrl-C or a service manager would: a clean exit, soon, even with an
@@ -240,4 +251,84 @@ async fn the_session_api_through_hands_serve_survives_a_restart() {
     assert_eq!(open.status(), 200);
     server.stop();
     drop(open);
+}
+
+/// Polls `read` every 50 ms until it gives something, for at most `secs` seconds.
+fn eventually<T>(secs: u64, what: &str, mut read: impl FnMut() -> Option<T>) -> T {
+    let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(value) = read() {
+            return value;
+        }
+        assert!(std::time::Instant::now() < deadline, "{what} within {secs} s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Issue 34: `hands serve --open` opens the browser at a one-time sign-in link, never the token;
+/// the code is traded once for the token, and a second use is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_open_signs_the_browser_in_once_with_a_one_time_link() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let root = tmp.path().join("proj");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&root).unwrap();
+    // The "browser" records the URL it is asked to open.
+    let opened = tmp.path().join("opened.txt");
+    let browser = tmp.path().join("browser.sh");
+    std::fs::write(
+        &browser,
+        format!("#!/bin/sh\nprintf '%s\\n' \"$1\" >> '{}'\n", opened.display()),
+    )
+    .unwrap();
+    let executable = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755);
+    std::fs::set_permissions(&browser, executable).unwrap();
+
+    let server = Serve::start_with(&home, &root, &["--open".to_owned()], &[("BROWSER", &browser)]);
+    let base = server.base.clone();
+    let link = eventually(30, "the browser was opened", || {
+        std::fs::read_to_string(&opened).ok().filter(|text| text.ends_with('\n'))
+    });
+    let link = link.trim_end();
+    assert!(!link.contains(TOKEN), "the token is never in the URL: {link}");
+    let code = link
+        .strip_prefix(&format!("{base}/#signin="))
+        .unwrap_or_else(|| panic!("not a sign-in link of {base}: {link}"));
+    assert!(code.len() >= 32 && code.bytes().all(|b| b.is_ascii_hexdigit()), "{code}");
+    let said = eventually(30, "stderr said the link was opened", || {
+        server.lines.lock().unwrap().iter().find(|l| l.contains("sign-in link")).cloned()
+    });
+    assert!(said.contains("60 s") && !said.contains(code), "{said}");
+
+    let client = reqwest::Client::new();
+    let exchange = || {
+        client
+            .post(format!("{base}/v1/signin"))
+            .json(&json!({ "code": code }))
+            .timeout(Duration::from_secs(60))
+            .send()
+    };
+    // The exchange needs no token and answers with it, once.
+    let reply = exchange().await.unwrap();
+    assert_eq!(reply.status(), 200);
+    assert_eq!(reply.headers()["cache-control"], "no-store");
+    let body: Value = reply.json().await.unwrap();
+    let token = body["token"].as_str().unwrap().to_owned();
+    assert_eq!(token, TOKEN);
+    let reply = client.get(format!("{base}/v1/sessions")).bearer_auth(&token).send().await.unwrap();
+    assert_eq!(reply.status(), 200);
+    let list: Value = reply.json().await.unwrap();
+    assert_eq!(list["default_root"], json!(std::fs::canonicalize(&root).unwrap()), "{list}");
+
+    let reply = exchange().await.unwrap();
+    assert_eq!(reply.status(), 401, "a second use");
+    let body: Value = reply.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "signin_refused", "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("already used or has expired"), "{message}");
+    assert!(!message.contains(TOKEN));
+    // Nothing it printed holds the code (the URL is printed only when no browser opened it).
+    assert!(!server.lines.lock().unwrap().iter().any(|l| l.contains(code)));
+    server.stop();
 }

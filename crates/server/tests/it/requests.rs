@@ -38,6 +38,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("post", "/v1/sessions/{id}/checkpoints/{n}/restore"),
     ("post", "/vibe/answer"),
     ("post", "/vibe/abort/{projectId}"),
+    ("post", "/v1/signin"),
     ("get", "/v1/openapi.json"),
 ];
 
@@ -325,4 +326,101 @@ async fn foreign_hosts_and_origins_are_403_on_v1_and_vibe() {
             .unwrap();
         assert_eq!(reply.status(), 200, "{origin}");
     }
+}
+
+/// Issue 34: `POST /v1/signin` is the one operation without the token (the document says so):
+/// a code that is not a live one is 401 `signin_refused`, a bad body 400 or 415, and the
+/// Host/Origin checks still apply.
+#[tokio::test]
+async fn signin_needs_no_token_and_refuses_codes_it_did_not_make() {
+    let server = TestServer::start_with(None, guarded(Some("s3cret"))).await;
+    let (status, body) = server.post("/v1/signin", json!({"code": "0".repeat(64)})).await;
+    assert_error(status, &body, 401, "signin_refused");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("already used or has expired"), "{message}");
+    assert!(!message.contains("s3cret"));
+    let (status, body) = server.post("/v1/signin", json!({"code": 5})).await;
+    assert_error(status, &body, 400, "invalid_body");
+    let (status, body) = server.post("/v1/signin", json!({"code": "x", "token": "y"})).await;
+    assert_error(status, &body, 400, "invalid_body");
+    let (status, body) = server.post_raw("/v1/signin", "text/plain", b"code".to_vec()).await;
+    assert_error(status, &body, 415, "unsupported_media_type");
+    let reply = server
+        .client
+        .post(server.url("/v1/signin"))
+        .header("origin", "https://evil.example.com")
+        .json(&json!({"code": "x"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.status(), 403);
+
+    let reply = server
+        .client
+        .get(server.url("/v1/openapi.json"))
+        .bearer_auth("s3cret")
+        .send()
+        .await
+        .unwrap();
+    let (_, doc) = response(reply).await;
+    let signin = &doc["paths"]["/v1/signin"]["post"];
+    assert_eq!(signin["security"], json!([]), "{signin}");
+    assert!(signin["responses"]["401"]["description"].as_str().unwrap().contains("expired"));
+    let lifetime = format!("{} s", hands_server::signin::LIFETIME.as_secs());
+    assert!(signin["description"].as_str().unwrap().contains(&lifetime), "{signin}");
+    let others = doc["paths"].as_object().unwrap().iter().filter(|(path, _)| *path != "/v1/signin");
+    for (path, item) in others {
+        for (method, op) in item.as_object().unwrap() {
+            assert!(op.get("security").is_none(), "{method} {path} is open");
+        }
+    }
+}
+
+/// Replaces one string, to see what the egress pass masks.
+struct Masks(&'static str);
+
+impl hands_core::redact::Redactor for Masks {
+    fn redact(&self, input: &[u8], _more: bool, out: &mut Vec<u8>) -> usize {
+        let text = String::from_utf8_lossy(input).replace(self.0, "[redacted:test]");
+        out.extend_from_slice(text.as_bytes());
+        input.len()
+    }
+
+    fn finds(&self, input: &[u8]) -> bool {
+        input.windows(self.0.len()).any(|w| w == self.0.as_bytes())
+    }
+}
+
+/// Issue 34: a live code is traded once for the token, whole even when the egress pass would
+/// mask it elsewhere (a token of the user's choosing may look like a key).
+#[tokio::test]
+async fn a_live_code_is_traded_once_for_the_token_as_it_is() {
+    const TOKEN: &str = "sk-signin-canary-0123456789";
+    hands_core::redact::install(std::sync::Arc::new(Masks(TOKEN)));
+    let server = TestServer::start_with(None, guarded(Some(TOKEN))).await;
+    let code = server.signin.mint().unwrap();
+    let reply = server
+        .client
+        .post(server.url("/v1/signin"))
+        .json(&json!({ "code": code }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.headers()["cache-control"], "no-store");
+    let (status, body) = response(reply).await;
+    assert_eq!((status, &body), (200, &json!({ "token": TOKEN })));
+    let (status, body) = server.post("/v1/signin", json!({ "code": code })).await;
+    assert_error(status, &body, 401, "signin_refused");
+    // The pass is on: the same value in any other answer is masked.
+    let reply = server
+        .client
+        .post(server.url("/v1/sessions"))
+        .bearer_auth(TOKEN)
+        .json(&json!({ "root": server.root, "title": TOKEN }))
+        .send()
+        .await
+        .unwrap();
+    let (status, info) = response(reply).await;
+    assert_eq!(status, 201, "{info}");
+    assert_eq!(info["title"], "[redacted:test]", "{info}");
 }

@@ -76,6 +76,9 @@ async fn a_session_is_created_listed_read_and_deleted() {
         list["sessions"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
     assert!(ids.contains(&"s-1") && ids.contains(&other_id.as_str()), "{ids:?}");
     matches_doc::<hands_server::schemas::SessionListDoc>(&list);
+    // The server's own root, absolute, for a client to offer first.
+    let root = std::fs::canonicalize(&server.root).unwrap();
+    assert_eq!(list["default_root"], json!(root), "{list}");
 
     let (status, got) = server.get("/v1/sessions/s-1").await;
     assert_eq!(status, 200);

@@ -129,6 +129,8 @@ pub struct TestServer {
     /// A project folder.
     pub root: PathBuf,
     pub client: reqwest::Client,
+    /// The router's sign-in codes (a test mints them).
+    pub signin: hands_server::SignIn,
     shutdown: CancellationToken,
     _tmp: tempfile::TempDir,
 }
@@ -176,7 +178,15 @@ impl TestServer {
         .unwrap();
         let factory = ServerFactory::new(registry, &root, Mode::Build);
         let shutdown = CancellationToken::new();
-        let app = hands_server::router(Arc::clone(&host), factory, &config, shutdown.clone());
+        let signin =
+            hands_server::SignIn::new(config.token.clone(), hands_server::signin::LIFETIME);
+        let app = hands_server::router_with(
+            Arc::clone(&host),
+            factory,
+            &config,
+            shutdown.clone(),
+            signin.clone(),
+        );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let stop = shutdown.clone();
@@ -184,7 +194,7 @@ impl TestServer {
             axum::serve(listener, app).with_graceful_shutdown(stop.cancelled_owned()).await.ok();
         });
         let client = reqwest::Client::builder().timeout(Duration::from_secs(60)).build().unwrap();
-        Self { base, host, root, client, shutdown, _tmp: tmp }
+        Self { base, host, root, client, signin, shutdown, _tmp: tmp }
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -34,12 +34,14 @@ NODE_MODULES = HERE / "node_modules"
 CLIENT_TIMEOUT_S = float(os.environ.get("HANDS_CLIENTS_TIMEOUT", "180"))
 
 # The clients' executables inside node_modules (installed by run.sh from package-lock.json). The
-# native binaries are run directly: npm skips Claude Code's postinstall that would link them.
+# native binaries are run directly: npm skips Claude Code's postinstall that would link them, and
+# opencode's binary package is pinned without its wrapper, opencode-ai (see package.json).
 CLIENTS = {
     "claude": NODE_MODULES / "@anthropic-ai" / "claude-code-linux-x64" / "claude",
     "codex": NODE_MODULES / "@openai" / "codex-linux-x64" / "vendor" / "x86_64-unknown-linux-musl" / "bin" / "codex",
     "gemini": NODE_MODULES / "@google" / "gemini-cli" / "bundle" / "gemini.js",
     "inspector": NODE_MODULES / ".bin" / "mcp-inspector",
+    "opencode": NODE_MODULES / "opencode-linux-x64" / "bin" / "opencode",
 }
 
 # Wall time of every client run, for the summary at the end (figures of the suite).

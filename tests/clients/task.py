@@ -85,6 +85,15 @@ def results_responses(body: Any) -> dict[str, str]:
     return out
 
 
+def results_chat(body: Any) -> dict[str, str]:
+    """tool_call_id -> text of every `tool` message in a Chat Completions request."""
+    out = {}
+    for message in body.get("messages", []) if isinstance(body, dict) else []:
+        if isinstance(message, dict) and message.get("role") == "tool":
+            out[message.get("tool_call_id", "")] = text_of(message.get("content", ""))
+    return out
+
+
 def results_gemini(body: Any) -> dict[str, str]:
     """name -> the tool's text of every `functionResponse` part in a generateContent request (Gemini
     CLI sends `{"name", "response": {"output": <text>}}`; other shapes are kept as JSON)."""

@@ -13,7 +13,12 @@ from harness import wait_until
 def test_open_signs_in_once_with_a_one_time_link(setup, project: Path, open_page, tmp_path: Path) -> None:
     opened = tmp_path / "opened.txt"
     browser = tmp_path / "browser.sh"
-    browser.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$1\" >> '{opened}'\n")
+    # The browser is given a page only the user can read, which sends it on to the link (the
+    # link itself in a command line would be readable by every user): the script reads it there.
+    browser.write_text(
+        "#!/bin/sh\n"
+        f"sed -n 's/.*id=\"signin\" href=\"\\([^\"]*\\)\".*/\\1/p' \"${{1#file://}}\" >> '{opened}'\n"
+    )
     browser.chmod(0o755)
     _, hands = setup("anthropic", [{"text": "ok"}], args=["--open"], extra_env={"BROWSER": str(browser)})
     base = f"http://127.0.0.1:{hands.port}"

@@ -60,10 +60,16 @@ pub const RUNTIME_DIRS: &[&str] = &[".hands/outputs", ".hands/processes"];
 
 /// `child` (a path beneath the root) is one of hands' runtime files ([`RUNTIME_FILES`]).
 fn runtime_file(child: &str) -> bool {
+    // The temporary copy is `.devtools.json.tmp-<pid>` exactly: a look-alike with other text
+    // after the dash (a file the model wrote to hide it from undo) is the user's.
+    let temporary = |prefix: &str| {
+        child.strip_prefix(prefix).is_some_and(|pid| {
+            !pid.is_empty() && pid.len() <= 10 && pid.bytes().all(|b| b.is_ascii_digit())
+        })
+    };
     RUNTIME_FILES.contains(&child)
-        || [".hands/.devtools.json.tmp-", ".bricks/.devtools.json.tmp-"]
-            .iter()
-            .any(|prefix| child.starts_with(prefix))
+        || temporary(".hands/.devtools.json.tmp-")
+        || temporary(".bricks/.devtools.json.tmp-")
 }
 
 /// Files changed less than this long before a walk starts are read again by the next one: more
@@ -560,6 +566,24 @@ mod tests {
     use std::collections::BTreeSet;
     use std::fs;
     use std::os::unix::fs::symlink;
+
+    /// Red-team round 4: `.hands/.devtools.json.tmp-x` (any text after the dash) survived a
+    /// restore to before the turn that wrote it.
+    #[test]
+    fn only_the_discovery_files_own_temporary_name_is_hands_own() {
+        assert!(super::runtime_file(".hands/.devtools.json.tmp-4242"));
+        assert!(super::runtime_file(".bricks/.devtools.json.tmp-1"));
+        for users in [
+            ".hands/.devtools.json.tmp-x",
+            ".hands/.devtools.json.tmp-",
+            ".hands/.devtools.json.tmp-12/../x",
+            ".hands/.devtools.json.tmp-12345678901",
+            "sub/.hands/devtools.json",
+            ".hands/devtools.json.bak",
+        ] {
+            assert!(!super::runtime_file(users), "{users}");
+        }
+    }
 
     use super::*;
 

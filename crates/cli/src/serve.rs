@@ -115,19 +115,63 @@ fn busy_port(err: hands_server::ServeError) -> anyhow::Error {
 
 /// Open the web UI in the user's browser, signed in by a one-time link (the token itself is never
 /// in a URL); without randomness for a code, the plain page, which asks for the token.
+///
+/// The browser is not given the link itself: a program's arguments are readable by every user
+/// of the machine (`/proc/PID/cmdline`), and another user quick enough could trade the code
+/// for the token. It is given a page in a folder only the user can read, which sends the
+/// browser on to the link; the page is removed once the code's lifetime is over.
 fn open_signed_in(ready: &hands_server::Ready) {
     let base = format!("http://{}", ready.addr);
-    let secs = ready.signin.lifetime().as_secs();
-    match ready.signin.link(&base) {
-        Ok(link) => {
-            let what = format!("the web UI's one-time sign-in link (good once, for {secs} s)");
-            open_browser(&link, &what);
+    let lifetime = ready.signin.lifetime();
+    let what =
+        format!("the web UI's one-time sign-in link (good once, for {} s)", lifetime.as_secs());
+    let page = ready.signin.link(&base).and_then(|link| redirect_page(&link));
+    match page {
+        Ok(page) => {
+            open_browser(&format!("file://{}", page.display()), &what);
+            std::thread::spawn(move || {
+                std::thread::sleep(lifetime + std::time::Duration::from_secs(5));
+                let _ = std::fs::remove_file(&page);
+            });
         }
         Err(e) => {
             eprintln!("hands: cannot make a sign-in link ({e}): the page asks for the token");
             open_browser(&format!("{base}/"), "the web UI");
         }
     }
+}
+
+/// A page (0600, in a 0700 folder of hands' state) that sends the browser to `link`.
+fn redirect_page(link: &str) -> std::io::Result<std::path::PathBuf> {
+    let dir = hands_dirs::state_dir()
+        .ok_or_else(|| std::io::Error::other("no state folder (HOME is not set)"))?
+        .join("signin");
+    hands_dirs::create_private_dir_all(&dir)?;
+    let unique = hands_server::token::random_token()?;
+    let name = format!("open-{}-{}.html", std::process::id(), &unique[..16]);
+    let path = dir.join(name);
+    // The link is the server's base and a hex code: nothing in it needs escaping, but it is
+    // escaped for HTML and as a JavaScript string all the same.
+    let attr: String = link
+        .chars()
+        .map(|c| match c {
+            '&' => "&amp;".to_owned(),
+            '"' => "&quot;".to_owned(),
+            '<' => "&lt;".to_owned(),
+            '>' => "&gt;".to_owned(),
+            c => c.to_string(),
+        })
+        .collect();
+    let js = serde_json::to_string(link).unwrap_or_default().replace('<', "\\u003c");
+    let html = format!(
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>hands</title>\n\
+         <meta name=\"referrer\" content=\"no-referrer\">\n\
+         <meta http-equiv=\"refresh\" content=\"0;url={attr}\">\n\
+         <script>location.replace({js})</script></head>\n\
+         <body><a id=\"signin\" href=\"{attr}\">Open the hands web UI</a></body></html>\n"
+    );
+    hands_dirs::write_private(&path, html.as_bytes())?;
+    Ok(path)
 }
 
 /// Start the user's browser on `url` (`what` says what it is) without waiting for it. stderr says

@@ -11,87 +11,9 @@
 //! caller can forget; hands' own control sequences go through [`clear_line`] (the spinner's line
 //! clearing) and [`out_styled`] (a plan's Markdown styles) only. A test keeps the other modules from printing by themselves.
 
-use std::fmt::Write as _;
 use std::io::Write;
 
-/// Runs of this many blanks or more are shown as `⟨N spaces⟩` in a [`line`].
-const BLANK_RUN: usize = 8;
-
-/// `text` safe for a terminal, line breaks and tabs kept: every other control character (C0,
-/// ESC, DEL, C1) and every invisible reordering character is shown as an escape.
-pub fn text(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '\n' | '\t' => out.push(c),
-            c => push_escaped(&mut out, c),
-        }
-    }
-    out
-}
-
-/// `text` as one line safe for a terminal: like [`text`], and line breaks and tabs are escaped
-/// too (`\n`, `\t`), and runs of [`BLANK_RUN`] or more blanks are marked with their length.
-pub fn line(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == ' ' || (c.is_whitespace() && !c.is_control()) {
-            let mut run = 1;
-            let mut all_spaces = c == ' ';
-            while let Some(&next) = chars.peek() {
-                if next == ' ' || (next.is_whitespace() && !next.is_control()) {
-                    all_spaces &= next == ' ';
-                    run += 1;
-                    chars.next();
-                } else {
-                    break;
-                }
-            }
-            if run >= BLANK_RUN {
-                let what = if all_spaces { "spaces" } else { "blanks" };
-                let _ = write!(out, "⟨{run} {what}⟩");
-            } else {
-                out.push_str(&" ".repeat(run));
-            }
-            continue;
-        }
-        push_escaped(&mut out, c);
-    }
-    out
-}
-
-/// Push `c`, or its visible escape when a terminal would act on it.
-fn push_escaped(out: &mut String, c: char) {
-    match c {
-        '\u{1b}' => out.push_str("\\e"),
-        '\r' => out.push_str("\\r"),
-        '\n' => out.push_str("\\n"),
-        '\t' => out.push_str("\\t"),
-        '\0'..='\u{1f}' | '\u{7f}' => {
-            let _ = write!(out, "\\x{:02x}", u32::from(c));
-        }
-        c if is_hidden(c) => {
-            let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
-        }
-        c => out.push(c),
-    }
-}
-
-/// C1 controls and the characters that reorder or hide text without being seen (bidi
-/// embeddings, overrides and isolates, zero-width characters, the BOM).
-fn is_hidden(c: char) -> bool {
-    matches!(
-        c,
-        '\u{80}'..='\u{9f}'
-            | '\u{61c}'
-            | '\u{200b}'..='\u{200f}'
-            | '\u{2028}'..='\u{202e}'
-            | '\u{2060}'..='\u{2064}'
-            | '\u{2066}'..='\u{2069}'
-            | '\u{feff}'
-    )
-}
+pub use hands_core::visible::{line, text};
 
 /// Write `text`, escaped, to stdout.
 pub fn out(text: &str) {

@@ -133,6 +133,7 @@ impl Tool for ConnectorCall {
         Policy::from_annotations(self.annotations())
             .label(Label::Key { key: "path" })
             .family(Family::Connectors)
+            .session_scope(&["connector", "method", "path"])
             .timeout_ms(120_000)
     }
 

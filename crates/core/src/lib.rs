@@ -45,6 +45,7 @@ mod snapshot;
 mod source;
 pub mod telemetry;
 mod tool;
+pub mod visible;
 
 pub use annotations::Annotations;
 pub use call::ToolCall;

@@ -181,6 +181,12 @@ pub struct Policy {
     /// covers its later calls.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub asks_each_time: bool,
+    /// The arguments an allowance for the session is bound to, besides the tool: a tool that
+    /// dispatches to others (mcp_call's `server` and `tool`, connector_call's `connector`,
+    /// `method` and `path`) allowed for one target must still ask for another. Empty: the tool
+    /// whatever its arguments.
+    #[serde(skip_serializing_if = "no_scope")]
+    pub session_scope: &'static [&'static str],
     /// Its time limit in milliseconds when the configuration sets none (`timeouts.tools.NAME`
     /// overrides it); `None`: `timeouts.default_ms`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -207,6 +213,7 @@ impl Policy {
             on_host: false,
             needs_model: false,
             asks_each_time: false,
+            session_scope: &[],
             timeout_ms: None,
             guideline: None,
         }
@@ -276,6 +283,14 @@ impl Policy {
     #[must_use]
     pub fn asks_each_time(mut self) -> Self {
         self.asks_each_time = true;
+        self
+    }
+
+    /// An allowance for the session covers only calls with the same values of `args`: see
+    /// [`Policy::session_scope`].
+    #[must_use]
+    pub fn session_scope(mut self, args: &'static [&'static str]) -> Self {
+        self.session_scope = args;
         self
     }
 
@@ -353,4 +368,8 @@ mod tests {
         let label = Label::Steps { key: "actions", word: "action", details: &["ref", "url"] };
         assert_eq!(label.text(&args).as_deref(), Some("click e3\nnavigate /about\nback"));
     }
+}
+
+fn no_scope(args: &&'static [&'static str]) -> bool {
+    args.is_empty()
 }

@@ -29,11 +29,15 @@ impl Approver for ElicitationApprover {
                 .details
                 .clone()
                 .or_else(|| hands_core::approval::whole_when_cut(&request.args));
+            // A client may print the message to a terminal: control characters, bidi overrides
+            // and screens of blanks are shown, not obeyed (`echo safe\r…touch HIDDEN`).
+            let summary = hands_core::visible::line(&request.summary);
             let message = match &details {
                 Some(details) => {
-                    format!("hands wants to run {}.\n{details}\nAllow it?", request.summary)
+                    let details = hands_core::visible::block(details);
+                    format!("hands wants to run {summary}.\n{details}\nAllow it?")
                 }
-                None => format!("hands wants to run {}. Allow it?", request.summary),
+                None => format!("hands wants to run {summary}. Allow it?"),
             };
             let params = json!({
                 "mode": "form",

@@ -5,12 +5,15 @@
 //! stops with its token.
 //!
 //! The folder itself is opened beneath the project root ([`open_beneath`]): a `static_dir` that is
-//! absolute, has `..`, or reaches out through a symlink is refused. A request whose `Host` is not
+//! absolute, has `..`, reaches out through a symlink, or is (or lies in) a hidden folder such as
+//! `.hands` or `.git` is refused. What is served is checked where it really is, after it is
+//! opened: a symlink inside the project (`public/h -> ../.hands`, `public/e -> ../.env`) cannot
+//! serve a hidden file or key file that the request's own path would not reach. A request whose `Host` is not
 //! loopback (`127.0.0.1`, `localhost`, `[::1]`, any port) or the configured URL's host gets 403,
 //! so a web page cannot read the project through a DNS-rebound name.
 
 use std::net::SocketAddr;
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -31,6 +34,9 @@ pub struct StaticServer {
 /// What the handler reads: the folder and the Hosts it answers.
 struct Served {
     folder: Dir,
+    /// Where the folder really is (its handle's path): what a request opens must lie below it
+    /// with no hidden part on the way.
+    real: PathBuf,
     /// Lower-case host names accepted besides the loopback ones.
     hosts: Vec<String>,
 }
@@ -53,12 +59,16 @@ pub fn open_beneath(root: &Path, rel: &Path) -> Result<Dir, String> {
             rel.display().to_string()
         ));
     }
+    let hidden = |c: Component<'_>| matches!(c, Component::Normal(n) if n.as_encoded_bytes().starts_with(b"."));
+    if rel.components().any(hidden) {
+        return Err(hidden_dir(rel));
+    }
     let root_dir = Dir::open_ambient_dir(root, ambient_authority())
         .map_err(|err| format!("cannot open the project root {}: {err}", root.display()))?;
     if rel.as_os_str().is_empty() || rel == Path::new(".") {
         return Ok(root_dir);
     }
-    root_dir.open_dir(rel).map_err(|err| {
+    let folder = root_dir.open_dir(rel).map_err(|err| {
         if err.kind() == std::io::ErrorKind::NotFound {
             format!(
                 "The folder to serve, {}, does not exist. Set preview.static_dir to the folder \
@@ -73,7 +83,27 @@ pub fn open_beneath(root: &Path, rel: &Path) -> Result<Dir, String> {
                 rel.display()
             )
         }
-    })
+    })?;
+    // A symlink inside the project may lead into one of its hidden folders.
+    let real_root = std::fs::canonicalize(root)
+        .map_err(|err| format!("cannot open the project root {}: {err}", root.display()))?;
+    match real_path(&folder).as_deref().map(|real| real.strip_prefix(&real_root)) {
+        Some(Ok(below)) if !below.components().any(hidden) => Ok(folder),
+        _ => Err(hidden_dir(rel)),
+    }
+}
+
+fn hidden_dir(rel: &Path) -> String {
+    format!(
+        "preview.static_dir {:?} is or leads into a hidden folder (such as .hands or .git), whose \
+         files are never served: set the folder that holds index.html (e.g. \"dist\")",
+        rel.display().to_string()
+    )
+}
+
+/// Where an open file or folder really is, from its descriptor.
+fn real_path(handle: &impl std::os::fd::AsRawFd) -> Option<PathBuf> {
+    std::fs::read_link(format!("/proc/self/fd/{}", handle.as_raw_fd())).ok()
 }
 
 impl StaticServer {
@@ -81,7 +111,10 @@ impl StaticServer {
     /// `url_host` (the configured URL's host). Fails when the port is taken.
     pub async fn start(folder: Dir, port: u16, url_host: Option<&str>) -> std::io::Result<Self> {
         let hosts = url_host.map(|h| h.trim_matches(['[', ']']).to_ascii_lowercase()).into_iter();
-        let served = Arc::new(Served { folder, hosts: hosts.collect() });
+        let real = real_path(&folder).ok_or_else(|| {
+            std::io::Error::other("the folder to serve has no path (/proc is not mounted)")
+        })?;
+        let served = Arc::new(Served { folder, real, hosts: hosts.collect() });
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
         let addr = listener.local_addr()?;
         let stop = CancellationToken::new();
@@ -137,7 +170,7 @@ async fn serve(State(served): State<Arc<Served>>, request: Request<Body>) -> Res
     if !servable(&rel) {
         return plain(StatusCode::NOT_FOUND, "Not found");
     }
-    let found = tokio::task::spawn_blocking(move || read(&served.folder, &rel)).await;
+    let found = tokio::task::spawn_blocking(move || read(&served, &rel)).await;
     match found {
         Ok(Some((bytes, mime))) => {
             let len = bytes.len();
@@ -176,14 +209,25 @@ fn is_port(port: &str) -> bool {
     !port.is_empty() && port.len() <= 5 && port.bytes().all(|b| b.is_ascii_digit())
 }
 
-/// The file for `rel` (a folder's `index.html`), with its content type.
-fn read(folder: &Dir, rel: &str) -> Option<(Vec<u8>, &'static str)> {
+/// The file for `rel` (a folder's `index.html`), with its content type; `None` also for a file
+/// that is really (through a symlink) hidden, a key file, or not below the served folder.
+fn read(served: &Served, rel: &str) -> Option<(Vec<u8>, &'static str)> {
+    use std::io::Read as _;
+    let folder = &served.folder;
     let mut path = rel.to_owned();
     let is_dir = path.is_empty() || folder.metadata(&path).is_ok_and(|m| m.is_dir());
     if is_dir {
         path = if path.is_empty() { "index.html".into() } else { format!("{path}/index.html") };
     }
-    let bytes = folder.read(&path).ok()?;
+    let mut file = folder.open(&path).ok()?;
+    // Checked on the open file, so a symlink swapped after the check changes nothing.
+    let real = real_path(&file)?;
+    let below = real.strip_prefix(&served.real).ok()?.to_str()?;
+    if !servable(below) || !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).ok()?;
     Some((bytes, content_type(&path)))
 }
 
@@ -304,6 +348,13 @@ mod tests {
         let err = open_beneath(root.path(), Path::new("out")).unwrap_err();
         assert!(err.contains("symlink"), "{err}");
         assert!(open_beneath(root.path(), Path::new("dist")).is_ok());
+        // Red-team round 4: `static_dir = ".hands"` served hands' devtools.json at /devtools.json.
+        std::fs::create_dir(root.path().join(".hands")).unwrap();
+        std::os::unix::fs::symlink(".hands", root.path().join("pub")).unwrap();
+        for hidden in [".hands", "dist/../.hands", "pub", "./.git"] {
+            let err = open_beneath(root.path(), Path::new(hidden)).unwrap_err();
+            assert!(err.contains("hidden") || err.contains("`..`"), "{hidden}: {err}");
+        }
         assert!(open_beneath(root.path(), Path::new("missing")).unwrap_err().contains("does not"));
     }
 
@@ -379,6 +430,20 @@ mod tests {
             assert!(!body.contains("canary"), "{hidden}: {body}");
         }
         assert_eq!(get("/.well-known/security.txt").await.0, 200);
+        // Red-team round 4: symlinks inside the project to a hidden folder and to `.env` served
+        // hands' devtools.json and the env file under names that look plain.
+        std::fs::create_dir(dir.path().join(".hands")).unwrap();
+        std::fs::write(dir.path().join(".hands/devtools.json"), "canary-devtools").unwrap();
+        std::os::unix::fs::symlink(".hands", dir.path().join("h")).unwrap();
+        std::os::unix::fs::symlink(".env", dir.path().join("e")).unwrap();
+        std::os::unix::fs::symlink("deploy.pem", dir.path().join("cert.txt")).unwrap();
+        std::os::unix::fs::symlink("sub/app.js", dir.path().join("alias.js")).unwrap();
+        for hidden in ["/h/devtools.json", "/e", "/cert.txt", "/h/"] {
+            let (status, _, body) = get(hidden).await;
+            assert_eq!(status, 404, "{hidden}: {body}");
+            assert!(!body.contains("canary"), "{hidden}: {body}");
+        }
+        assert_eq!(get("/alias.js").await.2, "x()", "a symlink to a plain file inside is served");
         // Sent raw: an HTTP client would resolve the dots itself.
         let mut raw = tokio::net::TcpStream::connect(server.addr).await.unwrap();
         use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};

@@ -95,7 +95,7 @@ pub fn private_dir(dir: &Path) -> Result<(), TokenError> {
 }
 
 /// 32 random bytes from the kernel's CSPRNG, as 64 hex digits (the sign-in codes use it too).
-pub(crate) fn random_token() -> std::io::Result<String> {
+pub fn random_token() -> std::io::Result<String> {
     let mut bytes = [0u8; 32];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())

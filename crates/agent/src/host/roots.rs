@@ -168,6 +168,11 @@ fn shown(project: &Path, home: &Path) -> String {
         return project.display().to_string();
     };
     let text = relative.to_string_lossy();
+    if text.chars().any(char::is_control) {
+        // A name with a line break would forge a suggestion of its own (`app\n  --root ~`):
+        // shown escaped, as no shell would take it anyway.
+        return format!("~/{}", hands_core::visible::line(&text));
+    }
     if text.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-/+@,:%".contains(&b)) {
         format!("~/{text}")
     } else {
@@ -281,5 +286,9 @@ mod tests {
         assert_eq!(shown(&home.join("src/my app"), home), "~/'src/my app'");
         assert_eq!(shown(&home.join("it's"), home), r"~/'it'\''s'");
         assert_eq!(shown(Path::new("/elsewhere/x"), home), "/elsewhere/x");
+        // Red-team round 4: a folder named with a line break added a forged `--root ~` line.
+        let forged = shown(&home.join("src/app\n  --root ~ # FORGED"), home);
+        assert_eq!(forged, r"~/src/app\n  --root ~ # FORGED");
+        assert!(!forged.contains('\n'));
     }
 }

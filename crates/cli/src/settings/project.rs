@@ -36,6 +36,10 @@ pub(super) const USER_ONLY: &[&str] = &[
     "preview.serve",
     "preview.chromium",
     "preview.url",
+    // Whether the model may run its own JavaScript in the page, and where hands writes the
+    // DevTools endpoint (a repository could point it at `.env`, `.git/config` or a served file).
+    "preview.evaluate",
+    "preview.discovery_file",
     // The egress guard: a repository must not open this machine's network to the tools.
     "net",
     // The user's way back: a repository must not turn checkpoints off, nor shorten how long

@@ -274,12 +274,20 @@ async fn serve_open_signs_the_browser_in_once_with_a_one_time_link() {
     let root = tmp.path().join("proj");
     std::fs::create_dir_all(&home).unwrap();
     std::fs::create_dir_all(&root).unwrap();
-    // The "browser" records the URL it is asked to open.
+    // The "browser" records the URL it is asked to open, and the link the page there sends it
+    // on to (read at once: the page is removed after the code's lifetime).
     let opened = tmp.path().join("opened.txt");
+    let asked = tmp.path().join("asked.txt");
     let browser = tmp.path().join("browser.sh");
     std::fs::write(
         &browser,
-        format!("#!/bin/sh\nprintf '%s\\n' \"$1\" >> '{}'\n", opened.display()),
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$1\" > '{asked}'\n\
+             stat -c %a \"${{1#file://}}\" >> '{asked}'\n\
+             sed -n 's/.*id=\"signin\" href=\"\\([^\"]*\\)\".*/\\1/p' \"${{1#file://}}\" >> '{opened}'\n",
+            asked = asked.display(),
+            opened = opened.display()
+        ),
     )
     .unwrap();
     let executable = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755);
@@ -292,6 +300,20 @@ async fn serve_open_signs_the_browser_in_once_with_a_one_time_link() {
     });
     let link = link.trim_end();
     assert!(!link.contains(TOKEN), "the token is never in the URL: {link}");
+    // Red-team round 4: another local user read the code from the browser's command line. The
+    // browser is given a page only the user can read, never the link.
+    let asked = std::fs::read_to_string(&asked).unwrap();
+    let (page, mode) = asked.trim_end().split_once('\n').unwrap();
+    assert!(page.starts_with("file:///") && page.ends_with(".html"), "{page}");
+    assert!(
+        !page.contains("signin=") && !page.contains(link.rsplit('=').next().unwrap()),
+        "{page}"
+    );
+    assert_eq!(mode, "600", "the page is the user's only: {page}");
+    let folder = std::path::Path::new(page.trim_start_matches("file://")).parent().unwrap();
+    let folder_mode =
+        std::os::unix::fs::PermissionsExt::mode(&folder.metadata().unwrap().permissions());
+    assert_eq!(folder_mode & 0o777, 0o700, "{}", folder.display());
     let code = link
         .strip_prefix(&format!("{base}/#signin="))
         .unwrap_or_else(|| panic!("not a sign-in link of {base}: {link}"));

@@ -39,7 +39,8 @@ impl Middleware for Approve {
         let session = req.ctx.session();
         // The user allowed this tool for the rest of the session: no question, as if it had
         // been asked and approved (the call still goes through every other step).
-        if session.get_extension::<SessionAllows>().is_some_and(|a| a.allows(&req.call.name)) {
+        let scope = allowance(&req.call.name, req.tool.spec().policy.session_scope, &req.call.args);
+        if session.get_extension::<SessionAllows>().is_some_and(|a| a.allows(&scope)) {
             return next.run(req).await;
         }
         let Some(ApproverHandle(approver)) =
@@ -95,7 +96,7 @@ impl Middleware for Approve {
         let decision = approver.approve(&request, req.ctx.cancel_token()).await;
         let waited = asked.elapsed();
         if decision == Decision::ApproveForSession && request.session_allowable {
-            session.extension::<SessionAllows>().allow(&req.call.name);
+            session.extension::<SessionAllows>().allow(&scope);
         }
         match decision {
             Decision::Approve | Decision::ApproveForSession => {
@@ -126,6 +127,26 @@ impl Middleware for Approve {
         req.policy().needs_approval
             && (self.policy == Approval::Ask || req.tool.spec().policy.asks_each_time)
     }
+}
+
+/// What an allowance for the session is kept under: the tool's name, and for a tool that
+/// dispatches to others the values of its scoping arguments (`mcp_call(server=a, tool=read)`).
+fn allowance(tool: &str, scope: &[&str], args: &serde_json::Value) -> String {
+    if scope.is_empty() {
+        return tool.to_owned();
+    }
+    let values: Vec<String> = scope
+        .iter()
+        .map(|key| {
+            let value = match args.get(*key) {
+                Some(serde_json::Value::String(s)) => s.clone(),
+                Some(other) => other.to_string(),
+                None => String::new(),
+            };
+            format!("{key}={value:?}")
+        })
+        .collect();
+    format!("{tool}({})", values.join(", "))
 }
 
 /// `err` with its secrets replaced.

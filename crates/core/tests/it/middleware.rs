@@ -507,6 +507,40 @@ async fn a_tool_allowed_for_the_session_is_not_asked_about_again() {
     assert_eq!(writes.load(Ordering::SeqCst), 3);
 }
 
+/// Red-team round 4: "allow for this session" given to `mcp_call {server a, tool
+/// harmless_read}` let `mcp_call {a, delete_everything}` run unasked. A dispatching tool's
+/// allowance is bound to its scoping arguments.
+#[tokio::test]
+async fn a_dispatching_tools_allowance_covers_only_the_target_allowed() {
+    use hands_core::approval::{ApproverHandle, Decision, SessionAllows};
+    let mut cfg = config();
+    cfg.approval = hands_core::config::Approval::Ask;
+    let (call, calls) = Echo::new("mcp_call", false);
+    let call = call.with(|p| p.session_scope(&["text"]));
+    let r = Registry::builder(cfg).tool(call).build();
+    let approver = Arc::new(Scripted {
+        answers: Mutex::new(vec![Decision::Approve, Decision::ApproveForSession]),
+        asked: Mutex::new(Vec::new()),
+    });
+    let s = Session::new("s", "/tmp");
+    s.insert_extension(ApproverHandle(approver.clone()));
+    for (id, target) in [("1", "harmless_read"), ("2", "harmless_read"), ("3", "delete_everything")]
+    {
+        let out = r.dispatch(&s, ToolCall::new(id, "mcp_call", json!({"text": target}))).await;
+        assert!(!out.unwrap().is_error);
+    }
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    assert_eq!(
+        *approver.asked.lock().unwrap(),
+        ["mcp_call: {\"text\":\"harmless_read\"}", "mcp_call: {\"text\":\"delete_everything\"}"],
+        "the second target was asked about"
+    );
+    assert_eq!(
+        s.get_extension::<SessionAllows>().unwrap().tools(),
+        ["mcp_call(text=\"harmless_read\")"]
+    );
+}
+
 #[tokio::test]
 async fn notices_ride_on_the_next_result_once() {
     let r = Registry::builder(config()).tool(Echo::new("read_file", true).0).build();

@@ -310,6 +310,7 @@ impl Tool for McpCall {
             .modes(Modes::BOTH)
             .family(Family::Mcp)
             .on_host()
+            .session_scope(&["server", "tool"])
     }
 
     async fn call(&self, ctx: Context, args: CallArgs) -> Result<ToolOutput, ToolError> {

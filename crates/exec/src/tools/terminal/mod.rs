@@ -297,18 +297,32 @@ const MOVES_ONLY: &[&str] = &[
     "c-c",
 ];
 
-/// Text a pager takes for paging or quitting: space, `q`, `j`, `k`, `b`, `g`, `G`.
+/// Text a pager takes for paging or quitting: space, `q`, `j`, `k`, `b`, `g`, `G`. It goes in
+/// unasked only while a full-screen program holds the terminal (less, man, top: the alternate
+/// screen); typed into a shell, `bg` or `gg` is a command line like any other.
 fn pages_only(text: &str) -> bool {
     text.chars().all(|c| matches!(c, ' ' | 'q' | 'j' | 'k' | 'b' | 'g' | 'G'))
 }
 
-/// The call may make the program run something (see [`MOVES_ONLY`]).
-fn may_run(text: Option<&str>, keys: &[String]) -> bool {
-    let key_moves = |k: &String| {
+/// Every key only moves or pages (see [`MOVES_ONLY`]).
+fn keys_move(keys: &[String]) -> bool {
+    keys.iter().all(|k| {
         let lower = k.trim().to_ascii_lowercase().replace(['_', ' ', '+'], "-");
         MOVES_ONLY.contains(&lower.as_str())
-    };
-    !(text.is_none_or(pages_only) && keys.iter().all(key_moves))
+    })
+}
+
+/// The call may make the program run something: any text (a pager's letters are let through by
+/// the review, on a full-screen program only) or a key that does more than move.
+fn may_run(text: Option<&str>, keys: &[String]) -> bool {
+    !(text.is_none() && keys_move(keys))
+}
+
+/// The screen row the cursor is on: what Enter would submit to a shell (a line recalled from
+/// its history with Up is there, not in what is typed).
+fn cursor_line(screen: &crate::terminal::ScreenView) -> Option<String> {
+    let line = screen.lines.get(usize::from(screen.cursor.0))?.trim_end();
+    (!line.trim().is_empty()).then(|| typed(line.as_bytes()))
 }
 
 /// `bytes` as the user should read them: printable text as it is, Enter as `⏎`, other control
@@ -405,11 +419,32 @@ impl Tool for TerminalSend {
         }
     }
 
-    /// The terminal's program and exactly what is typed, control keys named.
+    /// The terminal's program and exactly what is typed, control keys named, with the screen's
+    /// line at the cursor, which the input joins. A pager's letters into a full-screen program
+    /// are not asked about.
     async fn review(&self, ctx: &Context, args: &Self::Args) -> Result<Review, ToolError> {
         let proc = find(ctx, &self.config, &args.id)?;
         let bytes = keystrokes(args.text.as_deref(), &args.keys, false)?;
-        Ok(Review::summary(format!("terminal_send: type into {}: {}", label(&proc), typed(&bytes))))
+        let screen = proc.terminal().map(|t| t.screen());
+        if let Some(screen) = &screen
+            && screen.alternate
+            && args.text.as_deref().is_some_and(pages_only)
+            && keys_move(&args.keys)
+        {
+            return Ok(Review { nothing_to_ask: true, ..Review::default() });
+        }
+        let review = Review::summary(format!(
+            "terminal_send: type into {}: {}",
+            label(&proc),
+            typed(&bytes)
+        ));
+        Ok(match screen.as_ref().and_then(cursor_line) {
+            Some(line) => review.with_details(format!(
+                "The terminal's line at the cursor, which this input joins (Enter submits it): \
+                 {line}"
+            )),
+            None => review,
+        })
     }
 
     fn output_schema(&self) -> Option<serde_json::Value> {

@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use crate::axtree::Line;
+use crate::outline::Line;
 
 /// The previous snapshot of the session.
 #[derive(Debug, Clone, Default)]
@@ -17,6 +17,9 @@ pub struct Baseline {
     pub lines: Vec<Line>,
     /// Refs of earlier documents (refused as stale, with the reason).
     pub stale: HashSet<u64>,
+    /// The next ref number the page's walker gives (numbers only grow within a session, so that
+    /// a ref of an earlier document never names an element of a later one).
+    pub next_ref: u64,
 }
 
 /// Refs of earlier documents remembered at most.
@@ -24,7 +27,7 @@ const MAX_STALE: usize = 50_000;
 
 impl Baseline {
     /// The baseline after `previous` for a snapshot of `lines` in page load `load`.
-    pub fn after(previous: Option<&Baseline>, lines: &[Line], load: u64) -> Self {
+    pub fn after(previous: Option<&Baseline>, lines: &[Line], load: u64, next_ref: u64) -> Self {
         let number = previous.map_or(1, |b| b.number + 1);
         let mut stale = previous.map(|b| b.stale.clone()).unwrap_or_default();
         if let Some(old) = previous.filter(|b| b.load != load) {
@@ -33,7 +36,8 @@ impl Baseline {
             }
             stale.extend(old.lines.iter().filter_map(|l| l.node));
         }
-        Self { load, number, lines: lines.to_vec(), stale }
+        let next_ref = next_ref.max(previous.map_or(1, |b| b.next_ref));
+        Self { load, number, lines: lines.to_vec(), stale, next_ref }
     }
 }
 
@@ -44,11 +48,12 @@ mod tests {
     #[test]
     fn refs_of_a_replaced_document_are_remembered_as_stale() {
         let line =
-            Line { depth: 0, role: "button".into(), text: "button [e7]".into(), node: Some(7) };
-        let first = Baseline::after(None, std::slice::from_ref(&line), 1);
-        let same = Baseline::after(Some(&first), &[], 1);
+            Line { depth: 0, role: "button".into(), text: "button e7".into(), node: Some(7) };
+        let first = Baseline::after(None, std::slice::from_ref(&line), 1, 8);
+        let same = Baseline::after(Some(&first), &[], 1, 8);
         assert!(same.stale.is_empty(), "a change in the same document is no staleness");
-        let next = Baseline::after(Some(&first), &[], 2);
+        let next = Baseline::after(Some(&first), &[], 2, 1);
         assert_eq!((next.number, next.stale.contains(&7)), (2, true));
+        assert_eq!(next.next_ref, 8, "ref numbers never go back");
     }
 }

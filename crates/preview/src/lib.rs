@@ -38,7 +38,7 @@ mod act;
 mod actions;
 mod approval;
 mod attach;
-mod axtree;
+mod outline;
 mod baseline;
 pub mod cdp;
 pub mod collector;

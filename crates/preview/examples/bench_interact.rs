@@ -154,6 +154,7 @@ async fn main() {
         "snapshot of the 5,000-node page: median {snap_median:.1} ms, p95 {snap_p95:.1} ms; shown {shown} bytes (default budget 3000 tokens = 12000 bytes), whole {whole} bytes"
     );
     println!("HANDS_WHOLE app {app_whole} big {whole}");
+    println!("HANDS_SHOWN app {} big {shown}", first.len());
     big.session.close().await;
 
     if let Some(dir) = pages {

@@ -218,6 +218,11 @@
   }
 
   function children(el) {
+    if (el.tagName === "DETAILS" && !el.open) {
+      // A closed disclosure shows its summary only.
+      const summary = [...el.children].find((c) => c.tagName === "SUMMARY");
+      return summary ? [summary] : [];
+    }
     if (el.shadowRoot) return el.shadowRoot.childNodes;
     if (el.tagName === "SLOT") { const a = el.assignedNodes({ flatten: true }); if (a.length) return a; }
     return el.childNodes;

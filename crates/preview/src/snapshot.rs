@@ -239,9 +239,7 @@ impl Preview {
             .map_err(|e| SnapshotError::Browser(format!("the page outline is not JSON: {e}")))?;
         let t1 = t0.elapsed();
         let (lines, next) = outline(&parsed);
-        if std::env::var_os("HANDS_SNAPSHOT_TIMING").is_some() {
-            eprintln!("TIMING walker {t1:?} outline {:?} bytes {}", t0.elapsed() - t1, value.len());
-        }
+        tracing::debug!(walker = ?t1, lines = ?(t0.elapsed() - t1), bytes = value.len(), "page outline");
         Ok((lines, load, next.max(floor)))
     }
 
@@ -281,13 +279,9 @@ impl Preview {
         tokens: usize,
         full: bool,
     ) -> Result<Shown, SnapshotError> {
-        let t0 = std::time::Instant::now();
         let (lines, load, next_ref) = self.outline_now().await?;
         let narrowed = narrow(&lines, query)?;
         let (old, path) = self.rebase(&lines, load, next_ref);
-        if std::env::var_os("HANDS_SNAPSHOT_TIMING").is_some() {
-            eprintln!("TIMING outline+rebase {:?}", t0.elapsed());
-        }
         let whole = path.unwrap_or_else(|| "(not kept: the outputs folder failed)".into());
         let url = self.location();
         let max = tokens.max(MIN_TOKENS) * BYTES_PER_TOKEN;

@@ -81,8 +81,7 @@ impl Preview {
                 "{name} is from no snapshot of this session: call preview_snapshot first and use its refs"
             ));
         };
-        let replaced =
-            !baseline.lines.iter().any(|l| l.node == Some(node)) && baseline.stale.contains(&node);
+        let replaced = baseline.is_stale(node);
         if baseline.load != self.errors.current_load() || replaced {
             return Err(format!(
                 "{name} is stale: it is from an earlier document, replaced since (the page navigated or \
@@ -102,9 +101,8 @@ impl Preview {
     /// the latest snapshot names; refused when the ref is stale or the page removed the element.
     pub(crate) async fn element(&self, page: &Page<'_>, name: &str) -> Result<u64, String> {
         let n = self.node_of(name)?;
-        let found = page
-            .call("Runtime.evaluate", json!({"expression": resolve_expression(n)}))
-            .await?;
+        let found =
+            page.call("Runtime.evaluate", json!({"expression": resolve_expression(n)})).await?;
         let Some(object) = found["result"]["objectId"].as_str() else {
             return Err(format!(
                 "{name} is gone from the page (removed since the snapshot): take a new snapshot \
@@ -200,8 +198,9 @@ impl Preview {
                 Ok(format!("filled {}", names.join(", ")))
             }
             Action::Select { target, values } => {
-                let chosen =
-                    page.on_element(self.element(page, target).await?, SELECT, &[json!(values)]).await?;
+                let chosen = page
+                    .on_element(self.element(page, target).await?, SELECT, &[json!(values)])
+                    .await?;
                 Ok(format!("selected {chosen} in {target}"))
             }
             Action::Check { target, checked } => {

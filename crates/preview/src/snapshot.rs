@@ -12,8 +12,8 @@ use std::collections::HashMap;
 
 use serde_json::json;
 
-use crate::outline::{Line, outline, walker_expression};
 use crate::baseline::Baseline;
+use crate::outline::{Line, outline, walker_expression};
 use crate::preview::Preview;
 
 /// The budget's rule: a token is taken as 4 bytes of text (English and code under the common
@@ -161,8 +161,7 @@ pub fn delta(old: &[Line], new: &[Line]) -> Vec<String> {
     let mut paired = std::collections::HashSet::new();
     let mut out = changed;
     for line in added {
-        let twin =
-            line.node.and_then(|_| gone.get_mut(&(line.depth, without_ref(line)))?.pop());
+        let twin = line.node.and_then(|_| gone.get_mut(&(line.depth, without_ref(line)))?.pop());
         match twin {
             Some(i) => {
                 paired.insert(i);
@@ -191,9 +190,10 @@ pub fn delta(old: &[Line], new: &[Line]) -> Vec<String> {
 fn without_ref(line: &Line) -> String {
     let Some(name) = line.ref_name() else { return line.text.clone() };
     let token = format!(" {name}");
-    let found = line.text.match_indices(&token).map(|(i, _)| i).find(|&i| {
-        matches!(line.text.as_bytes().get(i + token.len()), None | Some(b' ' | b':'))
-    });
+    let found =
+        line.text.match_indices(&token).map(|(i, _)| i).find(|&i| {
+            matches!(line.text.as_bytes().get(i + token.len()), None | Some(b' ' | b':'))
+        });
     match found {
         Some(i) => format!("{}{}", &line.text[..i], &line.text[i + token.len()..]),
         None => line.text.clone(),

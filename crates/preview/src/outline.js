@@ -235,6 +235,7 @@
         continue;
       }
       if (c.nodeType !== 1 || SKIP.has(c.tagName)) continue;
+      if (c.tagName === "BR") { text += " "; continue; }
       const st = style(c);
       if (hidden(c, st)) continue;
       const shown = st.visibility === "visible";

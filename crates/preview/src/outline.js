@@ -158,7 +158,7 @@
     if (tag === "OPTION" ? el.selected : attr(el, "aria-selected") === "true") s.push("selected");
     if (el.required || attr(el, "aria-required") === "true") s.push("required");
     let invalid = flag(el, "aria-invalid");
-    if (control && !invalid) {
+    if (!invalid && (tag === "INPUT" || tag === "SELECT" || tag === "TEXTAREA")) {
       try { invalid = el.matches(":user-invalid"); } catch (_) { /* an engine without it */ }
     }
     if (invalid) s.push("invalid");
@@ -237,11 +237,12 @@
       if (c.nodeType !== 1 || SKIP.has(c.tagName)) continue;
       if (c.tagName === "BR") { text += " "; continue; }
       const st = style(c);
-      if (hidden(c, st)) continue;
+      const display = st.display;
+      if (display === "none" || attr(c, "aria-hidden") === "true") continue;
       const shown = st.visibility === "visible";
       const role = shown ? roleOf(c) : null;
       if (c.tagName === "svg" && !role) continue;
-      const inline = INLINE.has(st.display);
+      const inline = INLINE.has(display);
       if (!role || role === "generic" || role === "none" || role === "presentation") {
         const name = role === "generic" ? nameOf(c, role) : "";
         if (!name) {

@@ -4,7 +4,8 @@
 //! and within the default budget) for comparison with Playwright MCP's. The pages are written to
 //! `--pages DIR` as static files, so that the script can serve the same ones to Playwright MCP.
 //!
-//! Usage: bench_interact [RUNS, default 30] [--pages DIR]
+//! Usage: bench_interact [RUNS, default 30] [--pages DIR]; with HANDS_BENCH_DUMP set, the first
+//! snapshot of each page is printed on stderr.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::path::{Path, PathBuf};

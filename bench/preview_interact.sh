@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 pages="$(mktemp -d)"
 trap 'rm -rf "$pages"; [ -n "${server:-}" ] && kill "$server" 2>/dev/null || true' EXIT
 out="$(cargo run --quiet --release -p hands-preview --example bench_interact -- "${1:-30}" --pages "$pages")"
-echo "$out" | grep -v '^HANDS_WHOLE'
+echo "$out" | grep -v '^HANDS_'
 [ -n "${SKIP_PLAYWRIGHT:-}" ] && exit 0
 pw="${PW_DIR:-$HOME/.cache/hands-bench-playwright-mcp}"
 if [ ! -x "$pw/node_modules/.bin/playwright-mcp" ]; then
@@ -26,9 +26,18 @@ for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; 
 pwout="$(node bench/playwright_snapshot.mjs "$pw/node_modules/.bin/playwright-mcp" \
   "http://127.0.0.1:$port/index.html" "http://127.0.0.1:$port/big.html")"
 read -r _ hands_app hands_big_whole <<<"$(echo "$out" | grep '^HANDS_WHOLE' | sed 's/app //; s/big //')"
+read -r _ shown_app _ <<<"$(echo "$out" | grep '^HANDS_SHOWN' | sed 's/app //; s/big //')"
 pw_app="$(echo "$pwout" | awk '/index.html/ {print $3}')"
 pw_big="$(echo "$pwout" | awk '/big.html/ {print $3}')"
+pw_app_yaml="$(echo "$pwout" | awk '/index.html/ {print $4}')"
+pw_big_yaml="$(echo "$pwout" | awk '/big.html/ {print $4}')"
 ratio() { python3 -c "print(f'{$1/$2:.2f}')"; }
-echo "login page: hands $hands_app bytes, Playwright MCP $pw_app bytes: ratio $(ratio "$hands_app" "$pw_app")"
+# Three ways to compare, each reported: hands' outline (the file) against Playwright MCP's whole
+# answer (the issue's figure); outline against outline (Playwright's yaml block, without its
+# page header); and what the model reads of each first snapshot (hands' header included).
+echo "login page: hands outline $hands_app bytes, Playwright MCP answer $pw_app bytes: ratio $(ratio "$hands_app" "$pw_app")"
+echo "login page, outline against outline: hands $hands_app, Playwright MCP $pw_app_yaml bytes: ratio $(ratio "$hands_app" "$pw_app_yaml")"
+echo "login page, what the model reads: hands $shown_app, Playwright MCP $pw_app bytes: ratio $(ratio "$shown_app" "$pw_app")"
 echo "5,000-node page, whole: hands $hands_big_whole bytes, Playwright MCP $pw_big bytes: ratio $(ratio "$hands_big_whole" "$pw_big")"
+echo "5,000-node page, outline against outline: hands $hands_big_whole, Playwright MCP $pw_big_yaml bytes: ratio $(ratio "$hands_big_whole" "$pw_big_yaml")"
 echo "5,000-node page within hands' default budget (12000 bytes) vs Playwright MCP: ratio $(ratio 12000 "$pw_big")"

@@ -4,7 +4,8 @@
 //! and within the default budget) for comparison with Playwright MCP's. The pages are written to
 //! `--pages DIR` as static files, so that the script can serve the same ones to Playwright MCP.
 //!
-//! Usage: bench_interact [RUNS, default 30] [--pages DIR]
+//! Usage: bench_interact [RUNS, default 30] [--pages DIR]; with HANDS_BENCH_DUMP set, the first
+//! snapshot of each page is printed on stderr.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::path::{Path, PathBuf};
@@ -57,8 +58,10 @@ impl Bench {
 fn ref_of(text: &str, needle: &str) -> String {
     let line =
         text.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("{needle}: {text}"));
-    let start = line.find("[e").unwrap() + 1;
-    line[start..start + line[start..].find(']').unwrap()].to_owned()
+    line.split([' ', ':'])
+        .find(|w| w.len() > 1 && w.starts_with('e') && w[1..].bytes().all(|b| b.is_ascii_digit()))
+        .unwrap_or_else(|| panic!("no ref on {line:?}"))
+        .to_owned()
 }
 
 fn median(mut v: Vec<Duration>) -> (f64, f64) {
@@ -88,6 +91,10 @@ async fn main() {
     app.text("preview_open", json!({})).await;
     let first = app.text("preview_snapshot", json!({})).await;
     let app_whole = whole_bytes(&first, app.session.root());
+    let dump = std::env::var_os("HANDS_BENCH_DUMP").is_some();
+    if dump {
+        eprintln!("{first}");
+    }
     let login = json!([
         {"action": "fill", "fields": [{"ref": ref_of(&first, "textbox \"User\""), "value": "alice"},
                                       {"ref": ref_of(&first, "textbox \"Password\""), "value": "wonderland"}]},
@@ -137,6 +144,9 @@ async fn main() {
         let began = Instant::now();
         let text = big.text("preview_snapshot", json!({"full": true})).await;
         times.push(began.elapsed());
+        if dump && shown == 0 {
+            eprintln!("{}", &text[..text.len().min(600)]);
+        }
         shown = text.len();
         whole = whole_bytes(&text, big.session.root());
     }
@@ -145,6 +155,7 @@ async fn main() {
         "snapshot of the 5,000-node page: median {snap_median:.1} ms, p95 {snap_p95:.1} ms; shown {shown} bytes (default budget 3000 tokens = 12000 bytes), whole {whole} bytes"
     );
     println!("HANDS_WHOLE app {app_whole} big {whole}");
+    println!("HANDS_SHOWN app {} big {shown}", first.len());
     big.session.close().await;
 
     if let Some(dir) = pages {

@@ -15,6 +15,7 @@ use serde_json::json;
 use crate::actions::{Action, project_files, same_origin};
 use crate::collector::ErrorKind;
 use crate::input::Page;
+use crate::outline::resolve_expression;
 use crate::preview::Preview;
 
 /// Longest wait for a navigation's load after an action.
@@ -68,7 +69,8 @@ impl Preview {
         }
     }
 
-    /// The element a ref names, when the ref is of the current document's latest snapshot.
+    /// The ref number `name` stands for, when the ref is of the current document's latest
+    /// snapshot.
     pub(crate) fn node_of(&self, name: &str) -> Result<u64, String> {
         let node = name.strip_prefix('e').and_then(|n| n.parse::<u64>().ok()).ok_or_else(|| {
             format!("{name:?} is not a ref: refs look like e12 (from preview_snapshot)")
@@ -79,8 +81,7 @@ impl Preview {
                 "{name} is from no snapshot of this session: call preview_snapshot first and use its refs"
             ));
         };
-        let replaced =
-            !baseline.lines.iter().any(|l| l.node == Some(node)) && baseline.stale.contains(&node);
+        let replaced = baseline.is_stale(node);
         if baseline.load != self.errors.current_load() || replaced {
             return Err(format!(
                 "{name} is stale: it is from an earlier document, replaced since (the page navigated or \
@@ -94,6 +95,32 @@ impl Preview {
             ));
         }
         Ok(node)
+    }
+
+    /// The element (its `backendNodeId`, what the DOM and Input domains act on) that ref `name` of
+    /// the latest snapshot names; refused when the ref is stale or the page removed the element.
+    pub(crate) async fn element(&self, page: &Page<'_>, name: &str) -> Result<u64, String> {
+        let n = self.node_of(name)?;
+        let found =
+            page.call("Runtime.evaluate", json!({"expression": resolve_expression(n)})).await?;
+        let Some(object) = found["result"]["objectId"].as_str() else {
+            return Err(format!(
+                "{name} is gone from the page (removed since the snapshot): take a new snapshot \
+                 (preview_snapshot) and use its refs"
+            ));
+        };
+        let described = page.call("DOM.describeNode", json!({"objectId": object})).await;
+        let _ = page.call("Runtime.releaseObject", json!({"objectId": object})).await;
+        described?["node"]["backendNodeId"]
+            .as_u64()
+            .ok_or_else(|| format!("{name}: the browser did not say which element it is"))
+    }
+
+    /// [`Preview::element`] on the open page.
+    pub(crate) async fn element_now(&self, name: &str) -> Result<u64, String> {
+        let (cdp, session) =
+            self.page().ok_or("No preview is open in this session: call preview_open first.")?;
+        self.element(&Page { cdp: &cdp, session: &session }, name).await
     }
 
     /// Run `actions` in order and report what they caused.
@@ -134,19 +161,19 @@ impl Preview {
     async fn run(&self, page: &Page<'_>, action: &Action) -> Result<String, String> {
         match action {
             Action::Click { target, double } => {
-                let node = self.node_of(target)?;
+                let node = self.element(page, target).await?;
                 let (x, y) = page.centre(node, target).await?;
                 page.click(x, y, if *double { 2 } else { 1 }).await?;
                 Ok(format!("{} {target}", if *double { "double-clicked" } else { "clicked" }))
             }
             Action::Hover { target } => {
-                let (x, y) = page.centre(self.node_of(target)?, target).await?;
+                let (x, y) = page.centre(self.element(page, target).await?, target).await?;
                 page.hover(x, y).await?;
                 Ok(format!("hovered {target}"))
             }
             Action::Type { target, text, submit } => {
                 if let Some(target) = target {
-                    page.focus(self.node_of(target)?).await?;
+                    page.focus(self.element(page, target).await?).await?;
                 }
                 page.insert(text).await?;
                 if *submit {
@@ -162,7 +189,7 @@ impl Preview {
             }
             Action::Fill { fields } => {
                 for field in fields {
-                    let node = self.node_of(&field.target)?;
+                    let node = self.element(page, &field.target).await?;
                     fill(page, node, &field.value)
                         .await
                         .map_err(|e| format!("{}: {e}", field.target))?;
@@ -171,13 +198,14 @@ impl Preview {
                 Ok(format!("filled {}", names.join(", ")))
             }
             Action::Select { target, values } => {
-                let chosen =
-                    page.on_element(self.node_of(target)?, SELECT, &[json!(values)]).await?;
+                let chosen = page
+                    .on_element(self.element(page, target).await?, SELECT, &[json!(values)])
+                    .await?;
                 Ok(format!("selected {chosen} in {target}"))
             }
             Action::Check { target, checked } => {
                 let wanted = checked.unwrap_or(true);
-                let node = self.node_of(target)?;
+                let node = self.element(page, target).await?;
                 let now = page.on_element(node, IS_CHECKED, &[]).await?;
                 if now.as_bool() != Some(wanted) {
                     let (x, y) = page.centre(node, target).await?;
@@ -199,13 +227,13 @@ impl Preview {
             }
             Action::Press { key, target } => {
                 if let Some(target) = target {
-                    page.focus(self.node_of(target)?).await?;
+                    page.focus(self.element(page, target).await?).await?;
                 }
                 page.press(key).await?;
                 Ok(format!("pressed {key}"))
             }
             Action::Scroll { target: Some(target), .. } => {
-                page.centre(self.node_of(target)?, target).await?;
+                page.centre(self.element(page, target).await?, target).await?;
                 Ok(format!("scrolled {target} into view"))
             }
             Action::Scroll { target: None, dy } => {
@@ -250,7 +278,7 @@ impl Preview {
                     .await
             }
             Action::Upload { target, paths } => {
-                let node = self.node_of(target)?;
+                let node = self.element(page, target).await?;
                 let files = project_files(&self.root, paths)?;
                 let kind = page
                     .on_element(

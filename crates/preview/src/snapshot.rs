@@ -1,7 +1,7 @@
-//! Page snapshots: the outline of the page now ([`crate::axtree`]), narrowed by a query, cut to a
+//! Page snapshots: the outline of the page now ([`crate::outline`]), narrowed by a query, cut to a
 //! budget, kept whole on disk, and compared with the previous snapshot of the same document.
 //!
-//! Flow: [`Preview::outline_now`] asks Chromium for the accessibility tree; [`Preview::snapshot`]
+//! Flow: [`Preview::outline_now`] runs hands' outline walker in the page; [`Preview::snapshot`]
 //! writes the whole outline to `.hands/outputs/snapshot-N.txt`, makes it the session's baseline
 //! (the document's page-load number, its lines), and shows either the narrowed outline or, when a
 //! baseline of the same document exists and no query is given, only the lines that changed. The
@@ -12,8 +12,8 @@ use std::collections::HashMap;
 
 use serde_json::json;
 
-use crate::axtree::{Line, outline};
 use crate::baseline::Baseline;
+use crate::outline::{Line, outline, walker_expression};
 use crate::preview::Preview;
 
 /// The budget's rule: a token is taken as 4 bytes of text (English and code under the common
@@ -154,15 +154,14 @@ pub fn delta(old: &[Line], new: &[Line]) -> Vec<String> {
     let mut gone: HashMap<(usize, String), Vec<usize>> = HashMap::new();
     for &i in removed.iter().rev() {
         if old[i].node.is_some() {
-            gone.entry((old[i].depth, without_ref(&old[i].text))).or_default().push(i);
+            gone.entry((old[i].depth, without_ref(&old[i]))).or_default().push(i);
         }
     }
     let mut renamed = Vec::new();
     let mut paired = std::collections::HashSet::new();
     let mut out = changed;
     for line in added {
-        let twin =
-            line.node.and_then(|_| gone.get_mut(&(line.depth, without_ref(&line.text)))?.pop());
+        let twin = line.node.and_then(|_| gone.get_mut(&(line.depth, without_ref(line)))?.pop());
         match twin {
             Some(i) => {
                 paired.insert(i);
@@ -187,13 +186,17 @@ pub fn delta(old: &[Line], new: &[Line]) -> Vec<String> {
     out
 }
 
-/// A line's text without its ` [e12]`.
-fn without_ref(text: &str) -> String {
-    match (text.find(" [e"), text.find(']')) {
-        (Some(start), Some(end)) if end > start => {
-            format!("{}{}", &text[..start], &text[end + 1..])
-        }
-        _ => text.to_owned(),
+/// A line's text without its ref (` e12`).
+fn without_ref(line: &Line) -> String {
+    let Some(name) = line.ref_name() else { return line.text.clone() };
+    let token = format!(" {name}");
+    let found =
+        line.text.match_indices(&token).map(|(i, _)| i).find(|&i| {
+            matches!(line.text.as_bytes().get(i + token.len()), None | Some(b' ' | b':'))
+        });
+    match found {
+        Some(i) => format!("{}{}", &line.text[..i], &line.text[i + token.len()..]),
+        None => line.text.clone(),
     }
 }
 
@@ -205,21 +208,50 @@ pub struct Shown {
 }
 
 impl Preview {
-    /// The outline of the page now, and the page load it is of.
-    pub(crate) async fn outline_now(&self) -> Result<(Vec<Line>, u64), SnapshotError> {
+    /// The outline of the page now, the page load it is of, and the session's next ref number.
+    pub(crate) async fn outline_now(&self) -> Result<(Vec<Line>, u64, u64), SnapshotError> {
         let (cdp, page) = self.page().ok_or(SnapshotError::NotOpen)?;
         let load = self.errors.current_load();
-        let tree = cdp
-            .call("Accessibility.getFullAXTree", json!({}), Some(&page))
+        let floor = self
+            .outline
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_ref()
+            .map_or(1, |b| b.next_ref);
+        let t0 = std::time::Instant::now();
+        let answer = cdp
+            .call(
+                "Runtime.evaluate",
+                json!({"expression": walker_expression(floor), "returnByValue": true}),
+                Some(&page),
+            )
             .await
             .map_err(|e| SnapshotError::Browser(e.to_string()))?;
-        Ok((outline(&tree), load))
+        if let Some(details) = answer.get("exceptionDetails") {
+            let why = details["exception"]["description"].as_str().or(details["text"].as_str());
+            return Err(SnapshotError::Browser(format!(
+                "the page outline threw: {}",
+                why.unwrap_or("an exception").lines().next().unwrap_or_default()
+            )));
+        }
+        let value = answer["result"]["value"].as_str().unwrap_or("{}");
+        let parsed: serde_json::Value = serde_json::from_str(value)
+            .map_err(|e| SnapshotError::Browser(format!("the page outline is not JSON: {e}")))?;
+        let t1 = t0.elapsed();
+        let (lines, next) = outline(&parsed);
+        tracing::debug!(walker = ?t1, lines = ?(t0.elapsed() - t1), bytes = value.len(), "page outline");
+        Ok((lines, load, next.max(floor)))
     }
 
     /// Keep `lines` as the new baseline and on disk; returns the old baseline and the path.
-    pub(crate) fn rebase(&self, lines: &[Line], load: u64) -> (Option<Baseline>, Option<String>) {
+    pub(crate) fn rebase(
+        &self,
+        lines: &[Line],
+        load: u64,
+        next_ref: u64,
+    ) -> (Option<Baseline>, Option<String>) {
         let mut slot = self.outline.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let next = Baseline::after(slot.as_ref(), lines, load);
+        let next = Baseline::after(slot.as_ref(), lines, load, next_ref);
         let number = next.number;
         let old = slot.replace(next);
         drop(slot);
@@ -247,9 +279,9 @@ impl Preview {
         tokens: usize,
         full: bool,
     ) -> Result<Shown, SnapshotError> {
-        let (lines, load) = self.outline_now().await?;
+        let (lines, load, next_ref) = self.outline_now().await?;
         let narrowed = narrow(&lines, query)?;
-        let (old, path) = self.rebase(&lines, load);
+        let (old, path) = self.rebase(&lines, load, next_ref);
         let whole = path.unwrap_or_else(|| "(not kept: the outputs folder failed)".into());
         let url = self.location();
         let max = tokens.max(MIN_TOKENS) * BYTES_PER_TOKEN;
@@ -284,8 +316,8 @@ impl Preview {
 
     /// The changes since the baseline as lines (for an action's result), and a new baseline.
     pub(crate) async fn changes(&self) -> Result<(Vec<String>, bool), SnapshotError> {
-        let (lines, load) = self.outline_now().await?;
-        let (old, _) = self.rebase(&lines, load);
+        let (lines, load, next_ref) = self.outline_now().await?;
+        let (old, _) = self.rebase(&lines, load, next_ref);
         match old.filter(|b| b.load == load) {
             Some(old) => Ok((delta(&old.lines, &lines), false)),
             None => Ok((lines.iter().map(Line::indented).collect(), true)),
@@ -303,11 +335,11 @@ mod tests {
 
     fn page() -> Vec<Line> {
         vec![
-            line(0, "form", "form \"Login\" [e1]", Some(1)),
-            line(1, "textbox", "textbox \"User\" [e2]", Some(2)),
-            line(1, "button", "button \"Log in\" [e3]", Some(3)),
-            line(0, "list", "list [e4]", Some(4)),
-            line(1, "listitem", "listitem", None),
+            line(0, "form", "form \"Login\" e1", Some(1)),
+            line(1, "textbox", "textbox \"User\" e2", Some(2)),
+            line(1, "button", "button \"Log in\" e3", Some(3)),
+            line(0, "list", "list e4", Some(4)),
+            line(1, "listitem", "li", None),
             line(2, "text", "\"Milk\"", None),
         ]
     }
@@ -316,7 +348,7 @@ mod tests {
     fn queries_keep_matches_with_their_ancestors_or_a_subtree() {
         let q = Query { text: Some("milk".into()), ..Query::default() };
         let kept: Vec<String> = narrow(&page(), &q).unwrap().iter().map(Line::indented).collect();
-        assert_eq!(kept, ["list [e4]", "  listitem", "    \"Milk\""]);
+        assert_eq!(kept, ["list e4", " li", "  \"Milk\""]);
         let q = Query { subtree: Some("e1".into()), ..Query::default() };
         assert_eq!(narrow(&page(), &q).unwrap().len(), 3);
         let q = Query { role: Some("button".into()), ..Query::default() };
@@ -329,17 +361,17 @@ mod tests {
     fn the_delta_lists_added_changed_and_removed_lines() {
         let old = page();
         let mut new = page();
-        new[1].text = "textbox \"User\" [e2] value=\"alice\"".into();
+        new[1].text = "textbox \"User\" e2: alice".into();
         new.remove(5);
         new.push(line(2, "text", "\"Eggs\"", None));
         assert_eq!(
             delta(&old, &new),
-            ["~   textbox \"User\" [e2] value=\"alice\"", "+     \"Eggs\"", "-     \"Milk\"",]
+            ["~  textbox \"User\" e2: alice", "+   \"Eggs\"", "-   \"Milk\"",]
         );
         assert!(delta(&old, &old).is_empty());
         // A re-rendered element: same content, a new ref.
         let mut again = page();
-        again[2] = line(1, "button", "button \"Log in\" [e9]", Some(9));
+        again[2] = line(1, "button", "button \"Log in\" e9", Some(9));
         assert_eq!(delta(&old, &again), ["= new refs, same content: e3→e9"]);
     }
 

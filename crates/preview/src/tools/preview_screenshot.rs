@@ -62,7 +62,7 @@ impl Tool for PreviewScreenshot {
         };
         let shot = match &args.target {
             Some(target) => {
-                let node = preview.node_of(target).map_err(ToolError::model)?;
+                let node = preview.element_now(target).await.map_err(ToolError::model)?;
                 preview.element_screenshot(node).await
             }
             None => preview.screenshot(args.full_page.unwrap_or(false)).await,

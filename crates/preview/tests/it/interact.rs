@@ -14,15 +14,17 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use common::{Env, require_for};
 use serde_json::{Value, json};
 
-/// The ref on the first line of `text` that contains `needle`.
+/// The ref (`e12`, the word after the name) on the first line of `text` that contains `needle`.
 fn ref_of(text: &str, needle: &str) -> String {
     let line = text
         .lines()
         .find(|l| l.contains(needle))
         .unwrap_or_else(|| panic!("no line with {needle:?} in:\n{text}"));
-    let start = line.find("[e").unwrap_or_else(|| panic!("no ref on {line:?} in:\n{text}")) + 1;
-    let end = start + line[start..].find(']').unwrap();
-    line[start..end].to_owned()
+    let rest = &line[line.find(needle).unwrap() + needle.len()..];
+    rest.split([' ', ':'])
+        .find(|w| w.len() > 1 && w.starts_with('e') && w[1..].bytes().all(|b| b.is_ascii_digit()))
+        .unwrap_or_else(|| panic!("no ref on {line:?} in:\n{text}"))
+        .to_owned()
 }
 
 fn png_size(data: &[u8]) -> (u32, u32) {
@@ -53,7 +55,9 @@ async fn the_agent_logs_in_adds_and_deletes_follows_a_link_and_finds_what_failed
     env.open().await;
     let (first, _) = env.ok("preview_snapshot", json!({})).await;
     assert!(first.starts_with("Snapshot 1 of http://127.0.0.1:"), "{first}");
-    assert!(first.contains("heading \"Interact fixture\" level=1"), "{first}");
+    assert!(first.contains("\n h1 \"Interact fixture\"\n"), "{first}");
+    assert!(first.contains("combobox \"Color\" e") && first.contains(": Red\n"), "{first}");
+    assert!(!first.contains("About this app"), "a hidden section is left out:\n{first}");
     let path = first.split("whole: ").nth(1).unwrap().split(')').next().unwrap();
     assert!(env.root().join(path).is_file(), "the whole snapshot is kept at {path}");
     let (user, password) =
@@ -74,8 +78,8 @@ async fn the_agent_logs_in_adds_and_deletes_follows_a_link_and_finds_what_failed
         ]),
     )
     .await;
-    assert!(done.contains("heading \"Welcome, alice\""), "the delta shows the welcome:\n{done}");
-    assert!(!done.contains("heading \"Interact fixture\""), "only what changed:\n{done}");
+    assert!(done.contains("h2 \"Welcome, alice\""), "the delta shows the welcome:\n{done}");
+    assert!(!done.contains("h1 \"Interact fixture\""), "only what changed:\n{done}");
     assert!(
         server_log(&env).contains("login alice ok color=g remember=True"),
         "{}",
@@ -111,6 +115,10 @@ async fn the_agent_logs_in_adds_and_deletes_follows_a_link_and_finds_what_failed
     )
     .await;
     assert!(deleted.contains("- "), "{deleted}");
+    // The deleted button's ref names nothing any more: refused, not clicked elsewhere.
+    let (gone, _) =
+        env.err("preview_act", json!({"actions": [{"action": "click", "ref": delete}]})).await;
+    assert!(gone.contains("not in the latest snapshot"), "{gone}");
     assert!(server_log(&env).contains("delete 1"), "{}", server_log(&env));
 
     // The failing request and the console error, in the action's answer and in the logs.
@@ -185,16 +193,16 @@ async fn the_agent_logs_in_adds_and_deletes_follows_a_link_and_finds_what_failed
 
     // Follow the link: a route change in the same document.
     let about = ref_of(&full, "link \"About\"");
-    let main = ref_of(&full, "main [");
+    let items = ref_of(&full, "list \"Items\"");
     let followed = act(&env, json!([{"action": "click", "ref": about}])).await;
     assert!(followed.contains("/about (same document"), "{followed}");
-    assert!(followed.contains("heading \"About this app\""), "{followed}");
+    assert!(followed.contains("h2 \"About this app\""), "{followed}");
 
     // A new document: the old refs are refused, and so is another origin.
     let moved = act(&env, json!([{"action": "navigate", "url": "/list"}])).await;
     assert!(moved.contains("a new document"), "{moved}");
     let (stale, _) =
-        env.err("preview_act", json!({"actions": [{"action": "hover", "ref": main}]})).await;
+        env.err("preview_act", json!({"actions": [{"action": "hover", "ref": items}]})).await;
     assert!(stale.contains("stale") && stale.contains("preview_snapshot"), "{stale}");
     for elsewhere in ["http://127.0.0.2:8000/", "file:///etc/passwd"] {
         let (text, _) = env
@@ -213,7 +221,9 @@ async fn a_snapshot_of_a_5000_node_page_stays_within_its_budget() {
     }
     let rows: String =
         (0..2500).map(|i| format!("<li>Row number {i} <button>Edit {i}</button></li>")).collect();
-    let page = format!("<!doctype html><title>Big</title><h1>Big</h1><ul>{rows}</ul>");
+    let script = "<script>document.addEventListener('click', (e) => { \
+        if (e.target.tagName === 'BUTTON') e.target.textContent = 'Edited'; })</script>";
+    let page = format!("<!doctype html><title>Big</title><h1>Big</h1><ul>{rows}</ul>{script}");
     let env = Env::with_files(&[("index.html", &page)], |_| {});
     env.open().await;
     let (text, _) = env.ok("preview_snapshot", json!({"max_tokens": 1000})).await;
@@ -224,7 +234,7 @@ async fn a_snapshot_of_a_5000_node_page_stays_within_its_budget() {
     assert!(whole.lines().count() >= 5000, "{} lines kept", whole.lines().count());
     let head: Vec<&str> = whole.lines().take(12).collect();
     assert!(
-        whole.contains("  listitem \"Row number 7\"\n"),
+        whole.contains("\n li \"Row number 7\"\n  button \"Edit 7\" e"),
         "a row's text joins its line:\n{}",
         head.join("\n")
     );
@@ -233,6 +243,90 @@ async fn a_snapshot_of_a_5000_node_page_stays_within_its_budget() {
     let (narrow, _) = env.ok("preview_snapshot", json!({"query": "Edit 2499"})).await;
     assert!(narrow.contains("button \"Edit 2499\""), "{narrow}");
     assert!(narrow.lines().count() < 10, "{narrow}");
+
+    // The same element keeps its ref from one snapshot to the next.
+    let last = ref_of(&narrow, "button \"Edit 2499\"");
+    assert_eq!(ref_of(&whole, "button \"Edit 2499\""), last, "{narrow}");
+    assert_eq!(ref_of(&default, "button \"Edit 7\""), ref_of(&whole, "button \"Edit 7\""));
+    // A ref of the compact lines is clicked (the last row: scrolled into view first), and the
+    // answer is the one changed line, far smaller than the page.
+    let clicked = act(&env, json!([{"action": "click", "ref": last}])).await;
+    let edited = format!("button \"Edited\" {last}");
+    assert!(clicked.lines().any(|l| l.starts_with("~ ") && l.contains(&edited)), "{clicked}");
+    assert!(clicked.len() < 1000 && clicked.len() < whole.len() / 100, "{clicked}");
+    // After a reload the refs of the old document are refused, and the new document's refs are
+    // other numbers, so that an old ref never names a new element.
+    act(&env, json!([{"action": "reload"}])).await;
+    let (stale, _) =
+        env.err("preview_act", json!({"actions": [{"action": "click", "ref": last}]})).await;
+    assert!(stale.contains("stale"), "{stale}");
+    let (again, _) = env.ok("preview_snapshot", json!({"query": "Edit 2499"})).await;
+    assert_ne!(ref_of(&again, "button \"Edit 2499\""), last, "{again}");
+    env.session.close().await;
+}
+
+/// The outline's roles, names, values and states as the page computes them: labels of several
+/// kinds, what is not rendered left out, a password's value masked, states, a list box's choices.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_outline_names_what_a_user_perceives_and_leaves_out_what_is_hidden() {
+    if !require_for("static-site") {
+        return;
+    }
+    let page = r#"<!doctype html><title>Names</title>
+<nav aria-label="Site"><a href="/a">Home</a> <a>no href</a></nav>
+<h3>Third <em>level</em></h3>
+<p>Plain <b>bold</b> text.</p>
+<span id="lbl">Search the site</span><input aria-labelledby="lbl">
+<input placeholder="Your email" type="email" required>
+<label for="pw">Password</label><input id="pw" type="password" value="hunter2">
+<input type="submit" value="Send"><input type="checkbox" aria-label="Agree" checked disabled>
+<button aria-expanded="false" aria-pressed="true">Menu</button>
+<img src="x.png" alt="A cat"><img src="y.png" alt="">
+<select multiple aria-label="Fruit"><option selected>Apple</option><option>Pear</option></select>
+<div hidden>hidden div</div><div style="display:none">none div</div>
+<div aria-hidden="true"><button>aria hidden</button></div>
+<div style="visibility:hidden">invisible <span style="visibility:visible">but this</span></div>
+<div role="button" tabindex="0">Custom</div>
+<details><summary>More</summary>Inside</details>
+<svg><path d="M0 0"/></svg>"#;
+    let env = Env::with_files(&[("index.html", page)], |_| {});
+    env.open().await;
+    let (text, _) = env.ok("preview_snapshot", json!({})).await;
+    let body: Vec<&str> = text.lines().skip(1).collect();
+    let has = |prefix: &str| body.iter().any(|l| l.starts_with(prefix));
+    for line in [
+        "navigation \"Site\" e",
+        " link \"Home\" e",
+        " \"no href\"",
+        "h3 \"Third level\"",
+        "p \"Plain bold text.\"",
+        "textbox \"Search the site\" e",
+        "textbox \"Your email\" e",
+        "textbox \"Password\" e",
+        "button \"Send\" e",
+        "checkbox \"Agree\" e",
+        "button \"Menu\" e",
+        "img \"A cat\"",
+        "listbox \"Fruit\" e",
+        " option \"Apple\" selected",
+        " option \"Pear\"",
+        "\"but this\"",
+        "button \"Custom\" e",
+        " button \"More\" e",
+    ] {
+        assert!(has(line), "no line starting {line:?} in:\n{text}");
+    }
+    let line = |prefix: &str| *body.iter().find(|l| l.starts_with(prefix)).unwrap();
+    assert!(line("textbox \"Your email\"").ends_with(" required"), "{text}");
+    assert!(line("textbox \"Password\"").ends_with(": •••••••"), "masked:\n{text}");
+    assert!(line("checkbox \"Agree\"").ends_with(" checked disabled"), "{text}");
+    assert!(line("button \"Menu\"").ends_with(" pressed collapsed"), "{text}");
+    assert!(line(" button \"More\"").ends_with(" collapsed"), "{text}");
+    for gone in ["Inside", "hidden div", "none div", "aria hidden", "invisible", "hunter2", "img\n"]
+    {
+        assert!(!text.contains(gone), "{gone:?} shown:\n{text}");
+    }
+    assert!(!body.iter().any(|l| l.trim() == "img" || l.contains("generic")), "{text}");
     env.session.close().await;
 }
 

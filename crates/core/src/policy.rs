@@ -315,6 +315,10 @@ impl Policy {
     }
 }
 
+fn no_scope(args: &&'static [&'static str]) -> bool {
+    args.is_empty()
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -368,8 +372,4 @@ mod tests {
         let label = Label::Steps { key: "actions", word: "action", details: &["ref", "url"] };
         assert_eq!(label.text(&args).as_deref(), Some("click e3\nnavigate /about\nback"));
     }
-}
-
-fn no_scope(args: &&'static [&'static str]) -> bool {
-    args.is_empty()
 }

@@ -44,7 +44,8 @@ def text_of(result: types.CallToolResult) -> str:
 
 def ref_of(text: str, needle: str) -> str:
     line = next(l for l in text.splitlines() if needle in l)
-    found = re.search(r"\[(e\d+)\]", line)
+    # `textbox "New todo" e1 focused`: the ref follows the name, bare.
+    found = re.search(r"(?<![\w\"])(e\d+)(?![\w\"])", line.split(needle, 1)[1])
     assert found, line
     return found.group(1)
 
@@ -72,7 +73,8 @@ async def test_snapshot_act_and_stale_refs_over_mcp(connect, transport, root: Pa
         answer = text_of(acted)
         assert not acted.is_error, answer
         assert '"water the plants"' in answer and answer.count("\n+ ") >= 1, answer
-        assert 'heading "Todo"' not in answer, f"only the changes: {answer}"
+        assert 'h1 "Todo"' not in answer, f"only the changes: {answer}"
+        assert 'h1 "Todo"' in first, first
         assert "[error] complaint from the page" in answer, answer
         console = text_of(await s.call_tool("preview_console", {"since": 0}))
         assert "complaint from the page" in console, console
